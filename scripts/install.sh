@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install everything virtbench needs on Debian 12: the Debian packages listed in
+# scripts/apt-packages.txt and a Python virtual environment (.venv) with virtbench in it.
+#   scripts/install.sh          users
+#   scripts/install.sh --dev    plus test and lint tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="kvm"
+[ "${1:-}" = "--dev" ] && extras="kvm,dev"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+mapfile -t packages < <(grep -v '^\s*#' scripts/apt-packages.txt | grep -v '^\s*$')
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e ".[${extras}]"
+echo "virtbench installed: $(.venv/bin/virtbench --help >/dev/null && echo ok) (.venv/bin/virtbench)"

@@ -1,0 +1,355 @@
+"""Command line: parse options, then hand over to spec → runner → store → report."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib import import_module
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from virtbench.model import VirtbenchError
+
+app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
+                       "virtualised infrastructure.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
+app.add_typer(lab_app, name="lab")
+console = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[str, typer.Option(
+    "--store", "-s", envvar="VIRTBENCH_STORE",
+    help="SQLite file or postgresql://user@host/db URL")]
+DEFAULT_STORE = "virtbench.db"
+FORMATS = ("table", "json", "csv", "markdown", "html")
+
+# Optional command groups contributed by feature packages: (module, attribute, name).
+_SUBCOMMANDS = (("virtbench.kvm.cli", "app", "kvm"),)
+for _module, _attr, _name in _SUBCOMMANDS:
+    try:
+        app.add_typer(getattr(import_module(_module), _attr), name=_name)
+    except ImportError:
+        pass
+
+
+def _store(location: str) -> Any:
+    from virtbench.store import Store
+
+    return Store(location)
+
+
+class _RichProgress:
+    def __init__(self, quiet: bool) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=err, disable=quiet, transient=False)
+        self.task: Any = None
+
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("trials", total=total)
+
+    def set_total(self, total: int) -> None:
+        self.progress.update(self.task, total=total)
+
+    def advance(self, key: Any, ok: bool) -> None:
+        self.progress.update(self.task, advance=1,
+                             description=f"{key.variant} · {key.workload_id}")
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(text, highlight=False)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+@app.command()
+def run(
+    experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
+    store: StoreOpt = DEFAULT_STORE,
+    resume: Annotated[str | None, typer.Option(
+        help="continue an interrupted run (its id, or 'latest')")] = None,
+    report: Annotated[Path | None, typer.Option(help="also write an HTML report here")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="validate and list problems, run nothing")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
+    from virtbench.runner import Runner, check_experiment
+    from virtbench.spec import load_experiment
+
+    exp, text = load_experiment(experiment)
+    if check:
+        problems = check_experiment(exp)
+        variants = exp.all_variants()
+        console.print(f"{exp.name}: {len(variants)} variants × {len(exp.workloads)} workloads; "
+                      f"baseline {exp.baseline_name}; repetitions {exp.repetitions}")
+        for problem in problems:
+            console.print(f"[red]problem:[/] {problem}")
+        raise typer.Exit(1 if problems else 0)
+    st = _store(store)
+    if resume == "latest":
+        candidates = [r for r in st.runs() if r.experiment == exp.name and r.status != "complete"]
+        if not candidates:
+            raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
+        resume = candidates[-1].id
+    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
+    outcome = runner.run(resume_run_id=resume)
+    err.print(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
+              f"{outcome.trials} trials, {outcome.failures} failed; store {store}",
+              highlight=False)
+    _report([outcome.run_id], st, "table", None)
+    if report is not None:
+        _report([outcome.run_id], st, "html", report)
+
+
+def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None) -> None:
+    from virtbench.analysis import analyse
+    from virtbench.report import text
+
+    analysis = analyse(st, run_ids)
+    if fmt == "table" and output is None:
+        text.render_terminal(analysis, console)
+        return
+    if fmt == "html":
+        from virtbench.report.html import render_html
+
+        rendered = render_html(analysis)
+    elif fmt == "table":
+        file_console = Console(record=True, width=160, file=open(os.devnull, "w"))  # noqa: SIM115
+        text.render_terminal(analysis, file_console)
+        rendered = file_console.export_text()
+    else:
+        rendered = {"json": text.render_json, "csv": text.render_csv,
+                    "markdown": text.render_markdown}[fmt](analysis)
+    if output is None:
+        sys.stdout.write(rendered)
+    else:
+        output.write_text(rendered)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def report(
+    runs: Annotated[list[str] | None, typer.Argument(
+        help="run ids, id prefixes or experiment names (default: the latest run)")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="table | json | csv | markdown | html")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+) -> None:
+    """Statistics per variant × workload × metric; several runs are compared side by side."""
+    if format not in FORMATS:
+        raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
+    if format == "html" and output is None:
+        output = Path("report.html")
+    _report(runs or ["latest"], _store(store), format, output)
+
+
+@app.command()
+def compare(
+    runs: Annotated[list[str], typer.Argument(help="two or more runs (e.g. imported ones)")],
+    store: StoreOpt = DEFAULT_STORE,
+    format: Annotated[str, typer.Option("--format", "-f")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+) -> None:
+    """Compare runs from different hosts in one report (the first run's baseline is the base)."""
+    if len(runs) < 2:
+        raise VirtbenchError("compare needs at least two runs")
+    report(runs, store, format, output)
+
+
+@app.command("runs")
+def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
+    """List the runs in the store."""
+    import datetime as dt
+
+    st = _store(store)
+    table = Table("id", "experiment", "status", "started", "host", "samples", "stop reason")
+    for r in st.runs():
+        started = dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M")
+        table.add_row(r.id, r.experiment, r.status, started, r.host,
+                      str(st.sample_count(r.id)), r.stop_reason[:60])
+    console.print(table)
+
+
+@app.command()
+def facts(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """CPU model and flags, hypervisor, kernel, memory and tool versions of this machine."""
+    from virtbench.facts import collect_facts
+    from virtbench.targets.local import LocalTarget
+
+    data = collect_facts(LocalTarget())
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    hv = data["hypervisor"]
+    console.print(f"CPU        {data['cpu'].get('model')} ({data['cpu'].get('logical_cpus')} "
+                  f"logical CPUs)", highlight=False)
+    console.print(f"in a VM    {'yes' if hv.get('in_vm') else 'no'}; hypervisor "
+                  f"{hv.get('cpuid_vendor') or '-'} (CPUID leaf), systemd-detect-virt: "
+                  f"{hv.get('systemd_detect_virt', 'n/a')}", highlight=False)
+    console.print(f"kernel     {data['kernel']}", highlight=False)
+    console.print(f"OS         {data.get('os', '')}", highlight=False)
+    console.print(f"memory     {data['memory'].get('MemTotal', 0) / 2**30:.1f} GiB",
+                  highlight=False)
+    console.print(f"CPU flags  {' '.join(data['cpu'].get('flags', []))}", highlight=False)
+    for tool, version in data["tools"].items():
+        console.print(f"{tool:<10} {version}", highlight=False)
+
+
+@app.command()
+def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every workload: metrics (unit, better), parameters and defaults, tools and packages."""
+    from virtbench.workloads.registry import all_workloads
+
+    described = []
+    for name, cls in all_workloads().items():
+        schema = cls.Params.model_json_schema()
+        described.append({
+            "name": name, "description": cls.description,
+            "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
+                         "primary": m.primary, "description": m.description}
+                        for m in cls.metrics],
+            "params": {k: {"default": v.get("default"), "description": v.get("description", "")}
+                       for k, v in schema.get("properties", {}).items()},
+            "tools": [{"binary": t.binary, "debian_package": t.package} for t in cls.tools],
+            "python_modules": [{"module": m, "pip": p} for m, p in cls.python_modules],
+        })
+    if as_json:
+        console.print_json(json.dumps(described))
+        return
+    for w in described:
+        console.print(f"[bold]{w['name']}[/] — {w['description']}")
+        for m in w["metrics"]:
+            star = " (primary)" if m["primary"] else ""
+            console.print(f"  metric {m['name']} [{m['unit']}, {m['better']} is better]{star}: "
+                          f"{m['description']}", highlight=False)
+        for key, p in w["params"].items():
+            console.print(f"  param  {key} = {p['default']!r}: {p['description']}",
+                          highlight=False)
+        for t in w["tools"]:
+            console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
+                          highlight=False)
+
+
+@app.command()
+def labs() -> None:
+    """Every lab and the variant knobs it understands."""
+    from virtbench.labs.registry import all_labs
+
+    for name, cls in all_labs().items():
+        console.print(f"[bold]{name}[/] — {cls.description} (switch cost: {cls.switch_cost})")
+        for knob, text in cls.knobs.items():
+            console.print(f"  knob {knob}: {text}", highlight=False)
+
+
+@app.command()
+def parse(
+    tool: Annotated[str, typer.Argument(help="e.g. iperf3, irtt, fio, bonnie++, varnishstat")],
+    file: Annotated[Path, typer.Argument(help="a saved output of the tool ('-' for stdin)")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Turn a saved tool output into normalised metrics."""
+    from virtbench.parsers.registry import get_parser
+
+    parser = get_parser(tool)
+    text = sys.stdin.read() if str(file) == "-" else file.read_text()
+    measurements = parser.parse(text)
+    units = {m.name: m for m in parser.metrics}
+    records = [{"metric": m.metric, "value": m.value,
+                "unit": units[m.metric].unit if m.metric in units else "",
+                "status": m.status, "t": m.t, "labels": m.labels} for m in measurements]
+    if as_json:
+        console.print_json(json.dumps(records))
+        return
+    table = Table("metric", "value", "unit", "status", "labels")
+    for r in records:
+        table.add_row(r["metric"], "–" if r["value"] is None else f"{r['value']:.6g}", r["unit"],
+                      r["status"], ",".join(f"{k}={v}" for k, v in r["labels"].items()))
+    console.print(table)
+
+
+@app.command("export")
+def export_cmd(
+    run_ref: Annotated[str, typer.Argument(help="run id, prefix, experiment name or 'latest'")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="file (.json or .json.gz)")],
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Write one run to a portable file."""
+    from virtbench.store.portable import export_run
+
+    st = _store(store)
+    info = st.run(run_ref)
+    count = export_run(st, info.id, output)
+    err.print(f"exported run {info.id} ({count} samples) to {output}")
+
+
+@app.command("import")
+def import_cmd(
+    file: Annotated[Path, typer.Argument(help="a file written by `virtbench export`")],
+    store: StoreOpt = DEFAULT_STORE,
+    replace: Annotated[bool, typer.Option(help="replace a run with the same id")] = False,
+) -> None:
+    """Add a run exported elsewhere (another host) to this store."""
+    from virtbench.store.portable import import_run
+
+    run_id = import_run(_store(store), file, replace=replace)
+    err.print(f"imported run {run_id}")
+
+
+@lab_app.command("clean")
+def lab_clean() -> None:
+    """Remove what crashed runs left behind (namespaces, bridges, daemons, mounts, cgroups)."""
+    from virtbench.labs.base import Manifest, lab_root
+    from virtbench.labs.registry import all_labs
+
+    labs_by_name = all_labs()
+    removed = 0
+    for path in sorted(lab_root().glob("*.json")):
+        manifest = Manifest(path, "?")
+        lab = manifest.data.get("lab", "?")
+        owner = manifest.data.get("pid")
+        if isinstance(owner, int) and owner != os.getpid() and Path(f"/proc/{owner}").exists():
+            console.print(f"skipping {path.name}: its run (pid {owner}) is still alive")
+            continue
+        cls = labs_by_name.get(lab)
+        if cls is None:
+            console.print(f"skipping {path.name}: unknown lab {lab!r}")
+            continue
+        for item in cls.clean(manifest):
+            console.print(f"removed {item}", highlight=False)
+            removed += 1
+        manifest.delete()
+    console.print(f"lab clean: {removed} objects removed")
+
+
+def main() -> None:
+    try:
+        app()
+    except VirtbenchError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]: samples so far are stored; resume with "
+                  "`virtbench run FILE --resume latest`")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

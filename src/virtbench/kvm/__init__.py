@@ -1,0 +1,1 @@
+"""Guest CPU configuration of libvirt/KVM domains: inventory, tuning, safe apply and rollback."""

@@ -1,0 +1,122 @@
+"""The lab contract: a real testbed (namespaces, switches, servers, guests, filesystems).
+
+A lab is brought up once per experiment, ``enter``-ed for each variant (apply the variant's
+knobs), ``leave``-d, and brought ``down`` at the end — also after failures, SIGINT and SIGTERM.
+Every object a lab creates is written to its manifest first, so ``virtbench lab clean`` can
+remove what a crashed run left behind.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from virtbench.targets.base import Target
+from virtbench.workloads.base import NoParams, Tool
+
+__all__ = ["Lab", "LabState", "Manifest", "lab_root"]
+
+
+def lab_root() -> Path:
+    """Where labs keep private run directories and manifests (``VIRTBENCH_LAB_ROOT``)."""
+    root = Path(os.environ.get("VIRTBENCH_LAB_ROOT", "/run/virtbench/labs"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+class Manifest:
+    """A JSON file listing what a lab created: ``{kind: [item, ...]}`` plus the lab's name.
+
+    Written before each object is created, so a crash can never hide an object from cleanup.
+    """
+
+    def __init__(self, path: Path, lab: str) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"lab": lab, "pid": os.getpid(), "objects": {}}
+        if path.exists():
+            self.data = json.loads(path.read_text())
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        tmp.replace(self.path)
+
+    def add(self, kind: str, item: Any) -> None:
+        self.data["objects"].setdefault(kind, []).append(item)
+        self._save()
+
+    def remove(self, kind: str, item: Any) -> None:
+        items = self.data["objects"].get(kind, [])
+        if item in items:
+            items.remove(item)
+            self._save()
+
+    def items(self, kind: str) -> list[Any]:
+        return list(self.data["objects"].get(kind, []))
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class LabState:
+    """What a lab gives the workloads for one variant."""
+
+    target: Target | None = None
+    """Where workloads run for this variant (None: the experiment's target)."""
+    env: dict[str, str | None] = field(default_factory=dict)
+    services: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    """How the variant was realised, shown in the report."""
+
+
+class Lab(abc.ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type[BaseModel]] = NoParams
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    knobs: ClassVar[Mapping[str, str]] = {}
+    """Variant knobs this lab understands, with a description of each."""
+    switch_cost: ClassVar[str] = "cheap"
+    """'expensive' when entering a variant restarts something (a VM, a switch): blocked order."""
+
+    def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
+        self.params: Any = params if params is not None else self.Params()
+        self.workdir = workdir
+        self.target = target
+
+    def check(self) -> list[str]:
+        problems = []
+        for tool in self.tools:
+            if self.target.which(tool.binary) is None:
+                problems.append(
+                    f"lab {self.name}: '{tool.binary}' not found; "
+                    f"install the Debian package '{tool.package}'"
+                )
+        return problems
+
+    def up(self) -> None:  # noqa: B027 - optional hook
+        """Build what every variant shares."""
+
+    @abc.abstractmethod
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        """Apply one variant's knobs."""
+
+    def leave(self, variant: str) -> None:  # noqa: B027 - optional hook
+        """Undo ``enter``."""
+
+    def down(self) -> None:  # noqa: B027 - optional hook
+        """Remove everything; idempotent and safe after a partial ``up``."""
+
+    @classmethod
+    def clean(cls, manifest: Manifest) -> list[str]:
+        """Remove leftovers listed in a crashed run's manifest; return what was removed."""
+        return []

@@ -1,0 +1,1 @@
+"""Network labs: namespaces joined by a virtual switch (study 001) or a router (study 002)."""

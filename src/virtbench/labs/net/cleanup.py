@@ -1,0 +1,42 @@
+"""Remove what a (crashed) network lab left behind, from its manifest."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from virtbench.labs.base import Manifest
+from virtbench.labs.net.netops import delete_namespace
+from virtbench.labs.net.procs import kill_recorded
+from virtbench.targets.base import Target
+
+__all__ = ["OUR_PREFIX", "clean_manifest"]
+
+OUR_PREFIX = "vbnet-"
+
+
+def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
+    """Processes, namespaces (and so every interface and bridge in them), cgroups, mounts, dirs."""
+    removed = kill_recorded(target, manifest.items("pid"))
+    for name in manifest.items("netns"):
+        if str(name).startswith(OUR_PREFIX):  # never a namespace that is not ours
+            removed += delete_namespace(target, str(name))
+        manifest.remove("netns", name)
+    for directory in manifest.items("cgroup"):
+        from virtbench.labs.cgroups import remove_cgroup_dir
+
+        if remove_cgroup_dir(Path(directory)):
+            removed.append(f"cgroup {directory}")
+            manifest.remove("cgroup", directory)
+    for mount in manifest.items("mount"):
+        if target.run(["umount", str(mount)], check=False).returncode == 0:
+            removed.append(f"mount {mount}")
+        manifest.remove("mount", mount)
+    for directory in manifest.items("dir"):
+        if Path(directory).exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(f"directory {directory}")
+        manifest.remove("dir", directory)
+    for rec in manifest.items("pid"):
+        manifest.remove("pid", rec)
+    return removed

@@ -1,0 +1,145 @@
+"""The switch variants joining the lab's hosts: Linux bridge, OVS netdev, OVS-DPDK.
+
+Each host namespace gets one interface named after its role (``srv``, ``cli``, ...), whichever
+switch carries it, so workloads need not know the variant.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench.labs.base import Manifest
+from virtbench.labs.net.netops import add_veth, disable_offloads, set_address
+from virtbench.labs.net.ovs import DpdkOptions, OvsDaemons
+from virtbench.targets.base import Target
+
+__all__ = ["SWITCH_KINDS", "Host", "Switch", "make_switch"]
+
+SWITCH_KINDS = ("linux-bridge", "ovs", "ovs-dpdk")
+BRIDGE = "vbbr0"
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host namespace on the switch: its role (= interface name) and IPv4 address/prefix."""
+
+    role: str
+    namespace: str
+    cidr: str
+
+    @property
+    def address(self) -> str:
+        return self.cidr.split("/")[0]
+
+
+class Switch(abc.ABC):
+    kind: str
+
+    def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path) -> None:
+        self.target = target
+        self.ns = ns
+        self.manifest = manifest
+        self.rundir = rundir
+        self.notes: dict[str, str] = {}
+
+    @abc.abstractmethod
+    def build(self, hosts: Sequence[Host]) -> None:
+        """Create the switch and one port per host; the host ends get their addresses."""
+
+    def destroy(self, hosts: Sequence[Host]) -> None:
+        """Remove the switch and the hosts' interfaces (the namespaces stay)."""
+        for host in hosts:
+            self.target.run(["ip", "-n", host.namespace, "link", "del", host.role], check=False)
+        self.target.run(["ip", "-n", self.ns, "link", "del", BRIDGE], check=False)
+
+
+class LinuxBridge(Switch):
+    kind = "linux-bridge"
+
+    def build(self, hosts: Sequence[Host]) -> None:
+        self.target.run(["ip", "-n", self.ns, "link", "add", BRIDGE, "type", "bridge"])
+        self.target.run(["ip", "-n", self.ns, "link", "set", BRIDGE, "up"])
+        for host in hosts:
+            add_veth(self.target, self.ns, f"p{host.role}", host.namespace, host.role)
+            self.target.run(["ip", "-n", self.ns, "link", "set", f"p{host.role}",
+                             "master", BRIDGE])
+            set_address(self.target, host.namespace, host.role, host.cidr)
+        self.notes["switch"] = "Linux bridge (kernel), veth ports, offloads on"
+
+
+class OvsNetdev(Switch):
+    kind = "ovs"
+
+    def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path) -> None:
+        super().__init__(target, ns, manifest, rundir)
+        self.ovs = OvsDaemons(target, ns, rundir / "ovs", manifest)
+
+    def build(self, hosts: Sequence[Host]) -> None:
+        self.ovs.start()
+        self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+        for host in hosts:
+            # Internal ports moved into the hosts: veth ports with offloads stall TCP at 0 bit/s.
+            self.ovs.vsctl("add-port", BRIDGE, host.role, "--",
+                           "set", "interface", host.role, "type=internal")
+            self.target.run(["ip", "-n", self.ns, "link", "set", host.role,
+                             "netns", host.namespace])
+            set_address(self.target, host.namespace, host.role, host.cidr)
+        self.notes["switch"] = ("Open vSwitch userspace datapath (datapath_type=netdev), "
+                                "internal ports, userspace-tso-enable=true")
+
+    def destroy(self, hosts: Sequence[Host]) -> None:
+        with contextlib.suppress(Exception):
+            self.ovs.vsctl("--if-exists", "del-br", BRIDGE, timeout_s=10)
+        self.ovs.stop()
+        super().destroy(hosts)
+
+
+class OvsDpdk(Switch):
+    kind = "ovs-dpdk"
+
+    def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path,
+                 dpdk: DpdkOptions | None = None, n_rxq: int = 1) -> None:
+        super().__init__(target, ns, manifest, rundir)
+        self.dpdk = dpdk or DpdkOptions(file_prefix=f"{ns}-dpdk")
+        self.n_rxq = n_rxq
+        self.ovs = OvsDaemons(target, ns, rundir / "ovs-dpdk", manifest, self.dpdk)
+
+    def build(self, hosts: Sequence[Host]) -> None:
+        self.ovs.start()
+        self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+        for index, host in enumerate(hosts):
+            port = f"p{host.role}"
+            add_veth(self.target, self.ns, port, host.namespace, host.role)
+            # The af_packet PMD sees raw frames: no GSO super-frames, no partial checksums.
+            disable_offloads(self.target, host.namespace, host.role)
+            disable_offloads(self.target, self.ns, port)
+            self.ovs.vsctl("add-port", BRIDGE, port, "--", "set", "interface", port, "type=dpdk",
+                           f"options:dpdk-devargs=net_af_packet{index},iface={port}",
+                           f"options:n_rxq={self.n_rxq}")
+            set_address(self.target, host.namespace, host.role, host.cidr)
+        memory = "hugepages" if self.dpdk.hugepages else f"--no-huge -m {self.dpdk.memory_mb}"
+        self.notes["switch"] = (f"OVS-DPDK (ovs-vswitchd-dpdk), af_packet virtual devices on "
+                                f"veth, {memory}, pmd-cpu-mask={self.dpdk.pmd_cpu_mask}, "
+                                f"offloads off on the hosts")
+
+    def destroy(self, hosts: Sequence[Host]) -> None:
+        with contextlib.suppress(Exception):
+            self.ovs.vsctl("--if-exists", "del-br", BRIDGE, timeout_s=10)
+        self.ovs.stop()
+        super().destroy(hosts)
+
+
+def make_switch(kind: str, target: Target, ns: str, manifest: Manifest, rundir: Path,
+                dpdk: DpdkOptions | None = None) -> Switch:
+    if kind == "linux-bridge":
+        return LinuxBridge(target, ns, manifest, rundir)
+    if kind == "ovs":
+        return OvsNetdev(target, ns, manifest, rundir)
+    if kind == "ovs-dpdk":
+        return OvsDpdk(target, ns, manifest, rundir, dpdk)
+    known = ', '.join(SWITCH_KINDS)
+    raise ValueError(f"knob 'switch': unknown switch '{kind}'; use one of {known}")

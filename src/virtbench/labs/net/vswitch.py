@@ -1,0 +1,210 @@
+"""Study 001's lab: server/client and background sender/receiver namespaces on one switch.
+
+Topology (all inside namespaces this lab creates; nothing touches the host's network)::
+
+    vbnet-ID-srv (10.77.0.1, iperf3 + irtt servers) ─┐
+    vbnet-ID-cli (10.77.0.2, receives, captures)   ─┤ switch in vbnet-ID-sw:
+    vbnet-ID-bgs (10.77.0.3, background sender)    ─┤ linux-bridge | ovs | ovs-dpdk
+    vbnet-ID-bgr (10.77.0.4, background receiver)  ─┘
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.net.background import BACKGROUND_PORT, start_background
+from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.net.netops import add_namespace, wait_listening
+from virtbench.labs.net.ovs import DpdkOptions
+from virtbench.labs.net.procs import LabProcess, start_in_namespace
+from virtbench.labs.net.switches import SWITCH_KINDS, Host, Switch, make_switch
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
+from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.workloads.base import Tool
+
+__all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
+
+FOREGROUND_PORT = 5201
+IRTT_PORT = 2112
+SUBNET = "10.77.0"
+
+
+class VSwitchParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    background_settle_s: float = Field(
+        1.0, ge=0, description="seconds to let background traffic run before a variant's trials")
+    dpdk_memory_mb: int = Field(512, ge=64, description="DPDK memory without hugepages (MiB)")
+    dpdk_hugepages: bool = Field(
+        False, description="use hugepages already reserved and mounted (real hosts); "
+        "False: --no-huge --legacy-mem")
+    dpdk_pmd_cpu_mask: str = Field("0x2", description="CPUs of the DPDK poll-mode thread")
+    dpdk_lcore_mask: str = Field("0x1", description="CPUs of DPDK's other threads")
+
+
+class VSwitchLab(Lab):
+    name = "vswitch"
+    description = ("namespaces for a sender, a receiver and a background pair joined by a "
+                   "Linux bridge, Open vSwitch (netdev) or OVS-DPDK; background UDP at a rate")
+    Params = VSwitchParams
+    tools = (
+        Tool("ip", "iproute2"), Tool("ss", "iproute2"), Tool("ethtool", "ethtool"),
+        Tool("iperf3", "iperf3"), Tool("irtt", "irtt"), Tool("dumpcap", "wireshark-common"),
+        Tool("ovs-vsctl", "openvswitch-switch"), Tool("ovsdb-server", "openvswitch-switch"),
+        Tool("ovs-vswitchd", "openvswitch-switch"),
+    )
+    knobs = {
+        "switch": "the virtual switch: linux-bridge | ovs (userspace netdev) | ovs-dpdk",
+        "background_mbps": "background UDP payload rate in Mbit/s (10^6 bit/s) between the "
+                           "background pair; 0 = none",
+    }
+    switch_cost = "expensive"
+
+    def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
+        super().__init__(params, workdir, target)
+        if not isinstance(target, LocalTarget) or isinstance(target, NetnsTarget):
+            raise VirtbenchError("lab vswitch: runs on the local machine only (target kind local)")
+        self.lab_id = secrets.token_hex(2)
+        prefix = f"{OUR_PREFIX}{self.lab_id}-"
+        self.sw_ns = prefix + "sw"
+        self.hosts = {
+            role: Host(role, prefix + role, f"{SUBNET}.{i}/24")
+            for i, role in enumerate(("srv", "cli", "bgs", "bgr"), start=1)
+        }
+        self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
+        self.manifest: Manifest | None = None
+        self.switch: Switch | None = None
+        self.servers: list[LabProcess] = []
+        self.background: LabProcess | None = None
+        self.background_mbps = 0.0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def up(self) -> None:
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        self.manifest = Manifest(self.rundir.with_suffix(".json"), self.name)
+        self.manifest.add("dir", str(self.rundir))
+        for ns in (self.sw_ns, *(h.namespace for h in self.hosts.values())):
+            add_namespace(self.target, self.manifest, ns)
+
+    def _start_servers(self) -> None:
+        assert self.manifest is not None
+        srv, bgr = self.hosts["srv"].namespace, self.hosts["bgr"].namespace
+        logs = self.rundir
+        self.servers = [
+            start_in_namespace(srv, ["iperf3", "-s", "-p", str(FOREGROUND_PORT)], self.manifest,
+                               logs / "iperf3-foreground.log"),
+            start_in_namespace(srv, ["irtt", "server", "-b", f":{IRTT_PORT}"], self.manifest,
+                               logs / "irtt-server.log"),
+            start_in_namespace(bgr, ["iperf3", "-s", "-p", str(BACKGROUND_PORT)], self.manifest,
+                               logs / "iperf3-background.log"),
+        ]
+        wait_listening(self.target, srv, FOREGROUND_PORT)
+        wait_listening(self.target, srv, IRTT_PORT, udp=True)
+        wait_listening(self.target, bgr, BACKGROUND_PORT)
+
+    def _stop_servers(self) -> None:
+        for proc in self.servers:
+            proc.stop()
+        self.servers = []
+
+    def _dpdk(self) -> DpdkOptions:
+        p = self.params
+        return DpdkOptions(file_prefix=f"{OUR_PREFIX}{self.lab_id}", memory_mb=p.dpdk_memory_mb,
+                           hugepages=p.dpdk_hugepages, pmd_cpu_mask=p.dpdk_pmd_cpu_mask,
+                           lcore_mask=p.dpdk_lcore_mask)
+
+    def _set_switch(self, kind: str) -> None:
+        assert self.manifest is not None
+        if self.switch is not None and self.switch.kind == kind:
+            return
+        self._stop_background()
+        self._stop_servers()
+        if self.switch is not None:
+            self.switch.destroy(list(self.hosts.values()))
+            self.switch = None
+        switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
+                             self._dpdk())
+        self.switch = switch
+        switch.build(list(self.hosts.values()))
+        self._start_servers()
+
+    def _stop_background(self) -> None:
+        if self.background is not None:
+            self.background.stop()
+            self.background = None
+        self.background_mbps = 0.0
+
+    def _set_background(self, rate_mbps: float) -> None:
+        assert self.manifest is not None
+        self._stop_background()
+        if rate_mbps > 0:
+            self.background = start_background(self.hosts["bgs"].namespace,
+                                               self.hosts["bgr"].address, rate_mbps,
+                                               self.manifest)
+            time.sleep(self.params.background_settle_s)
+            if not self.background.alive():
+                raise VirtbenchError(f"lab vswitch: background iperf3 at {rate_mbps:g} Mbit/s "
+                                     "exited at once (is the background server up?)")
+        self.background_mbps = rate_mbps
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        if self.manifest is None:
+            self.up()
+        kind = str(knobs.get("switch", "linux-bridge"))
+        if kind not in SWITCH_KINDS:
+            raise VirtbenchError(f"variant {variant}: knob 'switch' = {kind!r}; "
+                                 f"use one of {', '.join(SWITCH_KINDS)}")
+        try:
+            rate = float(knobs.get("background_mbps", 0))
+        except (TypeError, ValueError) as exc:
+            raise VirtbenchError(f"variant {variant}: knob 'background_mbps' must be a number "
+                                 f"(Mbit/s), got {knobs.get('background_mbps')!r}") from exc
+        if rate < 0:
+            raise VirtbenchError(f"variant {variant}: knob 'background_mbps' must be ≥ 0")
+        self._set_switch(kind)
+        self._set_background(rate)
+        assert self.switch is not None
+        srv, cli = self.hosts["srv"], self.hosts["cli"]
+        services: dict[str, Any] = {
+            "server_ns": srv.namespace, "server_ip": srv.address, "server_iface": srv.role,
+            "client_ns": cli.namespace, "client_ip": cli.address, "client_iface": cli.role,
+            "iperf3_port": FOREGROUND_PORT, "irtt_port": IRTT_PORT,
+            "switch": kind, "background_mbps": rate,
+            "background_receiver_ns": self.hosts["bgr"].namespace,
+            "background_receiver_iface": "bgr",
+        }
+        notes = dict(self.switch.notes)
+        notes["background"] = (f"iperf3 UDP {rate:g} Mbit/s payload, 1400 B datagrams, "
+                               f"{self.hosts['bgs'].address} → {self.hosts['bgr'].address}"
+                               if rate else "none")
+        return LabState(target=NetnsTarget(cli.namespace), services=services, notes=notes)
+
+    def leave(self, variant: str) -> None:
+        self._stop_background()
+
+    def down(self) -> None:
+        self._stop_background()
+        self._stop_servers()
+        if self.switch is not None:
+            try:
+                self.switch.destroy(list(self.hosts.values()))
+            finally:
+                self.switch = None
+        if self.manifest is not None:
+            clean_manifest(self.target, self.manifest)
+            self.manifest.delete()
+            self.manifest = None
+
+    @classmethod
+    def clean(cls, manifest: Manifest) -> list[str]:
+        return clean_manifest(LocalTarget(), manifest)
+
+
+LABS = (VSwitchLab,)

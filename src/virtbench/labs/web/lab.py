@@ -1,0 +1,334 @@
+"""The web lab: an origin (static nginx multisite, WordPress multisite, or an external server)
+with Varnish in front, everything from a private directory on 127.0.0.1.
+
+Entering a variant (re)starts Varnish cold with that variant's cache storage; the repetitions
+that follow run against the same Varnish without a restart, so repetition k is the study's
+run k+1 (cold, warming, warm).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.web import nginx as nginx_cfg
+from virtbench.labs.web import varnish as varnish_cfg
+from virtbench.labs.web.fsinfo import fs_type
+from virtbench.labs.web.procs import free_port, stop_pid, wait_for_port
+from virtbench.labs.web.sitegen import generate_site
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
+from virtbench.targets.local import LocalTarget
+from virtbench.workloads.base import Tool
+
+__all__ = ["WebLab", "WebLabParams"]
+
+
+class WebLabParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    origin: Literal["static-multisite", "wordpress-multisite", "external"] = Field(
+        "static-multisite", description="what Varnish caches: generated static pages served by "
+        "nginx, a WordPress multisite (nginx + php-fpm + MariaDB), or a server you run")
+    sites: int = Field(3, ge=1, le=1000, description="number of sites")
+    pages_per_site: int = Field(100, ge=1, le=100000, description="pages in each site")
+    page_bytes: int = Field(2_000_000, ge=64, le=1 << 30,
+                            description="size of every static page (bytes)")
+    seed: int = Field(1, description="seed of the generated pages")
+    cache_max_age_s: int = Field(
+        3600, ge=0, description="Cache-Control max-age the origin sends (s); 0 = no-store")
+    origin_limit_rate_bps: int = Field(
+        0, ge=0, description="slow the origin to this many bytes/s per response (0 = no limit)")
+    external_backend_port: int | None = Field(
+        None, description="origin 'external': the port of your server on 127.0.0.1")
+    cache_storage: str = Field(
+        "malloc", description="storage when a variant gives no cache_storage knob")
+    cache_size: str = Field("1G", description="storage size when a variant gives no cache_size")
+    disk_dir: Path = Field(
+        Path("/var/tmp"), description="directory on a real disk for 'file-disk' storage")
+    connect_timeout_s: float = Field(3.5, gt=0, description="Varnish backend connect timeout")
+    first_byte_timeout_s: float = Field(60.0, gt=0, description="Varnish first-byte timeout")
+    between_bytes_timeout_s: float = Field(60.0, gt=0, description="Varnish between-bytes timeout")
+    varnish_params: dict[str, str] = Field(
+        default_factory=dict, description="extra varnishd -p NAME=VALUE parameters")
+    wordpress_posts_per_site: int = Field(
+        20, ge=1, le=10000, description="wordpress-multisite: posts created in each site")
+    wordpress_media_bytes: int = Field(
+        0, ge=0, description="wordpress-multisite: bytes of generated text added to each post "
+        "(raises page weight toward the study's 2 MB)")
+
+
+class WebLab(Lab):
+    name: ClassVar[str] = "web"
+    description: ClassVar[str] = (
+        "origin (static nginx multisite or WordPress multisite) behind Varnish on 127.0.0.1; "
+        "each variant restarts Varnish cold with its cache storage")
+    Params: ClassVar[type[BaseModel]] = WebLabParams
+    tools: ClassVar[tuple[Tool, ...]] = (
+        Tool("nginx", "nginx-light", "origin web server"),
+        Tool("varnishd", "varnish", "HTTP cache"),
+        Tool("varnishstat", "varnish", "cache counters"),
+    )
+    knobs: ClassVar[Mapping[str, str]] = {
+        "cache_storage": "malloc | file-disk | file-tmpfs | file:/DIR (e.g. a SAN/iSCSI mount)",
+        "cache_size": "Varnish storage size, e.g. 1G",
+    }
+    switch_cost: ClassVar[str] = "expensive"
+
+    def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
+        super().__init__(params, workdir, target)
+        self.p: WebLabParams = self.params
+        self.run_id = f"vbweb-{uuid.uuid4().hex[:10]}"
+        self.private = lab_root() / self.run_id
+        self.manifest: Manifest | None = None
+        self.origin_port = 0
+        self.origin_proc: subprocess.Popen[bytes] | None = None
+        self.varnish_proc: subprocess.Popen[bytes] | None = None
+        self.varnish_port = 0
+        self.urls: list[str] = []
+        self.paths: list[str] = []
+        self.host_header: str | None = None
+        self.startup_s: dict[str, float] = {}
+        self._storage_files: list[Path] = []
+        self._mounts: list[Path] = []
+        self._wordpress: Any = None
+
+    # -- checks ------------------------------------------------------------------------------
+    def check(self) -> list[str]:
+        problems = super().check()
+        if self.p.origin == "wordpress-multisite":
+            from virtbench.labs.web.wordpress import wordpress_problems
+
+            problems += wordpress_problems(self.target)
+        if self.p.origin == "external" and self.p.external_backend_port is None:
+            problems.append("lab web: origin 'external' needs params.external_backend_port")
+        try:
+            varnish_cfg.parse_storage(self.p.cache_storage, self.p.cache_size)
+        except ValueError as exc:
+            problems.append(f"lab web: params.{exc}")
+        return problems
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def up(self) -> None:
+        problems = self.check()
+        if problems:
+            raise VirtbenchError("; ".join(problems))
+        self.manifest = Manifest(lab_root() / f"{self.run_id}.json", self.name)
+        self.manifest.add("dir", str(self.private))
+        self.private.mkdir(parents=True)
+        started = time.monotonic()
+        if self.p.origin == "static-multisite":
+            self._static_origin()
+        elif self.p.origin == "wordpress-multisite":
+            from virtbench.labs.web.wordpress import WordPressOrigin
+
+            self._wordpress = WordPressOrigin(self.p, self.private, self.target, self._spawn)
+            self.origin_port, self.paths = self._wordpress.start()
+            self.host_header = "127.0.0.1"
+        else:
+            assert self.p.external_backend_port is not None
+            self.origin_port = self.p.external_backend_port
+            self.paths = ["/"]
+        self.startup_s["origin"] = time.monotonic() - started
+
+    def _static_origin(self) -> None:
+        t = time.monotonic()
+        htdocs = self.private / "htdocs"
+        self.paths = generate_site(htdocs, seed=self.p.seed, sites=self.p.sites,
+                                   pages_per_site=self.p.pages_per_site,
+                                   page_bytes=self.p.page_bytes)
+        self.startup_s["generate"] = time.monotonic() - t
+        self.start_origin_server(htdocs)
+
+    def start_origin_server(self, htdocs: Path | None = None) -> None:
+        """(Re)start the static nginx origin (tests stop it to simulate a dead backend)."""
+        htdocs = htdocs or self.private / "htdocs"
+        prefix = self.private / "nginx"
+        prefix.mkdir(exist_ok=True)
+        self.origin_port = self.origin_port or free_port()
+        conf = prefix / "nginx.conf"
+        conf.write_text(nginx_cfg.nginx_conf(
+            prefix=prefix, port=self.origin_port, root=htdocs, max_age_s=self.p.cache_max_age_s,
+            limit_rate_bps=self.p.origin_limit_rate_bps))
+        log = prefix / "nginx.stderr"
+        self.origin_proc = self._spawn("nginx", nginx_cfg.nginx_argv(conf, prefix), log)
+        wait_for_port(self.origin_port, self.origin_proc, "nginx (origin)", log)
+
+    def stop_origin_server(self) -> None:
+        if self.origin_proc is not None:
+            self._stop(self.origin_proc)
+            self.origin_proc = None
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        if self.manifest is None:
+            raise VirtbenchError("lab web: enter() before up()")
+        unknown = set(knobs) - set(self.knobs) - {"cpu_features"}
+        if unknown:
+            raise VirtbenchError(
+                f"variant {variant}: knob(s) {', '.join(sorted(unknown))} not understood by "
+                f"lab web (knobs: {', '.join(self.knobs)})")
+        try:
+            choice = varnish_cfg.parse_storage(
+                str(knobs.get("cache_storage", self.p.cache_storage)),
+                str(knobs.get("cache_size", self.p.cache_size)))
+        except ValueError as exc:
+            raise VirtbenchError(f"variant {variant}: {exc}") from None
+        self._stop_varnish()
+        started = time.monotonic()
+        storage_arg, notes = self._prepare_storage(variant, choice)
+        vdir = self.private / f"varnish-{_safe(variant)}"
+        vdir.mkdir(exist_ok=True)
+        vcl_path = vdir / "default.vcl"
+        vcl_path.write_text(varnish_cfg.vcl(
+            backend_port=self.origin_port, connect_timeout_s=self.p.connect_timeout_s,
+            first_byte_timeout_s=self.p.first_byte_timeout_s,
+            between_bytes_timeout_s=self.p.between_bytes_timeout_s,
+            host_header=self.host_header))
+        self.varnish_port = free_port()
+        # Long idle timeout: the open model keeps spare keep-alive connections between sends.
+        params = {"timeout_idle": "60", **self.p.varnish_params}
+        argv = varnish_cfg.varnishd_argv(port=self.varnish_port, workdir=vdir / "work",
+                                         vcl_path=vcl_path, storage_arg=storage_arg,
+                                         extra_params=params)
+        log = vdir / "varnishd.log"
+        self.varnish_proc = self._spawn("varnishd", argv, log)
+        wait_for_port(self.varnish_port, self.varnish_proc, "varnishd", log)
+        self.startup_s["varnish"] = time.monotonic() - started
+        base = f"http://127.0.0.1:{self.varnish_port}"
+        self.urls = [base + p for p in self.paths]
+        notes.update({
+            "varnishd": " ".join(argv),
+            "origin": self.p.origin,
+            "pages": str(len(self.paths)),
+            "cold_start": "varnishd restarted with empty storage on entering this variant",
+        })
+        services = {
+            "base_url": base,
+            "urls": list(self.urls),
+            "varnish_workdir": str(vdir / "work"),
+            "varnish_pid": self.varnish_proc.pid,
+            "origin_url": f"http://127.0.0.1:{self.origin_port}",
+            "host_header": self.host_header,
+            "cache_storage": choice.kind,
+        }
+        return LabState(services=services, notes=notes)
+
+    def _prepare_storage(self, variant: str, choice: varnish_cfg.StorageChoice
+                         ) -> tuple[str, dict[str, str]]:
+        assert self.manifest is not None
+        size = choice.size
+        if choice.kind == "malloc":
+            return f"malloc,{size}", {"cache_storage": f"malloc,{size} (process memory)"}
+        if choice.kind == "file-tmpfs":
+            mount = self.private / f"tmpfs-{_safe(variant)}"
+            mount.mkdir(exist_ok=True)
+            tmpfs_bytes = varnish_cfg.parse_size(size) + (64 << 20)
+            self.manifest.add("mount", str(mount))
+            self.target.run(["mount", "-t", "tmpfs", "-o", f"size={tmpfs_bytes}",
+                             f"{self.run_id}-tmpfs", str(mount)])
+            self._mounts.append(mount)
+            directory = mount
+        elif choice.kind == "file-disk":
+            directory = self.p.disk_dir / self.run_id
+            self.manifest.add("dir", str(directory))
+            directory.mkdir(parents=True, exist_ok=True)
+        else:
+            assert choice.path is not None
+            directory = choice.path
+            if not directory.is_dir():
+                raise VirtbenchError(
+                    f"variant {variant}: cache_storage directory {directory} does not exist")
+        path = directory / f"{self.run_id}-{_safe(variant)}.bin"
+        self.manifest.add("file", str(path))
+        self._storage_files.append(path)
+        fstype = fs_type(directory)
+        notes = {"cache_storage": f"file,{path},{size} (filesystem {fstype})"}
+        if choice.kind == "file-disk" and fstype in ("tmpfs", "ramfs"):
+            notes["warning"] = f"disk_dir {self.p.disk_dir} is on {fstype}, not a disk"
+        return f"file,{path},{size}", notes
+
+    def leave(self, variant: str) -> None:
+        self._stop_varnish()
+
+    def _stop_varnish(self) -> None:
+        if self.varnish_proc is not None:
+            self._stop(self.varnish_proc)
+            self.varnish_proc = None
+        for path in self._storage_files:
+            path.unlink(missing_ok=True)
+            if self.manifest is not None:
+                self.manifest.remove("file", str(path))
+        self._storage_files.clear()
+        for mount in self._mounts:
+            self.target.run(["umount", str(mount)], check=False)
+            if self.manifest is not None:
+                self.manifest.remove("mount", str(mount))
+        self._mounts.clear()
+
+    def down(self) -> None:
+        self._stop_varnish()
+        self.stop_origin_server()
+        if self._wordpress is not None:
+            self._wordpress.stop()
+        if self.manifest is not None:
+            WebLab.clean(self.manifest)
+            self.manifest.delete()
+            self.manifest = None
+
+    # -- processes ---------------------------------------------------------------------------
+    def _spawn(self, what: str, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+        assert self.manifest is not None
+        with log.open("ab") as out:
+            proc = self.target.spawn(argv, stdout=out.fileno(), stderr=out.fileno())
+        # Recorded right after the spawn: the PID does not exist before it.
+        self.manifest.add("pid", {"pid": proc.pid, "what": what, "marker": str(self.private)})
+        return proc
+
+    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
+        stop_pid(proc.pid, str(self.private))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        if self.manifest is not None:
+            for item in self.manifest.items("pid"):
+                if item.get("pid") == proc.pid:
+                    self.manifest.remove("pid", item)
+
+    @classmethod
+    def clean(cls, manifest: Manifest) -> list[str]:
+        """Stop our leftover nginx/varnishd/php-fpm/mariadbd by PID; unmount; remove files."""
+        removed: list[str] = []
+        for item in manifest.items("pid"):
+            pid, marker = int(item["pid"]), str(item["marker"])
+            if stop_pid(pid, marker):
+                removed.append(f"stopped {item.get('what', 'process')} (pid {pid})")
+            manifest.remove("pid", item)
+        for mount in manifest.items("mount"):
+            if Path(mount).is_mount():
+                LocalTarget().run(["umount", mount], check=False)
+                removed.append(f"unmounted {mount}")
+            manifest.remove("mount", mount)
+        for path in manifest.items("file"):
+            if Path(path).exists():
+                Path(path).unlink()
+                removed.append(f"removed {path}")
+            manifest.remove("file", path)
+        for path in manifest.items("dir"):
+            if Path(path).exists():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(f"removed {path}")
+            manifest.remove("dir", path)
+        return removed
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]
+

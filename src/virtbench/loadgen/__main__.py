@@ -1,0 +1,37 @@
+"""``python -m virtbench.loadgen CONFIG.json RECORDS.jsonl``: run one load, print its summary.
+
+Run as its own process so the runner's threads never hold up a scheduled send.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from virtbench.loadgen.config import LoadConfig
+from virtbench.loadgen.engine import run_load
+from virtbench.loadgen.records import summarise, write_records
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m virtbench.loadgen CONFIG.json RECORDS.jsonl", file=sys.stderr)
+        return 2
+    try:
+        config = LoadConfig.model_validate_json(Path(argv[0]).read_text())
+    except ValidationError as exc:
+        print(f"bad load configuration: {exc}", file=sys.stderr)
+        return 2
+    result = run_load(config)
+    write_records(Path(argv[1]), result.records, result.meta)
+    summary = summarise(result.records, result.duration_s)
+    print(json.dumps(dataclasses.asdict(summary)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

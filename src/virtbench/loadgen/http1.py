@@ -1,0 +1,227 @@
+"""A minimal HTTP/1.1 client connection (asyncio Protocol) built for timing, not for features.
+
+One request at a time per connection (no pipelining), keep-alive, bodies counted and dropped.
+Understands Content-Length, chunked and read-until-close bodies. Records the instant the request
+was written, the first response byte, and the end of the body with the caller's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Callable
+
+from virtbench.loadgen.records import RequestRecord
+
+__all__ = ["Http1Connection", "request_bytes"]
+
+
+def request_bytes(path: str, host: str) -> bytes:
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: virtbench-loadgen\r\n"
+        "Accept: */*\r\n\r\n"
+    ).encode("latin-1")
+
+
+_HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _TRAILER, _UNTIL_CLOSE = range(6)
+
+
+class Http1Connection(asyncio.Protocol):
+    """Calls ``on_done(conn, record)`` once per request, with the record filled in."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        on_done: Callable[[Http1Connection, RequestRecord], None],
+        on_lost: Callable[[Http1Connection], None],
+    ) -> None:
+        self.clock = clock
+        self.on_done = on_done
+        self.on_lost = on_lost
+        self.transport: asyncio.Transport | None = None
+        self.current: RequestRecord | None = None
+        self.closed = False
+        self.keep_alive = True
+        self._buf = bytearray()
+        self._state = _HEAD
+        self._remaining = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio callbacks -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.current is not None:
+            if self._state == _UNTIL_CLOSE and exc is None:
+                self._finish()
+            else:
+                self._fail("reset" if exc is not None else "closed")
+        self.on_lost(self)
+
+    def data_received(self, data: bytes) -> None:
+        record = self.current
+        if record is None:
+            # Bytes nobody asked for: the connection is out of sync; drop it.
+            self.abort()
+            return
+        if record.first_byte < 0:
+            record.first_byte = self.clock()
+        try:
+            self._feed(data)
+        except ValueError:
+            self._fail("bad_response")
+            self.abort()
+
+    # -- requests ----------------------------------------------------------------------------
+    def send(self, record: RequestRecord, wire: bytes, timeout_s: float) -> None:
+        assert self.transport is not None and self.current is None
+        self.current = record
+        self._state = _HEAD
+        self._buf.clear()
+        self.keep_alive = True
+        loop = asyncio.get_running_loop()
+        record.start = self.clock()
+        self.transport.write(wire)
+        self._timer = loop.call_later(timeout_s, self._timed_out)
+
+    def abort(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.abort()
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if self.current is not None:
+            self._fail("timeout")
+            self.abort()
+
+    def _complete(self, error: str) -> None:
+        record = self.current
+        assert record is not None
+        self.current = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        record.end = self.clock()
+        record.error = error
+        self.on_done(self, record)
+
+    def _finish(self) -> None:
+        self._complete("")
+        if not self.keep_alive:
+            self.abort()
+
+    def _fail(self, error: str) -> None:
+        self._complete(error)
+
+    # -- parsing -----------------------------------------------------------------------------
+    def _feed(self, data: bytes) -> None:
+        # Only a partial header or chunk-size line is ever kept between calls, so this join
+        # copies a few bytes, never a body.
+        if self._buf:
+            data = bytes(self._buf) + data
+            self._buf.clear()
+        pos, n = 0, len(data)
+        record = self.current
+        while record is not None and self.current is record:
+            state = self._state
+            if state == _LENGTH:
+                take = min(self._remaining, n - pos)
+                record.bytes += take
+                self._remaining -= take
+                if self._remaining == 0:
+                    self._finish()
+                return  # bytes after the body would be an unrequested response: ignored
+            if state == _UNTIL_CLOSE:
+                record.bytes += n - pos
+                return
+            if state == _CHUNK_DATA:
+                take = min(self._remaining, n - pos)
+                # _remaining counts the chunk's data and then its CRLF; only data is body.
+                record.bytes += min(take, max(0, self._remaining - 2))
+                self._remaining -= take
+                pos += take
+                if self._remaining == 0:
+                    self._state = _CHUNK_SIZE
+                if pos >= n:
+                    return
+                continue
+            if state == _HEAD:
+                end = data.find(b"\r\n\r\n", pos)
+                if end < 0:
+                    self._keep(data[pos:], 65536)
+                    return
+                self._head(data[pos:end])
+                pos = end + 4
+                continue
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                self._keep(data[pos:], 4096)
+                return
+            line = data[pos:eol]
+            pos = eol + 2
+            if state == _CHUNK_SIZE:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    self._state = _TRAILER
+                else:
+                    self._state = _CHUNK_DATA
+                    self._remaining = size + 2
+            elif line == b"":  # the empty line that ends the trailers
+                self._finish()
+                return
+
+    def _keep(self, rest: bytes, limit: int) -> None:
+        self._buf += rest
+        if len(self._buf) > limit:
+            raise ValueError("response line or header too long")
+
+    def _head(self, head: bytes) -> None:
+        record = self.current
+        assert record is not None
+        lines = head.split(b"\r\n")
+        status_line = lines[0].split(b" ", 2)
+        if len(status_line) < 2 or not status_line[0].startswith(b"HTTP/1."):
+            raise ValueError("not an HTTP/1.x response")
+        record.status = int(status_line[1])
+        length = -1
+        chunked = False
+        self.keep_alive = status_line[0] == b"HTTP/1.1"
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            value = value.strip()
+            if key == b"content-length":
+                length = int(value)
+            elif key == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif key == b"connection":
+                v = value.lower()
+                if v == b"close":
+                    self.keep_alive = False
+                elif v == b"keep-alive":
+                    self.keep_alive = True
+            elif key == b"x-varnish":
+                record.cache = "hit" if len(value.split()) >= 2 else "miss"
+            elif key == b"age":
+                with contextlib.suppress(ValueError):
+                    record.age_s = int(value)
+        if record.status in (204, 304) or 100 <= record.status < 200:
+            self._finish()
+        elif chunked:
+            self._state = _CHUNK_SIZE
+        elif length >= 0:
+            self._state = _LENGTH
+            self._remaining = length
+            if length == 0:
+                self._finish()
+        else:
+            self._state = _UNTIL_CLOSE
+            self.keep_alive = False

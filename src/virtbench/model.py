@@ -1,0 +1,54 @@
+"""Core value types shared by workloads, parsers, the runner, the store and the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = ["Artifact", "Better", "Measurement", "Metric", "VirtbenchError"]
+
+
+class VirtbenchError(Exception):
+    """An error a user can act on; the CLI prints its message without a traceback."""
+
+
+class Better(StrEnum):
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A declared metric: what a number means, in which unit, and which direction is better."""
+
+    name: str
+    unit: str
+    better: Better
+    description: str
+    primary: bool = False
+
+
+@dataclass
+class Measurement:
+    """One measured value of a declared metric.
+
+    ``value`` is None when the tool measured nothing usable (``status`` says why, e.g. bonnie++'s
+    ``+++++`` is status ``too_fast``). ``t`` is seconds since the trial started, for time series
+    (a hit ratio every 30 s) and per-request samples; ``labels`` distinguish series inside a trial
+    (request URL, interval, flow).
+    """
+
+    metric: str
+    value: float | None
+    t: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    status: str = "ok"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A raw tool output kept beside the samples it produced."""
+
+    name: str
+    content: bytes
+    media_type: str = "text/plain"

@@ -1,0 +1,147 @@
+"""Terminal (rich), CSV, Markdown and JSON renderings of an Analysis."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from virtbench.analysis import Analysis
+from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.tables import COLUMNS, table_records
+
+__all__ = ["render_csv", "render_json", "render_markdown", "render_terminal"]
+
+
+def _header(analysis: Analysis) -> list[str]:
+    lines = []
+    for run in analysis.runs:
+        lines.append(f"run {run.id}  experiment {run.experiment}  status {run.status}"
+                     f"  host {run.host}  target {run.target}")
+        if run.stop_reason:
+            lines.append(f"  stopped: {run.stop_reason}")
+        ok, failed = analysis.trial_counts.get(run.id, (0, 0))
+        lines.append(f"  trials: {ok} measured, {failed} failed")
+    lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%}; "
+                 "speedup > 1 means better than the baseline; p-values Holm-corrected per metric")
+    return lines
+
+
+def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
+    console = console or Console()
+    for line in _header(analysis):
+        console.print(line, highlight=False)
+    wl_names = {w[0]: w[1] for w in analysis.workloads}
+    for wid, _name, _params in analysis.workloads:
+        for metric in analysis.metrics_of(wid):
+            rows = [r for r in analysis.rows
+                    if r.workload_id == wid and r.metric.name == metric.name]
+            if not rows:
+                continue
+            table = Table(title=f"{wid} · {metric.name} ({metric.unit}, {metric.better.value} "
+                                f"is better)", title_justify="left", caption=metric.description,
+                          caption_justify="left")
+            for column in ("variant", "n", "mean", "±CI", "median", "CV", "speedup [CI]",
+                           "p Holm", "out"):
+                table.add_column(column, justify="left" if column == "variant" else "right",
+                                 no_wrap=column != "variant")
+            best = analysis.best.get((wid, metric.name), (None, 0))[0]
+            for r in rows:
+                s = r.summary
+                name = Text(r.variant + (" (base)" if r.variant == analysis.baseline else ""),
+                            style="bold" if r.variant == best else "")
+                unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
+                half = (s.ci_high - s.ci_low) / 2 if s else float("nan")
+                table.add_row(
+                    name, str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
+                    fmt_value(s.mean if s else None, metric.unit),
+                    f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
+                    fmt_value(s.median if s else None, metric.unit),
+                    f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
+                    fmt_ratio(r.speedup.ratio, r.speedup.ci_low, r.speedup.ci_high)
+                    if r.speedup else "–",
+                    fmt_p(r.p_holm) + ("*" if r.significant else ""), str(r.outliers))
+            console.print(table)
+            effects = analysis.main_effects.get((wid, metric.name))
+            if effects:
+                lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
+                         f"{fmt_num(e.ci_high, 3)}] over {e.pairs} pairs" for e in effects]
+                console.print(Group(Text(f"main effect of each {analysis.factor_knob} flag "
+                                         f"on {metric.name} (speedup with vs without):"),
+                                    *map(Text, lines)))
+            if best:
+                console.print(f"best configuration for {metric.name}: {best}", highlight=False)
+    limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
+              for item in r["limitations"]]
+    if limits:
+        console.print("\nwhat the variants could not express:")
+        for variant, wid, item in sorted(limits):
+            console.print(f"  {variant} / {wl_names.get(wid, wid)}: {item}", highlight=False)
+    if analysis.failures:
+        console.print(f"\n{len(analysis.failures)} failed trials (kept in the store):")
+        for f in analysis.failures[:10]:
+            console.print(f"  {f['variant']} / {f['workload_id']} #{f['repetition']}: "
+                          f"{f['error']}", highlight=False)
+
+
+def render_csv(analysis: Analysis) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in table_records(analysis):
+        writer.writerow(record)
+    return out.getvalue()
+
+
+def render_markdown(analysis: Analysis) -> str:
+    lines = [f"# {', '.join(r.experiment for r in analysis.runs)}", ""]
+    lines += [f"- {line.strip()}" for line in _header(analysis)]
+    current = None
+    for rec in table_records(analysis):
+        group = (rec["workload"], rec["metric"])
+        if group != current:
+            current = group
+            lines += ["", f"## {rec['workload']} · {rec['metric']} ({rec['unit']}, "
+                      f"{rec['better']} is better)", "",
+                      "| variant | n | mean | 95 % CI | median | CV | speedup [95 % CI] | p (Holm) |"
+                      " outliers |", "|---|---|---|---|---|---|---|---|---|"]
+        unit = rec["unit"]
+        ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
+              if rec["ci_low"] is not None else "–")
+        lines.append(
+            f"| {rec['variant']} | {rec['n']} | {fmt_value(rec['mean'], unit)} | {ci} | "
+            f"{fmt_value(rec['median'], unit)} | "
+            f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
+            f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "
+            f"{fmt_p(rec['p_holm'])} | {rec['outliers']} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(analysis: Analysis) -> str:
+    document: dict[str, Any] = {
+        "runs": [{"id": r.id, "experiment": r.experiment, "status": r.status,
+                  "stop_reason": r.stop_reason, "host": r.host, "target": r.target,
+                  "started_at": r.started_at, "ended_at": r.ended_at} for r in analysis.runs],
+        "baseline": analysis.baseline,
+        "confidence": analysis.confidence,
+        "variants": [{"name": v.name, "knobs": v.knobs, "baseline": v.is_baseline}
+                     for v in analysis.variants],
+        "metrics": {f"{wid}.{m.name}": {"unit": m.unit, "better": m.better.value,
+                                        "description": m.description, "primary": m.primary}
+                    for wid, _n, _p in analysis.workloads for m in analysis.metrics_of(wid)},
+        "results": table_records(analysis),
+        "main_effects": [
+            {"workload": wid, "metric": metric, "factor": e.factor, "speedup": e.speedup,
+             "ci_low": e.ci_low, "ci_high": e.ci_high, "pairs": e.pairs}
+            for (wid, metric), effects in analysis.main_effects.items() for e in effects],
+        "best": [{"workload": wid, "metric": metric, "variant": name, "mean": mean}
+                 for (wid, metric), (name, mean) in analysis.best.items()],
+        "realisations": analysis.realisations,
+        "failures": analysis.failures,
+    }
+    return json.dumps(document, indent=2, default=str, allow_nan=False)

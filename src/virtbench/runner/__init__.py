@@ -1,0 +1,5 @@
+"""Scheduling, adaptive stopping, resume and progress around the workloads."""
+
+from virtbench.runner.engine import ProgressHook, RunOutcome, Runner, check_experiment
+
+__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment"]

@@ -1,0 +1,351 @@
+"""The runner: plans trials, drives labs and workloads, commits every sample as it is measured."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from virtbench import __version__
+from virtbench.facts import collect_facts
+from virtbench.labs.base import Lab, LabState
+from virtbench.labs.registry import get_lab
+from virtbench.model import VirtbenchError
+from virtbench.runner.adaptive import unconverged_pairs
+from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
+from virtbench.spec.models import Adaptive, Experiment
+from virtbench.store import Store, TrialRecord
+from virtbench.targets.base import Target
+from virtbench.targets.factory import make_target
+from virtbench.workloads.base import Realisation, TrialContext, Workload
+from virtbench.workloads.registry import get_workload
+
+__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment"]
+
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+class ProgressHook:
+    """Receives progress events; the CLI renders them with rich. The default does nothing."""
+
+    def start(self, total: int) -> None: ...
+    def advance(self, key: TrialKey, ok: bool) -> None: ...
+    def set_total(self, total: int) -> None: ...
+    def message(self, text: str) -> None: ...
+    def stop(self) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    status: str
+    stop_reason: str
+    trials: int
+    failures: int
+    repetitions: dict[Pair, int] = field(default_factory=dict)
+
+
+def _instantiate(exp: Experiment) -> dict[str, Workload]:
+    workloads: dict[str, Workload] = {}
+    for index, spec in enumerate(exp.workloads):
+        cls = get_workload(spec.name)
+        try:
+            params = cls.Params.model_validate(spec.params)
+        except Exception as exc:  # pydantic's ValidationError, reworded with the location
+            raise VirtbenchError(f"workloads[{index}] ({spec.name}) params: {exc}") from exc
+        workloads[spec.workload_id] = cls(params)
+    return workloads
+
+
+def _make_lab(exp: Experiment, workdir: Path, target: Target) -> Lab:
+    cls = get_lab(exp.lab.kind)
+    try:
+        params = cls.Params.model_validate(exp.lab.params)
+    except Exception as exc:
+        raise VirtbenchError(f"lab ({exp.lab.kind}) params: {exc}") from exc
+    return cls(params, workdir, target)
+
+
+def check_experiment(exp: Experiment) -> list[str]:
+    """Every problem that would stop the run, found before anything runs."""
+    target = make_target(exp.target)
+    problems: list[str] = []
+    lab = _make_lab(exp, Path("/tmp"), target)
+    problems += lab.check()
+    for workload in _instantiate(exp).values():
+        problems += workload.check(target)
+        for variant in exp.all_variants():
+            try:
+                workload.realise(variant.knobs)
+            except VirtbenchError as exc:
+                problems.append(f"variant {variant.name}: {exc}")
+    return problems
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) clean up like Ctrl-C does, instead of killing us mid-write."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def spec_digest(spec_yaml: str) -> str:
+    return hashlib.sha256(spec_yaml.encode()).hexdigest()[:16]
+
+
+class Runner:
+    def __init__(self, store: Store, exp: Experiment, spec_yaml: str, spec_path: str = "",
+                 progress: ProgressHook | None = None, workdir: Path | None = None) -> None:
+        self.store = store
+        self.exp = exp
+        self.spec_yaml = spec_yaml
+        self.spec_path = spec_path
+        self.progress = progress or ProgressHook()
+        self.target = make_target(exp.target)
+        self.workloads = _instantiate(exp)
+        self.variants = {v.name: v.knobs for v in exp.all_variants()}
+        self.baseline = exp.baseline_name
+        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        self.workdir = workdir or cache / "virtbench" / "work" / exp.name
+        self.lab = _make_lab(exp, self.workdir, self.target)
+        self._values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+        self._setup_done: set[Pair] = set()
+        self._realisations: dict[Pair, Realisation] = {}
+        self._order_index = 0
+        self._failures_in_a_row = 0
+        self._facts_id: int | None = None
+
+    # ---- public --------------------------------------------------------------------------
+    def run(self, resume_run_id: str | None = None) -> RunOutcome:
+        problems = check_experiment(self.exp)
+        if problems:
+            raise VirtbenchError("cannot run; fix these first:\n  " + "\n  ".join(problems))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        run_id = self._open_run(resume_run_id)
+        outcome = RunOutcome(run_id, "running", "", 0, 0)
+        with _sigterm_as_interrupt():
+            try:
+                self._facts_id = self.store.add_facts(run_id, "before", collect_facts(self.target))
+                self.lab.up()
+                outcome.stop_reason = self._execute(run_id, outcome)
+                outcome.status = "complete"
+            except KeyboardInterrupt as exc:
+                outcome.status = "interrupted"
+                outcome.stop_reason = f"interrupted ({exc or 'SIGINT'}); resume with --resume"
+                raise
+            except BaseException as exc:
+                outcome.status = "failed"
+                outcome.stop_reason = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                self._cleanup()
+                self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
+                with contextlib.suppress(Exception):
+                    self.store.add_facts(run_id, "after", collect_facts(self.target))
+                self.progress.stop()
+        return outcome
+
+    # ---- internals -----------------------------------------------------------------------
+    def _open_run(self, resume_run_id: str | None) -> str:
+        if resume_run_id is not None:
+            info = self.store.run(resume_run_id)
+            if spec_digest(info.spec_yaml) != spec_digest(self.spec_yaml):
+                raise VirtbenchError(
+                    f"run {info.id} was started from a different experiment file; "
+                    "resume needs the same file (or start a new run)")
+            if info.status == "complete":
+                raise VirtbenchError(f"run {info.id} is already complete")
+            self.store.set_run_status(info.id, "running")
+            for row in self.store.samples(info.id):
+                if row.t is None and row.value is not None:
+                    self._values[(row.variant, row.workload_id, row.metric)].append(row.value)
+            self._order_index = self.store.next_order_index(info.id)
+            return info.id
+        run_id = self.store.create_run(
+            experiment=self.exp.name, description=self.exp.description,
+            spec_yaml=self.spec_yaml, spec_path=self.spec_path, seed=self.exp.seed,
+            host=socket.gethostname(), target=self.target.describe(), baseline=self.baseline,
+            version=__version__)
+        self.store.add_variants(run_id, list(self.variants.items()), self.baseline)
+        for position, (workload_id, workload) in enumerate(self.workloads.items()):
+            self.store.add_workload(run_id, workload_id, workload.name, position,
+                                    workload.params.model_dump(mode="json"),
+                                    workload.active_metrics())
+        return run_id
+
+    def _pairs(self) -> list[Pair]:
+        return [(v, w) for v in self.variants for w in self.workloads]
+
+    def _blocked(self) -> bool:
+        if self.exp.order == "auto":
+            return self.lab.switch_cost == "expensive"
+        return self.exp.order == "blocked"
+
+    def _execute(self, run_id: str, outcome: RunOutcome) -> str:
+        done = self.store.completed_trials(run_id)
+        rule = self.exp.repetitions
+        max_reps = rule.max if isinstance(rule, Adaptive) else rule
+        pairs = self._pairs()
+        total = len(pairs) * (max_reps + self.exp.warmup) - len(done)
+        self.progress.start(total)
+        if self._blocked():
+            reasons = []
+            for variant in blocked_variant_order(list(self.variants), self.exp.seed):
+                block = [p for p in pairs if p[0] == variant]
+                with self._entered(variant) as state:
+                    reasons.append(self._rounds(run_id, block, state, done, outcome))
+            return "; ".join(sorted(set(reasons)))
+        return self._rounds(run_id, pairs, None, done, outcome)
+
+    def _rounds(self, run_id: str, pairs: list[Pair], state: LabState | None,
+                done: set[tuple[str, str, int]], outcome: RunOutcome) -> str:
+        rule = self.exp.repetitions
+        adaptive = rule if isinstance(rule, Adaptive) else None
+        max_reps = adaptive.max if adaptive else int(rule)  # type: ignore[arg-type]
+        started = time.monotonic()
+        for warm in range(self.exp.warmup):
+            for key in round_order(pairs, -1 - warm, self.exp.seed):
+                if not any(d[0] == key.variant and d[1] == key.workload_id for d in done):
+                    self._trial(run_id, TrialKey(key.variant, key.workload_id, -1 - warm, True),
+                                state, outcome)
+        active = list(pairs)
+        primaries = {w: wl.primary_metrics() for w, wl in self.workloads.items()}
+        for repetition in range(max_reps):
+            if adaptive and repetition >= adaptive.min:
+                active = unconverged_pairs(active, self._values, primaries, adaptive,
+                                           self.baseline)
+                if not active:
+                    self.progress.set_total(outcome.trials)
+                    return f"converged: every primary metric within ±{adaptive.target_rel_ci:.1%}"
+                if adaptive.budget_s and time.monotonic() - started > adaptive.budget_s:
+                    return f"time budget of {adaptive.budget_s:g} s spent before convergence"
+            for key in round_order(active, repetition, self.exp.seed):
+                if (key.variant, key.workload_id, key.repetition) in done:
+                    continue
+                self._trial(run_id, key, state, outcome)
+                outcome.repetitions[(key.variant, key.workload_id)] = repetition + 1
+        if adaptive:
+            return f"repetition budget ({adaptive.max}) spent before convergence"
+        return f"fixed repetitions ({max_reps})"
+
+    @contextlib.contextmanager
+    def _entered(self, variant: str) -> Iterator[LabState]:
+        self.progress.message(f"entering variant {variant}")
+        state = self.lab.enter(variant, self.variants[variant])
+        try:
+            yield state
+        finally:
+            self.lab.leave(variant)
+
+    def _context(self, key: TrialKey, state: LabState) -> tuple[TrialContext, Workload]:
+        workload = self.workloads[key.workload_id]
+        pair = (key.variant, key.workload_id)
+        if pair not in self._realisations:
+            self._realisations[pair] = workload.realise(self.variants[key.variant])
+        realisation = self._realisations[pair]
+        seed = int(hashlib.sha256(f"{self.exp.seed}:{key}".encode()).hexdigest()[:8], 16)
+        ctx = TrialContext(
+            target=state.target or self.target, variant=key.variant,
+            knobs=self.variants[key.variant], workdir=self.workdir, repetition=key.repetition,
+            seed=seed, env={**state.env, **realisation.env}, services=state.services)
+        return ctx, workload
+
+    def _trial(self, run_id: str, key: TrialKey, state: LabState | None,
+               outcome: RunOutcome) -> None:
+        if state is None:  # interleaved, cheap lab: enter around each trial
+            with self._entered(key.variant) as entered:
+                self._trial_in(run_id, key, entered, outcome)
+        else:
+            self._trial_in(run_id, key, state, outcome)
+
+    def _trial_in(self, run_id: str, key: TrialKey, state: LabState,
+                  outcome: RunOutcome) -> None:
+        ctx, workload = self._context(key, state)
+        pair = (key.variant, key.workload_id)
+        if pair not in self._setup_done:
+            self._record_realisation(run_id, pair, state)
+            workload.setup(ctx)
+            self._setup_done.add(pair)
+        started = time.time()
+        error = ""
+        measurements = []
+        artifacts: list[Any] = []
+        notes: dict[str, str] = {}
+        try:
+            result = workload.run(ctx)
+            declared = {m.name: m for m in workload.metrics}
+            undeclared = sorted({m.metric for m in result.measurements} - set(declared))
+            if undeclared:
+                raise VirtbenchError(f"{workload.name} returned undeclared metrics: "
+                                     f"{', '.join(undeclared)}")
+            measurements, artifacts, notes = result.measurements, result.artifacts, result.notes
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        ended = time.time()
+        units = {m.name: m.unit for m in workload.metrics}
+        self.store.record_trial(run_id, TrialRecord(
+            variant=key.variant, workload_id=key.workload_id, repetition=key.repetition,
+            order_index=self._order_index, warmup=key.warmup,
+            status="failed" if error else "ok", error=error, started_at=started,
+            ended_at=ended, target=ctx.target.describe(), facts_id=self._facts_id,
+            notes=notes), measurements, units, artifacts)
+        self._order_index += 1
+        outcome.trials += 1
+        self.progress.advance(key, not error)
+        if error:
+            outcome.failures += 1
+            self._failures_in_a_row += 1
+            self.progress.message(f"trial {key.variant}/{key.workload_id} failed: {error}")
+            if self._failures_in_a_row >= MAX_CONSECUTIVE_FAILURES:
+                raise VirtbenchError(f"{MAX_CONSECUTIVE_FAILURES} trials failed in a row; "
+                                     f"last: {error}")
+            return
+        self._failures_in_a_row = 0
+        if not key.warmup:
+            for m in measurements:
+                if m.t is None and m.value is not None:
+                    self._values[(key.variant, key.workload_id, m.metric)].append(m.value)
+
+    def _record_realisation(self, run_id: str, pair: Pair, state: LabState) -> None:
+        realisation = self._realisations[pair]
+        settings: dict[str, Any] = dict(realisation.settings)
+        settings.update({f"lab.{k}": v for k, v in state.notes.items()})
+        self.store.add_realisation(run_id, pair[0], pair[1], realisation.mechanism, settings,
+                                   realisation.limitations)
+
+    def _cleanup(self) -> None:
+        errors: list[str] = []
+        for variant, workload_id in sorted(self._setup_done):
+            ctx, workload = self._context(TrialKey(variant, workload_id, 0), LabState())
+            _try(errors, lambda w=workload, c=ctx: w.teardown(c))
+        _try(errors, self.lab.down)
+        for error in errors:
+            self.progress.message(f"cleanup problem: {error}")
+
+
+def _try(errors: list[str], action: Callable[[], object]) -> None:
+    try:
+        action()
+    except Exception as exc:  # keep cleaning up the rest; report every failure
+        errors.append(f"{type(exc).__name__}: {exc}")
+
+

@@ -1,0 +1,83 @@
+"""YAML loading with errors that name the file, the line and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from virtbench.model import VirtbenchError
+from virtbench.spec.models import Experiment
+
+__all__ = ["SpecError", "load_experiment", "parse_experiment"]
+
+
+class SpecError(VirtbenchError):
+    """An experiment file is invalid; the message lists every problem with its line."""
+
+
+def _line_of(node: Any, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest node of ``loc`` that exists in the YAML tree."""
+    line: int | None = None
+    for key in loc:
+        if isinstance(node, CommentedMap) and key in node:
+            line = node.lc.key(key)[0] + 1
+            node = node[key]
+        elif isinstance(node, CommentedSeq) and isinstance(key, int) and key < len(node):
+            line = node.lc.item(key)[0] + 1
+            node = node[key]
+        else:
+            break
+    return line
+
+
+_UNION_TAGS = {"int", "str", "float", "bool", "Adaptive", "list", "dict"}
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for key in loc:
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif key in _UNION_TAGS or "[" in str(key):
+            continue  # pydantic's names for union branches and validators, not user fields
+        else:
+            parts.append(("." if parts else "") + str(key))
+    return "".join(parts) or "(top level)"
+
+
+def parse_experiment(text: str, source: str = "<string>") -> Experiment:
+    yaml = YAML(typ="rt")
+    try:
+        tree = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from exc
+    if not isinstance(tree, CommentedMap):
+        raise SpecError(f"{source}:1: an experiment file must be a mapping (name:, workloads:, ...)")
+    try:
+        return Experiment.model_validate(tree)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            if "int" in loc and isinstance(err.get("input"), dict):
+                continue  # the mapping form of a scalar-or-mapping field was meant
+            line = _line_of(tree, loc)
+            where = f"{source}:{line}" if line else source
+            lines.append(f"{where}: {_field_path(loc)}: {err['msg']}")
+        raise SpecError("invalid experiment:\n  " + "\n  ".join(lines)) from exc
+
+
+def load_experiment(path: Path) -> tuple[Experiment, str]:
+    """Return the validated experiment and its original text (stored with the run)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from exc
+    return parse_experiment(text, str(path)), text

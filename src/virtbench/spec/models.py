@@ -1,0 +1,136 @@
+"""The experiment specification: what to run (variants × workloads × repetitions), not when."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "Adaptive",
+    "Experiment",
+    "Factorial",
+    "LabSpec",
+    "TargetSpec",
+    "VariantSpec",
+    "WorkloadSpec",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TargetSpec(_Strict):
+    kind: str = Field("local", description="local | ssh | libvirt-guest (see docs)")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class LabSpec(_Strict):
+    kind: str = Field("host", description="a registered lab (`virtbench labs`)")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class VariantSpec(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    knobs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Factorial(_Strict):
+    """Every subset of ``factors`` becomes a variant whose knob ``knob`` is that subset."""
+
+    knob: str = "cpu_features"
+    factors: list[str] = Field(min_length=1, max_length=12)
+    base: list[str] = Field(default_factory=list, description="always included in the set")
+    empty_name: str = Field("default", description="name of the variant with no factor")
+    other_knobs: dict[str, Any] = Field(default_factory=dict)
+
+
+class WorkloadSpec(_Strict):
+    name: str
+    id: str | None = Field(None, description="alias when one workload appears twice")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def workload_id(self) -> str:
+        return self.id or self.name
+
+
+class Adaptive(_Strict):
+    min: int = Field(5, ge=2)
+    max: int = Field(20, ge=2)
+    target_rel_ci: float = Field(0.02, gt=0, lt=1,
+                                 description="stop when every primary metric's 95 % CI "
+                                             "half-width / mean is at most this")
+    criterion: Literal["mean", "speedup"] = "mean"
+    budget_s: float | None = Field(None, gt=0, description="stop adding repetitions after this")
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> Adaptive:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        return self
+
+
+class Experiment(_Strict):
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
+    description: str = ""
+    seed: int = 1
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    lab: LabSpec = Field(default_factory=LabSpec)
+    baseline: str | None = None
+    variants: list[VariantSpec] = Field(default_factory=list)
+    matrix: dict[str, list[Any]] | None = None
+    factorial: Factorial | None = None
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    repetitions: int | Adaptive = 10
+    warmup: int = Field(1, ge=0, le=100)
+    order: Literal["auto", "interleaved", "blocked"] = "auto"
+
+    @field_validator("repetitions")
+    @classmethod
+    def _positive(cls, value: int | Adaptive) -> int | Adaptive:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("repetitions must be at least 1")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Experiment:
+        if not (self.variants or self.matrix or self.factorial):
+            self.variants = [VariantSpec(name="default")]
+        names = [v.name for v in self.all_variants()]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"variant names must be unique; repeated: {', '.join(duplicates)}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline '{self.baseline}' is not a variant; variants: "
+                             + ", ".join(names))
+        ids = [w.workload_id for w in self.workloads]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(f"workload ids must be unique (give `id:`); repeated: "
+                             f"{', '.join(repeated)}")
+        return self
+
+    def all_variants(self) -> list[VariantSpec]:
+        """Explicit variants, then the matrix grid, then the factorial subsets, in that order."""
+        result = list(self.variants)
+        if self.matrix:
+            keys = list(self.matrix)
+            for values in itertools.product(*(self.matrix[k] for k in keys)):
+                knobs = dict(zip(keys, values, strict=True))
+                name = ",".join(f"{k}={v}" for k, v in knobs.items())
+                result.append(VariantSpec(name=name, knobs=knobs))
+        if self.factorial:
+            f = self.factorial
+            for size in range(len(f.factors) + 1):
+                for subset in itertools.combinations(f.factors, size):
+                    name = "+".join(subset) if subset else f.empty_name
+                    knobs = dict(f.other_knobs) | {f.knob: [*f.base, *subset]}
+                    result.append(VariantSpec(name=name, knobs=knobs))
+        return result
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline or self.all_variants()[0].name

@@ -1,0 +1,43 @@
+"""Schema migrations: an ordered list of steps, each run once, recorded in schema_version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Connection, inspect, insert, select, update
+
+from virtbench.model import VirtbenchError
+from virtbench.store import schema as s
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+
+def _v1_initial(conn: Connection) -> None:
+    s.metadata.create_all(conn)
+
+
+# Append new steps; never edit a released one. Index i migrates version i to i+1.
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial]
+
+
+def current_version(conn: Connection) -> int:
+    if not inspect(conn).has_table("schema_version"):
+        return 0
+    value = conn.execute(select(s.schema_version.c.version)).scalar()
+    return int(value or 0)
+
+
+def migrate(conn: Connection) -> int:
+    version = current_version(conn)
+    if version > len(MIGRATIONS):
+        raise VirtbenchError(
+            f"the store has schema version {version}, newer than this virtbench supports "
+            f"({len(MIGRATIONS)}); upgrade virtbench"
+        )
+    for step in MIGRATIONS[version:]:
+        step(conn)
+    if version == 0:
+        conn.execute(insert(s.schema_version).values(version=len(MIGRATIONS)))
+    elif version < len(MIGRATIONS):
+        conn.execute(update(s.schema_version).values(version=len(MIGRATIONS)))
+    return len(MIGRATIONS)

@@ -1,0 +1,172 @@
+"""Tables of the result store. Denormalised samples keep report queries join-free and fast."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "artifacts",
+    "facts",
+    "metadata",
+    "metrics",
+    "realisations",
+    "runs",
+    "samples",
+    "saved_state",
+    "schema_version",
+    "trials",
+    "variants",
+    "workloads",
+]
+
+SCHEMA_VERSION = 1
+metadata = MetaData()
+
+schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("experiment", String(200), nullable=False),
+    Column("description", Text, nullable=False, default=""),
+    Column("spec_yaml", Text, nullable=False),
+    Column("spec_path", Text, nullable=False, default=""),
+    Column("seed", Integer, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("stop_reason", Text, nullable=False, default=""),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("host", String(200), nullable=False, default=""),
+    Column("target", String(200), nullable=False, default=""),
+    Column("baseline", String(200), nullable=False, default=""),
+    Column("virtbench_version", String(40), nullable=False, default=""),
+    Column("imported_from", Text, nullable=False, default=""),
+)
+
+variants = Table(
+    "variants",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("knobs_json", Text, nullable=False),
+    Column("is_baseline", Boolean, nullable=False, default=False),
+)
+
+workloads = Table(
+    "workloads",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("workload_id", String(200), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("params_json", Text, nullable=False),
+)
+
+metrics = Table(
+    "metrics",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("workload_id", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("unit", String(40), nullable=False),
+    Column("better", String(10), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("is_primary", Boolean, nullable=False),
+)
+
+facts = Table(
+    "facts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("phase", String(200), nullable=False),
+    Column("captured_at", Float, nullable=False),
+    Column("data_json", Text, nullable=False),
+)
+
+realisations = Table(
+    "realisations",
+    metadata,
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("variant", String(200), primary_key=True),
+    Column("workload_id", String(200), primary_key=True),
+    Column("mechanism", Text, nullable=False),
+    Column("settings_json", Text, nullable=False),
+    Column("limitations_json", Text, nullable=False),
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("variant", String(200), nullable=False),
+    Column("workload_id", String(200), nullable=False),
+    Column("repetition", Integer, nullable=False),
+    Column("order_index", Integer, nullable=False),
+    Column("warmup", Boolean, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("error", Text, nullable=False, default=""),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=False),
+    Column("target", String(200), nullable=False),
+    Column("facts_id", Integer),
+    Column("notes_json", Text, nullable=False, default="{}"),
+)
+Index("ix_trials_run", trials.c.run_id, trials.c.variant, trials.c.workload_id)
+
+samples = Table(
+    "samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
+    Column("variant", String(200), nullable=False),
+    Column("workload_id", String(200), nullable=False),
+    Column("metric", String(200), nullable=False),
+    Column("value", Float),
+    Column("unit", String(40), nullable=False),
+    Column("repetition", Integer, nullable=False),
+    Column("t", Float),
+    Column("labels_json", Text),
+    Column("status", String(20), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=False),
+    Column("target", String(200), nullable=False),
+    Column("facts_id", Integer),
+)
+Index("ix_samples_group", samples.c.run_id, samples.c.workload_id, samples.c.metric)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE")),
+    Column("name", String(200), nullable=False),
+    Column("media_type", String(100), nullable=False),
+    Column("content", LargeBinary, nullable=False),
+)
+
+saved_state = Table(
+    "saved_state",
+    metadata,
+    Column("key", String(300), primary_key=True),
+    Column("value_json", Text, nullable=False),
+    Column("saved_at", Float, nullable=False),
+)

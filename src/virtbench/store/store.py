@@ -1,0 +1,411 @@
+"""The result store: the only code that writes SQL. SQLite by default, PostgreSQL by URL."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy.exc import OperationalError
+
+from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
+from virtbench.store import schema as s
+from virtbench.store.migrations import migrate
+
+__all__ = ["RunInfo", "SampleRow", "Store", "TrialRecord", "store_url"]
+
+
+def store_url(location: str) -> str:
+    """Accept a SQLAlchemy URL, a ``postgresql://`` URL, or a plain SQLite file path."""
+    if location.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + location.split("://", 1)[1]
+    if "://" in location:
+        return location
+    return f"sqlite:///{Path(location).expanduser().resolve()}"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    experiment: str
+    description: str
+    status: str
+    stop_reason: str
+    started_at: float
+    ended_at: float | None
+    host: str
+    target: str
+    baseline: str
+    seed: int
+    spec_yaml: str
+    spec_path: str
+    imported_from: str
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    variant: str
+    workload_id: str
+    repetition: int
+    order_index: int
+    warmup: bool
+    status: str
+    error: str
+    started_at: float
+    ended_at: float
+    target: str
+    facts_id: int | None
+    notes: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    run_id: str
+    variant: str
+    workload_id: str
+    metric: str
+    value: float | None
+    unit: str
+    repetition: int
+    t: float | None
+    labels: dict[str, str]
+    status: str
+    trial_id: int
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets `virtbench report` read while a run writes; NORMAL sync is durable across crashes
+    # of the process (not of the OS), which is the failure that matters for a benchmark run.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+class Store:
+    def __init__(self, location: str) -> None:
+        self.url = store_url(location)
+        self.engine: Engine = create_engine(self.url, future=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        try:
+            with self.engine.begin() as conn:
+                migrate(conn)
+        except OperationalError as exc:
+            raise VirtbenchError(f"cannot open result store {location!r}: {exc.orig}") from exc
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ---- writing -------------------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        experiment: str,
+        description: str,
+        spec_yaml: str,
+        spec_path: str,
+        seed: int,
+        host: str,
+        target: str,
+        baseline: str,
+        version: str,
+        run_id: str | None = None,
+    ) -> str:
+        run_id = run_id or uuid.uuid4().hex[:12]
+        with self.engine.begin() as conn:
+            conn.execute(
+                insert(s.runs).values(
+                    id=run_id,
+                    experiment=experiment,
+                    description=description,
+                    spec_yaml=spec_yaml,
+                    spec_path=spec_path,
+                    seed=seed,
+                    status="running",
+                    stop_reason="",
+                    started_at=time.time(),
+                    host=host,
+                    target=target,
+                    baseline=baseline,
+                    virtbench_version=version,
+                    imported_from="",
+                )
+            )
+        return run_id
+
+    def add_variants(self, run_id: str, items: Sequence[tuple[str, Mapping[str, Any]]],
+                     baseline: str) -> None:
+        rows = [
+            {"run_id": run_id, "name": name, "position": i,
+             "knobs_json": json.dumps(knobs, sort_keys=True), "is_baseline": name == baseline}
+            for i, (name, knobs) in enumerate(items)
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(insert(s.variants), rows)
+
+    def add_workload(self, run_id: str, workload_id: str, name: str, position: int,
+                     params: Mapping[str, Any], metrics: Iterable[Metric]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(s.workloads).values(
+                run_id=run_id, workload_id=workload_id, name=name, position=position,
+                params_json=json.dumps(params, sort_keys=True, default=str)))
+            conn.execute(insert(s.metrics), [
+                {"run_id": run_id, "workload_id": workload_id, "name": m.name, "unit": m.unit,
+                 "better": m.better.value, "description": m.description, "is_primary": m.primary}
+                for m in metrics
+            ])
+
+    def add_facts(self, run_id: str, phase: str, data: Mapping[str, Any]) -> int:
+        with self.engine.begin() as conn:
+            result = conn.execute(insert(s.facts).values(
+                run_id=run_id, phase=phase, captured_at=time.time(),
+                data_json=json.dumps(data, sort_keys=True, default=str)))
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    def add_realisation(self, run_id: str, variant: str, workload_id: str, mechanism: str,
+                        settings: Mapping[str, Any], limitations: Sequence[str]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(s.realisations).where(
+                s.realisations.c.run_id == run_id, s.realisations.c.variant == variant,
+                s.realisations.c.workload_id == workload_id))
+            conn.execute(insert(s.realisations).values(
+                run_id=run_id, variant=variant, workload_id=workload_id, mechanism=mechanism,
+                settings_json=json.dumps(settings, sort_keys=True),
+                limitations_json=json.dumps(list(limitations))))
+
+    def record_trial(self, run_id: str, trial: TrialRecord, measurements: Sequence[Measurement],
+                     units: Mapping[str, str], artifacts: Sequence[Artifact] = ()) -> int:
+        """Store one trial and all its samples in one transaction: all or nothing."""
+        with self.engine.begin() as conn:
+            result = conn.execute(insert(s.trials).values(
+                run_id=run_id, variant=trial.variant, workload_id=trial.workload_id,
+                repetition=trial.repetition, order_index=trial.order_index, warmup=trial.warmup,
+                status=trial.status, error=trial.error, started_at=trial.started_at,
+                ended_at=trial.ended_at, target=trial.target, facts_id=trial.facts_id,
+                notes_json=json.dumps(dict(trial.notes), sort_keys=True)))
+            key = result.inserted_primary_key
+            assert key is not None
+            trial_id = int(key[0])
+            if measurements and not trial.warmup:
+                conn.execute(insert(s.samples), [
+                    {"run_id": run_id, "trial_id": trial_id, "variant": trial.variant,
+                     "workload_id": trial.workload_id, "metric": m.metric, "value": m.value,
+                     "unit": units[m.metric], "repetition": trial.repetition, "t": m.t,
+                     "labels_json": json.dumps(m.labels, sort_keys=True) if m.labels else None,
+                     "status": m.status, "started_at": trial.started_at,
+                     "ended_at": trial.ended_at, "target": trial.target,
+                     "facts_id": trial.facts_id}
+                    for m in measurements
+                ])
+            if artifacts:
+                conn.execute(insert(s.artifacts), [
+                    {"run_id": run_id, "trial_id": trial_id, "name": a.name,
+                     "media_type": a.media_type, "content": a.content}
+                    for a in artifacts
+                ])
+            return trial_id
+
+    def set_run_status(self, run_id: str, status: str, stop_reason: str = "") -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
+                status=status, stop_reason=stop_reason,
+                ended_at=None if status == "running" else time.time()))
+
+    def delete_run(self, run_id: str) -> None:
+        with self.engine.begin() as conn:
+            for table in (s.samples, s.artifacts, s.trials, s.realisations, s.facts, s.metrics,
+                          s.workloads, s.variants):
+                conn.execute(delete(table).where(table.c.run_id == run_id))
+            conn.execute(delete(s.runs).where(s.runs.c.id == run_id))
+
+    # ---- saved state (e.g. original libvirt XML for rollback) -----------------------------
+    def save_state(self, key: str, value: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(s.saved_state).where(s.saved_state.c.key == key))
+            conn.execute(insert(s.saved_state).values(
+                key=key, value_json=json.dumps(value), saved_at=time.time()))
+
+    def load_state(self, key: str) -> Any | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(s.saved_state.c.value_json)
+                               .where(s.saved_state.c.key == key)).first()
+        return None if row is None else json.loads(row[0])
+
+    def delete_state(self, key: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(s.saved_state).where(s.saved_state.c.key == key))
+
+    # ---- reading -------------------------------------------------------------------------
+    def runs(self) -> list[RunInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.runs).order_by(s.runs.c.started_at)).mappings().all()
+        return [_run_info(r) for r in rows]
+
+    def run(self, ref: str = "latest") -> RunInfo:
+        """A run by id, unique id prefix, experiment name (its latest run) or 'latest'."""
+        runs = self.runs()
+        if not runs:
+            raise VirtbenchError(f"the store {self.url} holds no runs yet")
+        if ref == "latest":
+            return runs[-1]
+        exact = [r for r in runs if r.id == ref]
+        if exact:
+            return exact[0]
+        by_prefix = [r for r in runs if r.id.startswith(ref)]
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        by_name = [r for r in runs if r.experiment == ref]
+        if by_name:
+            return by_name[-1]
+        raise VirtbenchError(f"no run matches {ref!r}; `virtbench runs` lists them")
+
+    def variants(self, run_id: str) -> list[tuple[str, dict[str, Any], bool]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.variants).where(s.variants.c.run_id == run_id)
+                                .order_by(s.variants.c.position)).mappings().all()
+        return [(r["name"], json.loads(r["knobs_json"]), bool(r["is_baseline"])) for r in rows]
+
+    def workloads(self, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.workloads).where(s.workloads.c.run_id == run_id)
+                                .order_by(s.workloads.c.position)).mappings().all()
+        return [(r["workload_id"], r["name"], json.loads(r["params_json"])) for r in rows]
+
+    def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
+        from virtbench.model import Better
+
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.metrics).where(s.metrics.c.run_id == run_id)
+                                ).mappings().all()
+        return {
+            (r["workload_id"], r["name"]): Metric(
+                r["name"], r["unit"], Better(r["better"]), r["description"], bool(r["is_primary"]))
+            for r in rows
+        }
+
+    def facts(self, run_id: str) -> list[tuple[int, str, float, dict[str, Any]]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.facts).where(s.facts.c.run_id == run_id)
+                                .order_by(s.facts.c.id)).mappings().all()
+        return [(r["id"], r["phase"], r["captured_at"], json.loads(r["data_json"])) for r in rows]
+
+    def realisations(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.realisations)
+                                .where(s.realisations.c.run_id == run_id)).mappings().all()
+        return [
+            {"variant": r["variant"], "workload_id": r["workload_id"], "mechanism": r["mechanism"],
+             "settings": json.loads(r["settings_json"]),
+             "limitations": json.loads(r["limitations_json"])}
+            for r in rows
+        ]
+
+    def trials(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.trials).where(s.trials.c.run_id == run_id)
+                                .order_by(s.trials.c.order_index, s.trials.c.id)).mappings().all()
+        return [dict(r) | {"notes": json.loads(r["notes_json"])} for r in rows]
+
+    def completed_trials(self, run_id: str) -> set[tuple[str, str, int]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(s.trials.c.variant, s.trials.c.workload_id, s.trials.c.repetition)
+                .where(s.trials.c.run_id == run_id, s.trials.c.status == "ok",
+                       s.trials.c.warmup.is_(False))).all()
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def next_order_index(self, run_id: str) -> int:
+        with self.engine.connect() as conn:
+            value = conn.execute(select(func.max(s.trials.c.order_index))
+                                 .where(s.trials.c.run_id == run_id)).scalar()
+        return 0 if value is None else int(value) + 1
+
+    def sample_count(self, run_id: str) -> int:
+        with self.engine.connect() as conn:
+            value = conn.execute(select(func.count()).select_from(s.samples)
+                                 .where(s.samples.c.run_id == run_id)).scalar()
+        return int(value or 0)
+
+    def scalar_values(self, run_id: str) -> Iterator[tuple[str, str, str, float]]:
+        """(variant, workload_id, metric, value) of every measured per-trial sample (t is None).
+
+        The report's hot path: one ordered query, no labels, no ORM objects.
+        """
+        query = (
+            select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
+                   s.samples.c.value)
+            .where(s.samples.c.run_id == run_id, s.samples.c.value.is_not(None),
+                   s.samples.c.t.is_(None))
+            .order_by(s.samples.c.workload_id, s.samples.c.metric, s.samples.c.variant)
+        )
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(yield_per=50_000).execute(query):
+                yield row[0], row[1], row[2], row[3]
+
+    def samples(self, run_id: str, *, workload_id: str | None = None, metric: str | None = None,
+                series_only: bool = False) -> list[SampleRow]:
+        query = select(s.samples).where(s.samples.c.run_id == run_id)
+        if workload_id is not None:
+            query = query.where(s.samples.c.workload_id == workload_id)
+        if metric is not None:
+            query = query.where(s.samples.c.metric == metric)
+        if series_only:
+            query = query.where(s.samples.c.t.is_not(None))
+        query = query.order_by(s.samples.c.id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        return [
+            SampleRow(r["run_id"], r["variant"], r["workload_id"], r["metric"], r["value"],
+                      r["unit"], r["repetition"], r["t"],
+                      json.loads(r["labels_json"]) if r["labels_json"] else {}, r["status"],
+                      r["trial_id"])
+            for r in rows
+        ]
+
+    def status_counts(self, run_id: str) -> dict[tuple[str, str, str, str], int]:
+        """Counts of non-ok sample statuses per (variant, workload, metric, status)."""
+        query = (
+            select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
+                   s.samples.c.status, func.count())
+            .where(s.samples.c.run_id == run_id, s.samples.c.status != "ok")
+            .group_by(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
+                      s.samples.c.status)
+        )
+        with self.engine.connect() as conn:
+            return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in conn.execute(query)}
+
+    def artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.artifacts).where(s.artifacts.c.run_id == run_id)
+                                .order_by(s.artifacts.c.id)).mappings().all()
+        return [dict(r) for r in rows]
+
+    # ---- raw table access for export/import ----------------------------------------------
+    def table_rows(self, table_name: str, run_id: str) -> list[dict[str, Any]]:
+        table = s.metadata.tables[table_name]
+        key = table.c.id if table_name == "runs" else table.c.run_id
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(table).where(key == run_id)).mappings()]
+
+    def insert_rows(self, conn: Connection, table_name: str, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            conn.execute(insert(s.metadata.tables[table_name]), rows)
+
+
+def _run_info(r: Mapping[str, Any]) -> RunInfo:
+    return RunInfo(
+        id=r["id"], experiment=r["experiment"], description=r["description"], status=r["status"],
+        stop_reason=r["stop_reason"], started_at=r["started_at"], ended_at=r["ended_at"],
+        host=r["host"], target=r["target"], baseline=r["baseline"], seed=r["seed"],
+        spec_yaml=r["spec_yaml"], spec_path=r["spec_path"], imported_from=r["imported_from"],
+    )

@@ -1,0 +1,71 @@
+"""Where commands run. Targets are the only code that spawns processes."""
+
+from __future__ import annotations
+
+import abc
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["CommandFailed", "ProcResult", "Target"]
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    """Wall-clock seconds from spawn to exit, measured with a monotonic clock."""
+
+
+class CommandFailed(RuntimeError):
+    def __init__(self, result: ProcResult) -> None:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        super().__init__(
+            f"{' '.join(result.argv)} exited {result.returncode}: " + " | ".join(tail)
+        )
+        self.result = result
+
+
+class Target(abc.ABC):
+    """A machine (or namespace, or guest) that runs argument lists, never shell strings."""
+
+    name: str = "target"
+
+    @abc.abstractmethod
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | None = None,
+        timeout: float | None = None,
+        input: str | None = None,
+        check: bool = True,
+    ) -> ProcResult:
+        """Run to completion. ``env`` entries set (str) or unset (None) variables."""
+
+    @abc.abstractmethod
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | None = None,
+        stdout: int | None = subprocess.DEVNULL,
+        stderr: int | None = subprocess.DEVNULL,
+    ) -> subprocess.Popen[bytes]:
+        """Start a long-running process (a server, a background flow); the caller stops it."""
+
+    @abc.abstractmethod
+    def which(self, binary: str) -> str | None:
+        """Absolute path of ``binary`` on this target, or None."""
+
+    @abc.abstractmethod
+    def python(self) -> list[str]:
+        """argv prefix that runs a Python 3 interpreter on this target."""
+
+    def describe(self) -> str:
+        return self.name

@@ -1,0 +1,126 @@
+"""The workload plugin contract: declared metrics, tools, parameters, setup/run/teardown."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from virtbench.model import Artifact, Measurement, Metric
+from virtbench.targets.base import Target
+
+__all__ = [
+    "NoParams",
+    "Realisation",
+    "Tool",
+    "TrialContext",
+    "TrialResult",
+    "Workload",
+]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An external program a workload needs, and the Debian package that provides it."""
+
+    binary: str
+    package: str
+    purpose: str = ""
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Realisation:
+    """How a variant's knobs were realised for one workload, and what could not be expressed."""
+
+    mechanism: str
+    env: dict[str, str | None] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    limitations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrialContext:
+    """Everything a workload sees for one trial."""
+
+    target: Target
+    variant: str
+    knobs: Mapping[str, Any]
+    workdir: Path
+    repetition: int
+    seed: int
+    env: dict[str, str | None] = field(default_factory=dict)
+    """Environment set by the lab for this variant (e.g. CPU-feature masks)."""
+    services: dict[str, Any] = field(default_factory=dict)
+    """What the lab provides (addresses, namespaces, URLs), keyed by name."""
+
+
+@dataclass
+class TrialResult:
+    measurements: list[Measurement]
+    artifacts: list[Artifact] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+class Workload(abc.ABC):
+    """A measurable task. Subclasses declare class attributes and implement ``run``.
+
+    ``run`` must only return measurements of declared metrics; the runner rejects anything else.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    metrics: ClassVar[tuple[Metric, ...]]
+    tools: ClassVar[tuple[Tool, ...]] = ()
+    python_modules: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """(import name, pip package) pairs the workload's probe needs on the target."""
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, params: BaseModel | None = None) -> None:
+        self.params: Any = params if params is not None else self.Params()
+
+    def metric(self, name: str) -> Metric:
+        for metric in self.metrics:
+            if metric.name == name:
+                return metric
+        raise KeyError(name)
+
+    def primary_metrics(self) -> list[Metric]:
+        """Metrics that adaptive stopping and the headline speedup use (may depend on params)."""
+        return [m for m in self.metrics if m.primary]
+
+    def active_metrics(self) -> list[Metric]:
+        """Metrics this configuration will produce (a subset of the declared ones)."""
+        return list(self.metrics)
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        """Translate variant knobs into this workload's mechanism (env vars, settings)."""
+        return Realisation(mechanism="none (the workload runs unchanged)")
+
+    def check(self, target: Target) -> list[str]:
+        """Problems that would stop this workload, each naming the package to install."""
+        problems = []
+        for tool in self.tools:
+            if target.which(tool.binary) is None:
+                problems.append(
+                    f"{self.name}: '{tool.binary}' not found on {target.describe()}; "
+                    f"install the Debian package '{tool.package}' (apt-get install {tool.package})"
+                )
+        return problems
+
+    def setup(self, ctx: TrialContext) -> None:  # noqa: B027 - optional hook
+        """Prepare inputs once per (variant, workload) before the first trial."""
+
+    @abc.abstractmethod
+    def run(self, ctx: TrialContext) -> TrialResult:
+        """Run one trial and return its measurements."""
+
+    def teardown(self, ctx: TrialContext) -> None:  # noqa: B027 - optional hook
+        """Remove what setup created; called also after failures."""

@@ -1,0 +1,44 @@
+"""exec.command: wall time of any command, like hyperfine, with virtbench's statistics."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.model import Better, Measurement, Metric
+from virtbench.workloads.base import TrialContext, TrialResult, Workload
+
+__all__ = ["WORKLOADS", "CommandWorkload", "InProcessNoopWorkload"]
+
+
+class CommandParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    argv: list[str] = Field(min_length=1, description="the command as an argument list")
+    timeout_s: float = Field(3600, gt=0)
+
+
+class CommandWorkload(Workload):
+    name = "exec.command"
+    description = "runs an argument list (no shell) on the target; fails the trial on non-zero exit"
+    metrics = (
+        Metric("wall_time_s", "s", Better.LOWER,
+               "spawn-to-exit wall time of the command (monotonic clock)", primary=True),
+    )
+    Params = CommandParams
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        result = ctx.target.run(self.params.argv, env=ctx.env, timeout=self.params.timeout_s)
+        return TrialResult([Measurement("wall_time_s", result.duration_s)])
+
+
+class InProcessNoopWorkload(Workload):
+    """Measures nothing but itself: used to measure the runner's own per-trial overhead."""
+
+    name = "exec.noop"
+    description = "an in-process no-op (measures the runner's own overhead per trial)"
+    metrics = (Metric("elapsed_s", "s", Better.LOWER, "time spent in run() (≈ 0)", primary=True),)
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        return TrialResult([Measurement("elapsed_s", 0.0)])
+
+
+WORKLOADS = (CommandWorkload, InProcessNoopWorkload)

@@ -1,0 +1,55 @@
+"""Standalone probe (runs on the target as `python3 -c SRC MODE OPS BULK_BYTES HEXTEXT`): AES timing.
+
+Study method (mode study): AES-128-ECB + PKCS7 of a ~2 KB text, a fresh Cipher per operation,
+encryption and decryption (update+finalize) timed separately, as study 000's code did.
+Bulk mode: one encryptor over a large buffer in 16 KiB chunks, like `openssl speed -evp`.
+Kept free of virtbench imports so a target only needs the `cryptography` package.
+"""
+
+import json
+import os
+import sys
+import time
+
+from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+mode, ops, bulk_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+plaintext = bytes.fromhex(sys.argv[4])
+key = b"sixteenbytekey12"
+result = {}
+
+if mode in ("study", "both"):
+    enc_total = dec_total = 0.0
+    for _ in range(ops):
+        encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+        padder = padding.PKCS7(128).padder()
+        padded = padder.update(plaintext) + padder.finalize()
+        start = time.perf_counter()
+        ciphertext = encryptor.update(padded) + encryptor.finalize()
+        enc_total += time.perf_counter() - start
+        decryptor = Cipher(algorithms.AES(key), modes.ECB()).decryptor()
+        start = time.perf_counter()
+        padded_back = decryptor.update(ciphertext) + decryptor.finalize()
+        dec_total += time.perf_counter() - start
+        unpadder = padding.PKCS7(128).unpadder()
+        if unpadder.update(padded_back) + unpadder.finalize() != plaintext:
+            raise SystemExit("AES round trip failed")
+    result["encrypt_time_s"] = enc_total / ops
+    result["decrypt_time_s"] = dec_total / ops
+    result["plaintext_bytes"] = len(plaintext)
+
+if mode in ("bulk", "both"):
+    chunk = 16 * 1024
+    block = os.urandom(chunk)
+    encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    buffer = bytearray(chunk + 15)  # update_into needs room for one more block
+    encryptor.update_into(block, buffer)  # warm up
+    count = max(1, bulk_bytes // chunk)
+    start = time.perf_counter()
+    for _ in range(count):
+        encryptor.update_into(block, buffer)
+    elapsed = time.perf_counter() - start
+    result["bulk_throughput_Bps"] = count * chunk / elapsed
+
+print(json.dumps(result))

@@ -1,0 +1,22 @@
+"""Standalone probe (runs on the target as `python3 -c SRC SIZE LOOPS SEED`): CRC32C timing as JSON.
+
+Kept free of virtbench imports so a target only needs the `crc32c` package.
+"""
+
+import json
+import random
+import sys
+import time
+
+import crc32c
+
+size, loops, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+data = random.Random(seed).randbytes(size)
+crc32c.crc32c(data)  # warm caches and the branch predictor outside the timed loop
+times = []
+for _ in range(loops):
+    start = time.perf_counter()
+    crc32c.crc32c(data)
+    times.append(time.perf_counter() - start)
+print(json.dumps({"times": times, "hardware_based": bool(crc32c.hardware_based),
+                  "size": size}))

@@ -1,0 +1,75 @@
+"""cpu.aes: AES-128-ECB with PKCS7 via `cryptography` — study 000's method and a bulk mode."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib.resources import files
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.model import Artifact, Better, Measurement, Metric
+from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
+from virtbench.workloads.cpu.features import feature_set, openssl_realisation
+from virtbench.workloads.probe import run_probe
+
+__all__ = ["WORKLOADS", "AesWorkload", "study_plaintext"]
+
+
+def study_plaintext() -> bytes:
+    """The ~2 KB English text of study 000's appendix (Gambar 1)."""
+    return files("virtbench.workloads.cpu").joinpath("aes_plaintext.txt").read_bytes().strip()
+
+
+class AesParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["study", "bulk", "both"] = Field(
+        "both", description="study: ~2 KB text, fresh Cipher per op; bulk: 16 KiB chunks")
+    ops: int = Field(1000, ge=1, le=10_000_000,
+                     description="study-mode operations per trial (the study averaged 1000)")
+    bulk_mib: float = Field(64, gt=0, le=65536, description="bulk-mode bytes per trial, MiB")
+
+
+class AesWorkload(Workload):
+    name = "cpu.aes"
+    description = ("AES-128-ECB with PKCS7 padding through `cryptography`'s OpenSSL; AES-NI, "
+                   "SSSE3 (vpaes) and AVX paths are masked per variant with OPENSSL_ia32cap")
+    metrics = (
+        Metric("encrypt_time_s", "s", Better.LOWER,
+               "study method: mean time of encryptor.update+finalize of the padded ~2 KB text, "
+               "a fresh Cipher per operation, averaged over `ops` operations", primary=True),
+        Metric("decrypt_time_s", "s", Better.LOWER,
+               "study method: mean time of decryptor.update+finalize of the ciphertext, fresh "
+               "Cipher per operation", primary=True),
+        Metric("bulk_throughput_Bps", "B/s", Better.HIGHER,
+               "bulk mode: bytes encrypted / time, one encryptor over 16 KiB chunks "
+               "(comparable with `openssl speed -evp aes-128-ecb` at 16 KB)", primary=True),
+    )
+    python_modules = (("cryptography", "cryptography"),)
+    Params = AesParams
+
+    def active_metrics(self) -> list[Metric]:
+        study = self.params.mode in ("study", "both")
+        bulk = self.params.mode in ("bulk", "both")
+        return [m for m in self.metrics
+                if (m.name.startswith("bulk") and bulk) or (not m.name.startswith("bulk") and study)]
+
+    def primary_metrics(self) -> list[Metric]:
+        return [m for m in self.active_metrics() if m.primary]
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        return openssl_realisation(feature_set(knobs), self.name)
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        bulk_bytes = int(self.params.bulk_mib * 1024 * 1024)
+        result, raw = run_probe(
+            ctx.target, "virtbench.workloads.cpu", "_probe_aes.py",
+            [self.params.mode, str(self.params.ops), str(bulk_bytes), study_plaintext().hex()],
+            ctx.env)
+        measurements = [Measurement(m.name, float(result[m.name]))
+                        for m in self.active_metrics() if m.name in result]
+        return TrialResult(measurements,
+                           artifacts=[Artifact("probe.json", raw.encode(), "application/json")])
+
+
+WORKLOADS = (AesWorkload,)

@@ -1,0 +1,46 @@
+"""Run a standalone probe script on a target: `python3 - ARGS` with the script on stdin.
+
+Probes import nothing from virtbench, so remote targets and guests need only the probe's own
+Python packages. A fresh process per trial also gives the masks read at import a clean start.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from importlib.resources import files
+from typing import Any
+
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import CommandFailed, Target
+
+__all__ = ["probe_source", "run_probe"]
+
+
+def probe_source(package: str, script: str) -> str:
+    return files(package).joinpath(script).read_text()
+
+
+def run_probe(
+    target: Target,
+    package: str,
+    script: str,
+    args: Sequence[str],
+    env: Mapping[str, str | None],
+    timeout: float = 600,
+) -> tuple[dict[str, Any], str]:
+    """Return the probe's JSON result and its raw stdout (kept as an artifact)."""
+    source = probe_source(package, script)
+    # `python3 -c SOURCE` keeps stdin free for data; argv[0] is "-c".
+    try:
+        result = target.run([*target.python(), "-c", source, *args], env=env, timeout=timeout)
+    except CommandFailed as exc:
+        if "ModuleNotFoundError" in exc.result.stderr:
+            missing = exc.result.stderr.strip().splitlines()[-1]
+            raise VirtbenchError(f"{script} on {target.describe()}: {missing}; install it in the "
+                                 "target's Python (pip install crc32c cryptography)") from exc
+        raise
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1]), result.stdout
+    except (json.JSONDecodeError, IndexError) as exc:
+        raise VirtbenchError(f"{script} printed no result: {result.stdout[-200:]!r}") from exc

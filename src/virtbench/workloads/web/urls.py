@@ -1,0 +1,53 @@
+"""Where the URL list comes from: the workload's params, a file, or the lab (validated)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from virtbench.loadgen.config import split_url
+from virtbench.model import VirtbenchError
+
+__all__ = ["read_url_file", "resolve_urls"]
+
+
+def read_url_file(path: Path, *, allow_remote: bool = False) -> list[str]:
+    """One absolute http:// URL per line; blank lines and '#' comments are skipped."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise VirtbenchError(f"web.load params.url_file: cannot read {path}: {exc}") from None
+    urls = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            split_url(line, allow_remote=allow_remote)
+        except ValueError as exc:
+            raise VirtbenchError(f"web.load params.url_file {path}, line {number}: {exc}") from None
+        urls.append(line)
+    if not urls:
+        raise VirtbenchError(f"web.load params.url_file {path}: no URL in the file")
+    return urls
+
+
+def resolve_urls(params: Any, services: Mapping[str, Any]) -> list[str]:
+    if params.urls:
+        for index, url in enumerate(params.urls):
+            try:
+                split_url(url, allow_remote=params.allow_remote)
+            except ValueError as exc:
+                raise VirtbenchError(f"web.load params.urls[{index}]: {exc}") from None
+        urls = list(params.urls)
+    elif params.url_file is not None:
+        urls = read_url_file(params.url_file, allow_remote=params.allow_remote)
+    elif services.get("urls"):
+        urls = list(services["urls"])
+    else:
+        raise VirtbenchError(
+            "web.load: no URLs: give params.urls or params.url_file, or run it in the 'web' lab")
+    if params.max_urls is not None:
+        urls = urls[: params.max_urls]
+    return urls

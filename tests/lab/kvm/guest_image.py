@@ -1,0 +1,121 @@
+"""Build (and cache) a tiny test guest from Debian packages: a cloud kernel + busybox initramfs.
+
+The guest prints /proc/cpuinfo between virtbench's console markers on its serial port and then
+idles, so a host can read the CPU flags the guest sees without network or agent.
+Cached under <repo>/.cache/vbkvm-guest/ (a .gitignore there keeps it out of git).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+
+REPO = Path(__file__).resolve().parents[3]
+CACHE = REPO / ".cache" / "vbkvm-guest"
+
+INIT = f"""#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev
+/bin/busybox mount -t proc proc /proc
+/bin/busybox echo {CONSOLE_BEGIN}
+/bin/busybox cat /proc/cpuinfo
+/bin/busybox echo {CONSOLE_END}
+while true; do /bin/busybox sleep 3600; done
+"""
+
+
+@dataclass(frozen=True)
+class GuestImage:
+    kernel: Path
+    initrd: Path
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> str:
+    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def _kernel_package() -> str:
+    for line in _run(["apt-cache", "depends", "linux-image-cloud-amd64"]).splitlines():
+        line = line.strip()
+        if line.startswith("Depends:") and "linux-image-" in line:
+            return line.split(":", 1)[1].strip()
+    raise RuntimeError("apt-cache does not know linux-image-cloud-amd64")
+
+
+def _download(package: str, into: Path) -> Path:
+    _run(["apt-get", "download", package], cwd=into)
+    debs = sorted(into.glob(f"{package}_*.deb"))
+    if not debs:
+        raise RuntimeError(f"apt-get download {package} produced no .deb in {into}")
+    return debs[-1]
+
+
+def build_guest(cache: Path = CACHE) -> GuestImage:
+    """The kernel and initramfs, downloaded and built once, then reused."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache.parent / ".gitignore").write_text("*\n")
+    kernel, initrd = cache / "vmlinuz", cache / "initrd.cpio"
+    if kernel.exists() and initrd.exists():
+        return GuestImage(kernel, initrd)
+    if shutil.which("cpio") is None:
+        raise RuntimeError("cpio is missing (apt-get install cpio); without it the initramfs "
+                           "is empty and the guest kernel panics")
+    with tempfile.TemporaryDirectory(prefix="vbkvm-build-") as tmp:
+        work = Path(tmp)
+        for package in (_kernel_package(), "busybox-static"):
+            deb = _download(package, work)
+            _run(["dpkg-deb", "-x", str(deb), str(work / "x")])
+        vmlinuz = sorted((work / "x" / "boot").glob("vmlinuz-*"))[-1]
+        root = work / "root"
+        for sub in ("bin", "proc", "sys", "dev"):
+            (root / sub).mkdir(parents=True)
+        shutil.copy2(work / "x" / "bin" / "busybox", root / "bin" / "busybox")
+        (root / "init").write_text(INIT)
+        os.chmod(root / "init", 0o755)
+        names = "\n".join(str(p.relative_to(root)) for p in sorted(root.rglob("*")))
+        archive = subprocess.run(["cpio", "-o", "-H", "newc"], cwd=root, input=names.encode(),
+                                 check=True, capture_output=True).stdout
+        if len(archive) < 1_000_000:
+            raise RuntimeError("initramfs is suspiciously small; is cpio working?")
+        shutil.copy2(vmlinuz, kernel.with_suffix(".tmp"))
+        kernel.with_suffix(".tmp").replace(kernel)
+        initrd.with_suffix(".tmp").write_bytes(archive)
+        initrd.with_suffix(".tmp").replace(initrd)
+    return GuestImage(kernel, initrd)
+
+
+def domain_xml(name: str, image: GuestImage, console_log: Path) -> str:
+    """A TCG domain (this machine's /dev/kvm cannot run stock kernels) with qemu64."""
+    return f"""<domain type='qemu'>
+  <name>{name}</name>
+  <memory unit='MiB'>256</memory>
+  <vcpu placement='static'>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{image.kernel}</kernel>
+    <initrd>{image.initrd}</initrd>
+    <cmdline>console=ttyS0 panic=-1</cmdline>
+  </os>
+  <features>
+    <acpi/>
+  </features>
+  <cpu mode='custom' match='exact' check='none'>
+    <model fallback='allow'>qemu64</model>
+  </cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'>
+      <source path='{console_log}'/>
+      <target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+"""
