@@ -96,7 +96,9 @@ _HUMAN_FACTOR = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0 * 1024.0}
 _TOO_FAST = "+++++"
 
 
-def _value(metric: str, raw: str, labels: dict[str, str], cpu_raw: str | None = None) -> Measurement:
+def _value(
+    metric: str, raw: str, labels: dict[str, str], cpu_raw: str | None = None
+) -> Measurement:
     raw = raw.strip()
     if raw == "":
         return Measurement(metric, None, labels=dict(labels), status="skipped")
@@ -167,10 +169,8 @@ def _parse_table(text: str) -> list[Measurement]:
     blocks = [i for i, line in enumerate(lines) if "/sec %CP" in line]
     if len(blocks) < 2:
         raise ParseError("not a bonnie++ table: expected two '/sec %CP' header rows")
-    loop = 0
-    for b in range(0, len(blocks) - 1, 2):
+    for loop, b in enumerate(range(0, len(blocks) - 1, 2)):
         labels = {"loop": str(loop + 1)} if len(blocks) > 2 else {}
-        loop += 1
         seq_head, file_head = blocks[b], blocks[b + 1]
         for head, tests in ((seq_head, BONNIE_TESTS[:6]), (file_head, BONNIE_TESTS[6:])):
             # Cells are 10 characters wide ("  /sec %CP") and end where the header row ends.

@@ -127,8 +127,9 @@ def parse_fio(text: str) -> list[Measurement]:
             if pattern in _SINGLE and not pattern.endswith(direction):
                 continue
             out += _direction(prefix, stats, labels)
-        out.append(Measurement(f"{pattern}_cpu_usr_pct", float(job["usr_cpu"]), labels=dict(labels)))
-        out.append(Measurement(f"{pattern}_cpu_sys_pct", float(job["sys_cpu"]), labels=dict(labels)))
+        for kind in ("usr", "sys"):
+            out.append(Measurement(f"{pattern}_cpu_{kind}_pct", float(job[f"{kind}_cpu"]),
+                                   labels=dict(labels)))
     if not out:
         raise ParseError("fio JSON output contains no read or write I/O")
     return out

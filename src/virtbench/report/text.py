@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Any
 
 from rich.console import Console, Group
@@ -144,4 +145,15 @@ def render_json(analysis: Analysis) -> str:
         "realisations": analysis.realisations,
         "failures": analysis.failures,
     }
-    return json.dumps(document, indent=2, default=str, allow_nan=False)
+    return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinity (e.g. an undefined CI for n=1) become null: JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value

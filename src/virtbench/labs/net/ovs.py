@@ -6,6 +6,7 @@ system's OVS, if any, is never touched. DPDK gets its own ``--file-prefix`` for 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable
@@ -130,5 +131,7 @@ class OvsDaemons:
             path = dpdk_runtime_dir(self.dpdk.file_prefix)
             shutil.rmtree(path, ignore_errors=True)
             self.manifest.remove("dir", str(path))
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # /var/run/dpdk, which DPDK created, only when empty
         shutil.rmtree(self.rundir, ignore_errors=True)
         self.manifest.remove("dir", str(self.rundir))

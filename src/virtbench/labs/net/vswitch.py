@@ -13,14 +13,14 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
-from virtbench.labs.net.netops import add_namespace, wait_listening
+from virtbench.labs.net.netops import add_namespace, disable_offloads, wait_listening
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.procs import LabProcess, start_in_namespace
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, Switch, make_switch
@@ -41,6 +41,10 @@ class VSwitchParams(BaseModel):
 
     background_settle_s: float = Field(
         1.0, ge=0, description="seconds to let background traffic run before a variant's trials")
+    offloads: bool = Field(
+        True, description="keep TSO/GSO/GRO/checksum offloads on the hosts' interfaces; False "
+        "puts MTU-sized packets on the wire (like the study's VMs; slower, but captures at "
+        "sender and receiver then count the same packets)")
     dpdk_memory_mb: int = Field(512, ge=64, description="DPDK memory without hugepages (MiB)")
     dpdk_hugepages: bool = Field(
         False, description="use hugepages already reserved and mounted (real hosts); "
@@ -60,7 +64,7 @@ class VSwitchLab(Lab):
         Tool("ovs-vsctl", "openvswitch-switch"), Tool("ovsdb-server", "openvswitch-switch"),
         Tool("ovs-vswitchd", "openvswitch-switch"),
     )
-    knobs = {
+    knobs: ClassVar[Mapping[str, str]] = {
         "switch": "the virtual switch: linux-bridge | ovs (userspace netdev) | ovs-dpdk",
         "background_mbps": "background UDP payload rate in Mbit/s (10^6 bit/s) between the "
                            "background pair; 0 = none",
@@ -133,6 +137,10 @@ class VSwitchLab(Lab):
                              self._dpdk())
         self.switch = switch
         switch.build(list(self.hosts.values()))
+        if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
+            for host in self.hosts.values():
+                disable_offloads(self.target, host.namespace, host.role)
+            switch.notes["offloads"] = "off on the hosts (tso gso gro tx)"
         self._start_servers()
 
     def _stop_background(self) -> None:

@@ -122,6 +122,7 @@ class WebLab(Lab):
         problems = self.check()
         if problems:
             raise VirtbenchError("; ".join(problems))
+        _check_traversable(lab_root())
         self.manifest = Manifest(lab_root() / f"{self.run_id}.json", self.name)
         self.manifest.add("dir", str(self.private))
         self.private.mkdir(parents=True)
@@ -194,8 +195,11 @@ class WebLab(Lab):
             between_bytes_timeout_s=self.p.between_bytes_timeout_s,
             host_header=self.host_header))
         self.varnish_port = free_port()
-        # Long idle timeout: the open model keeps spare keep-alive connections between sends.
-        params = {"timeout_idle": "60", **self.p.varnish_params}
+        # timeout_idle: the open model keeps spare keep-alive connections between sends.
+        # timeout_linger=0: Varnish adds a worker's counters to MAIN.* only when the worker
+        # lets go of the session; with lingering keep-alive sessions MAIN.cache_hit stays
+        # frozen until connections close and the hit-ratio timeline would be wrong.
+        params = {"timeout_idle": "60", "timeout_linger": "0", **self.p.varnish_params}
         argv = varnish_cfg.varnishd_argv(port=self.varnish_port, workdir=vdir / "work",
                                          vcl_path=vcl_path, storage_arg=storage_arg,
                                          extra_params=params)
@@ -327,6 +331,17 @@ class WebLab(Lab):
                 removed.append(f"removed {path}")
             manifest.remove("dir", path)
         return removed
+
+
+def _check_traversable(directory: Path) -> None:
+    """nginx workers and the Varnish child run as unprivileged users: they must reach the
+    private directory."""
+    for part in [directory, *directory.parents]:
+        if part.exists() and not part.stat().st_mode & 0o001:
+            raise VirtbenchError(
+                f"lab web: {part} is not searchable by other users (mode "
+                f"{oct(part.stat().st_mode & 0o777)}), so nginx and varnishd cannot read the lab; "
+                "set VIRTBENCH_LAB_ROOT to a directory whose parents have mode 755")
 
 
 def _safe(name: str) -> str:

@@ -1,6 +1,6 @@
 """Run inside ``unshare --mount``: give libvirtd private state dirs, then exec it.
 
-Usage: python _libvirtd_ns.py BASE_DIR
+Usage: python kvm_libvirtd_ns.py BASE_DIR
 
 libvirtd running as root always uses the system paths (/etc/libvirt, /run/libvirt,
 /var/lib/libvirt...). In a private mount namespace we cover them with a tmpfs (/run), an overlay
@@ -33,7 +33,7 @@ def main() -> None:
     # Debian's libvirtd resolves its built-in default user 'libvirt-qemu' (created by the
     # libvirt-daemon-system package) before reading qemu.conf: give it private passwd/group files.
     for name, line in (("passwd", "libvirt-qemu:x:64055:64055::/var/lib/libvirt:/usr/sbin/nologin"),
-                       ("group", "libvirt-qemu:x:64055:\nkvm-vb:x:64056:")):
+                       ("group", "libvirt-qemu:x:64055:")):
         text = Path(f"/etc/{name}").read_text()
         if not any(row.startswith("libvirt-qemu:") for row in text.splitlines()):
             text = text.rstrip("\n") + "\n" + line + "\n"

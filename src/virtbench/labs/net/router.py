@@ -1,0 +1,139 @@
+"""Study 002's lab: a virtual router (a forwarding namespace) between two subnets, plus 0..N
+stressed neighbours (stress-ng, each in its own cgroup with a CPU quota).
+
+    vbnet-ID-snd (10.78.1.2) ── vbnet-ID-rtr (10.78.1.1 | 10.78.2.1, ip_forward) ── vbnet-ID-rcv
+                                                                                     (10.78.2.2)
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.net.neighbours import Neighbour, start_neighbour
+from virtbench.labs.net.netops import add_namespace, add_veth, set_address, wait_listening
+from virtbench.labs.net.procs import LabProcess, start_in_namespace
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
+from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.workloads.base import Tool
+
+__all__ = ["LABS", "VnfRouterLab"]
+
+ROUTER_PORT = 5201
+
+
+class VnfRouterParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    neighbour_cpu_cores: float = Field(
+        1.0, gt=0, description="CPU quota of each neighbour's cgroup, in cores (CFS quota)")
+    neighbour_load_pct: int = Field(99, ge=1, le=100,
+                                    description="stress-ng --cpu-load of each neighbour (%)")
+    neighbour_cpus: list[int] | None = Field(
+        None, description="CPUs the neighbours may use (cpuset); None: all")
+    max_neighbours: int = Field(16, ge=0, description="refuse larger 'neighbours' knobs")
+
+
+class VnfRouterLab(Lab):
+    name = "vnf-router"
+    description = ("a router namespace forwarding between a sender and a receiver namespace, "
+                   "with N CPU-stressed neighbours held to their cgroup CPU quota")
+    Params = VnfRouterParams
+    tools = (Tool("ip", "iproute2"), Tool("ss", "iproute2"), Tool("iperf3", "iperf3"),
+             Tool("stress-ng", "stress-ng"))
+    knobs: ClassVar[Mapping[str, str]] = {
+        "neighbours": "number of stressed neighbours running beside the router (0..N)",
+    }
+    switch_cost = "cheap"
+
+    def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
+        super().__init__(params, workdir, target)
+        if not isinstance(target, LocalTarget) or isinstance(target, NetnsTarget):
+            raise VirtbenchError("lab vnf-router: runs on the local machine only")
+        self.lab_id = secrets.token_hex(2)
+        prefix = f"{OUR_PREFIX}{self.lab_id}-"
+        self.ns = {role: prefix + role for role in ("snd", "rtr", "rcv")}
+        self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
+        self.manifest: Manifest | None = None
+        self.server: LabProcess | None = None
+        self.neighbours: list[Neighbour] = []
+
+    def up(self) -> None:
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        self.manifest = Manifest(self.rundir.with_suffix(".json"), self.name)
+        self.manifest.add("dir", str(self.rundir))
+        for ns in self.ns.values():
+            add_namespace(self.target, self.manifest, ns)
+        t, ns = self.target, self.ns
+        add_veth(t, ns["snd"], "eth0", ns["rtr"], "left")
+        add_veth(t, ns["rtr"], "right", ns["rcv"], "eth0")
+        set_address(t, ns["snd"], "eth0", "10.78.1.2/24")
+        set_address(t, ns["rtr"], "left", "10.78.1.1/24")
+        set_address(t, ns["rtr"], "right", "10.78.2.1/24")
+        set_address(t, ns["rcv"], "eth0", "10.78.2.2/24")
+        t.run(["ip", "-n", ns["snd"], "route", "add", "default", "via", "10.78.1.1"])
+        t.run(["ip", "-n", ns["rcv"], "route", "add", "default", "via", "10.78.2.1"])
+        t.run(["ip", "netns", "exec", ns["rtr"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        self.server = start_in_namespace(ns["rcv"], ["iperf3", "-s", "-p", str(ROUTER_PORT)],
+                                         self.manifest, self.rundir / "iperf3.log")
+        wait_listening(t, ns["rcv"], ROUTER_PORT)
+
+    def _set_neighbours(self, count: int) -> None:
+        assert self.manifest is not None
+        p = self.params
+        while len(self.neighbours) > count:
+            self.neighbours.pop().stop(self.manifest)
+        while len(self.neighbours) < count:
+            i = len(self.neighbours)
+            self.neighbours.append(start_neighbour(
+                self.target, self.manifest, f"{OUR_PREFIX}{self.lab_id}-nb{i}", i,
+                p.neighbour_cpu_cores, p.neighbour_load_pct, p.neighbour_cpus))
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        if self.manifest is None:
+            self.up()
+        raw = knobs.get("neighbours", 0)
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise VirtbenchError(f"variant {variant}: knob 'neighbours' must be an integer ≥ 0, "
+                                 f"got {raw!r}")
+        if raw > self.params.max_neighbours:
+            raise VirtbenchError(f"variant {variant}: knob 'neighbours' = {raw} exceeds the lab "
+                                 f"param max_neighbours = {self.params.max_neighbours}")
+        self._set_neighbours(raw)
+        services = {"sender_ns": self.ns["snd"], "router_ns": self.ns["rtr"],
+                    "receiver_ns": self.ns["rcv"], "receiver_ip": "10.78.2.2",
+                    "iperf3_port": ROUTER_PORT, "neighbours": raw}
+        notes = {"router": "namespace with ip_forward=1 between 10.78.1.0/24 and 10.78.2.0/24",
+                 "neighbours": f"{raw} × stress-ng --cpu 1 --cpu-load "
+                               f"{self.params.neighbour_load_pct}, each cgroup-limited to "
+                               f"{self.params.neighbour_cpu_cores:g} cores"}
+        return LabState(target=NetnsTarget(self.ns["snd"]), services=services, notes=notes)
+
+    def leave(self, variant: str) -> None:
+        """Neighbours stay for the next variant (adding/removing only the difference)."""
+
+    def down(self) -> None:
+        try:
+            if self.manifest is not None:
+                self._set_neighbours(0)
+        finally:
+            if self.server is not None:
+                self.server.stop()
+                self.server = None
+            if self.manifest is not None:
+                clean_manifest(self.target, self.manifest)
+                self.manifest.delete()
+                self.manifest = None
+
+    @classmethod
+    def clean(cls, manifest: Manifest) -> list[str]:
+        return clean_manifest(LocalTarget(), manifest)
+
+
+LABS = (VnfRouterLab,)

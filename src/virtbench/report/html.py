@@ -1,0 +1,284 @@
+"""The self-contained HTML report: one file, inline CSS and SVG charts, no external resources.
+
+Everything shown comes from the Analysis; tables reuse report/tables.py records and
+report/formatting.py, charts come from report/charts.py, text is escaped by jinja2.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import virtbench
+from virtbench.analysis import Analysis, MetricRow
+from virtbench.analysis.views import (
+    MetricView,
+    SeriesGroup,
+    anchor,
+    facts_views,
+    knob_grid,
+    metric_views,
+    series_groups,
+)
+from virtbench.report import charts
+from virtbench.report.formatting import fmt_p, fmt_ratio, fmt_value
+from virtbench.report.tables import row_record
+
+__all__ = ["CHART_BUDGET", "render_html"]
+
+CHART_BUDGET = 60
+"""Most per-metric charts drawn; beyond it only primary metrics get charts (tables stay
+complete), which keeps a report of a tool with dozens of metrics (bonnie++) fast."""
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("virtbench.report", "templates"),
+        autoescape=True,  # every value from the store is escaped; charts are Markup
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["anchor"] = lambda text: anchor(str(text))
+    return env
+
+
+def _time(epoch: float | None) -> str:
+    if epoch is None or not math.isfinite(epoch):
+        return "–"
+    return _dt.datetime.fromtimestamp(epoch, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(start: float | None, end: float | None) -> str:
+    if start is None or end is None or not math.isfinite(end - start):
+        return "–"
+    seconds = int(round(end - start))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+def _mark(row: MetricRow) -> tuple[str, str]:
+    """(symbol, css class) of the Holm-corrected verdict against the baseline."""
+    if row.p_holm is None or math.isnan(row.p_holm):
+        return "", ""
+    if not row.significant:
+        return "n.s.", "ns"
+    ratio = row.speedup.ratio if row.speedup else math.nan
+    if ratio > 1:
+        return "▲ better", "up"
+    if ratio < 1:
+        return "▼ worse", "down"
+    return "*", "ns"
+
+
+def _table_row(row: MetricRow, baseline: str, best: str | None) -> dict[str, Any]:
+    rec = row_record(row)
+    unit = rec["unit"]
+    symbol, css = _mark(row)
+    ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
+          if rec["ci_low"] is not None and rec["ci_high"] is not None else "–")
+    return {
+        "variant": rec["variant"],
+        "baseline": rec["variant"] == baseline,
+        "best": rec["variant"] == best,
+        "n": rec["n"],
+        "unmeasured": ", ".join(f"{count} {status}" for status, count
+                                in sorted(row.unmeasured.items())),
+        "mean": fmt_value(rec["mean"], unit),
+        "ci": ci,
+        "median": fmt_value(rec["median"], unit),
+        "sd": fmt_value(rec["sd"], unit),
+        "cv": "–" if rec["cv"] is None else f"{rec['cv']:.1%}",
+        "speedup": "1 (baseline)" if rec["variant"] == baseline and rec["n"] else
+        fmt_ratio(rec["speedup"], rec["speedup_ci_low"], rec["speedup_ci_high"]),
+        "speedup_method": rec["speedup_method"] or "",
+        "test": rec["test"] or "–",
+        "p_value": fmt_p(rec["p_value"]),
+        "p_holm": fmt_p(rec["p_holm"]),
+        "mark": symbol,
+        "mark_class": css,
+        "outliers": rec["outliers"],
+    }
+
+
+def _callout(view: MetricView, baseline: str) -> dict[str, str] | None:
+    if view.best is None:
+        return None
+    name, mean = view.best
+    row = view.row_of(name)
+    speedup = "–"
+    verdict = ""
+    if name == baseline:
+        verdict = "the baseline itself is the best configuration"
+    elif row is not None and row.speedup is not None:
+        s = row.speedup
+        speedup = fmt_ratio(s.ratio, s.ci_low, s.ci_high)
+        verdict = ("significantly better than the baseline (Holm)" if row.significant and
+                   s.ratio > 1 else "not significantly different from the baseline"
+                   if row.significant is False else "")
+    return {"variant": name, "mean": fmt_value(mean, view.metric.unit), "speedup": speedup,
+            "verdict": verdict}
+
+
+def _effects(view: MetricView) -> list[dict[str, str]]:
+    return [{"factor": e.factor, "speedup": fmt_ratio(e.speedup, e.ci_low, e.ci_high),
+             "pairs": str(e.pairs),
+             "verdict": ("helps" if e.ci_low > 1 else "hurts" if e.ci_high < 1
+                         else "no clear effect") if math.isfinite(e.ci_low)
+             and math.isfinite(e.ci_high) else "–"}
+            for e in sorted(view.effects, key=lambda e: e.factor)]
+
+
+def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
+                    grid: Any) -> dict[str, Any]:
+    best = view.best[0] if view.best else None
+    figures: list[Markup] = []
+    if with_charts:
+        drawn = [charts.mean_chart(view, analysis.baseline), charts.speedup_chart(view),
+                 charts.effects_chart(view, analysis.factor_knob)]
+        if grid is not None:
+            drawn.append(charts.grid_chart(view, grid))
+        figures = [Markup(svg) for svg in drawn if svg]  # noqa: S704 - our own SVG
+    compared = [r for r in view.rows if r.p_holm is not None and not math.isnan(r.p_holm)]
+    return {
+        "anchor": view.anchor,
+        "workload_id": view.workload_id,
+        "name": view.metric.name,
+        "unit": view.metric.unit,
+        "better": view.metric.better.value,
+        "description": view.metric.description,
+        "primary": view.metric.primary,
+        "callout": _callout(view, analysis.baseline),
+        "effects": _effects(view),
+        "figures": figures,
+        "charts_skipped": not with_charts,
+        "rows": [_table_row(r, analysis.baseline, best) for r in view.rows],
+        "compared": len(compared),
+        "better_count": sum(1 for r in compared if r.significant and r.speedup
+                            and r.speedup.ratio > 1),
+        "worse_count": sum(1 for r in compared if r.significant and r.speedup
+                           and r.speedup.ratio < 1),
+        "has_unmeasured": any(r.unmeasured for r in view.rows),
+    }
+
+
+def _series_section(group: SeriesGroup) -> dict[str, Any]:
+    figures = [charts.timeseries_chart(group)]
+    if group.per_request:
+        figures.append(charts.distribution_chart(group))
+    return {
+        "anchor": group.anchor, "title": group.title, "unit": group.unit,
+        "description": group.description, "points": group.points,
+        "per_request": group.per_request,
+        "variants": [{"name": name, "repetitions": len(items),
+                      "points": sum(len(s.values) for s in items)}
+                     for name, items in group.by_variant.items()],
+        "figures": [Markup(svg) for svg in figures if svg],  # noqa: S704 - our own SVG
+    }
+
+
+def _settings_text(settings: Any) -> str:
+    if isinstance(settings, dict):
+        return "; ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
+                         for k, v in settings.items()) or "–"
+    return json.dumps(settings, default=str)
+
+
+def _realisations(analysis: Analysis) -> list[dict[str, Any]]:
+    order = {v.name: i for i, v in enumerate(analysis.variants)}
+    names = {w[0]: w[1] for w in analysis.workloads}
+    by_workload: dict[str, list[dict[str, Any]]] = {}
+    for item in sorted(analysis.realisations,
+                       key=lambda r: (str(r.get("workload_id", "")),
+                                      order.get(str(r.get("variant", "")), len(order)))):
+        wid = str(item.get("workload_id", ""))
+        by_workload.setdefault(wid, []).append({
+            "variant": str(item.get("variant", "")),
+            "mechanism": str(item.get("mechanism", "")),
+            "settings": _settings_text(item.get("settings", {})),
+            "limitations": [str(x) for x in item.get("limitations", [])],
+        })
+    return [{"workload_id": wid, "workload": names.get(wid, wid), "entries": items}
+            for wid, items in by_workload.items()]
+
+
+def _runs(analysis: Analysis) -> list[dict[str, Any]]:
+    out = []
+    for run in analysis.runs:
+        ok, failed = analysis.trial_counts.get(run.id, (0, 0))
+        out.append({
+            "id": run.id, "experiment": run.experiment, "description": run.description,
+            "status": run.status, "stop_reason": run.stop_reason or "–", "host": run.host,
+            "target": run.target, "baseline": run.baseline, "seed": run.seed,
+            "started": _time(run.started_at), "ended": _time(run.ended_at),
+            "duration": _duration(run.started_at, run.ended_at), "trials_ok": ok,
+            "trials_failed": failed, "spec_path": run.spec_path,
+            "imported_from": run.imported_from,
+        })
+    return out
+
+
+def _variants(analysis: Analysis) -> list[dict[str, str]]:
+    return [{"name": v.name, "knobs": json.dumps(v.knobs, sort_keys=True, default=str),
+             "baseline": "yes" if v.is_baseline else ""} for v in analysis.variants]
+
+
+def render_html(analysis: Analysis) -> str:
+    """The report as one self-contained HTML document (UTF-8 text)."""
+    views = metric_views(analysis)
+    grid = knob_grid(analysis)
+    per_view = 3 + (grid is not None)
+    budget_ok = len(views) * per_view <= CHART_BUDGET
+    sections: list[dict[str, Any]] = []
+    for wid, name, params in analysis.workloads:
+        metrics = [_metric_section(v, analysis, budget_ok or v.metric.primary, grid)
+                   for v in views if v.workload_id == wid]
+        sections.append({"id": wid, "name": name, "anchor": anchor("w", wid),
+                         "params": json.dumps(params, indent=1, sort_keys=True, default=str),
+                         "metrics": metrics})
+    known = {w[0] for w in analysis.workloads}
+    for wid in dict.fromkeys(v.workload_id for v in views if v.workload_id not in known):
+        sections.append({"id": wid, "name": wid, "anchor": anchor("w", wid), "params": "{}",
+                         "metrics": [_metric_section(v, analysis, budget_ok or v.metric.primary,
+                                                     grid)
+                                     for v in views if v.workload_id == wid]})
+    summary = [{"workload_id": s["id"], **m} for s in sections for m in s["metrics"]]
+    limitations = [(group["workload_id"], item["variant"], text)
+                   for group in _realisations(analysis) for item in group["entries"]
+                   for text in item["limitations"]]
+    experiments = list(dict.fromkeys(r.experiment for r in analysis.runs))
+    context = {
+        "title": " vs ".join(experiments) or "virtbench report",
+        "description": analysis.runs[0].description if analysis.runs else "",
+        "runs": _runs(analysis),
+        "baseline": analysis.baseline,
+        "confidence": f"{analysis.confidence:.0%}",
+        "factor_knob": analysis.factor_knob,
+        "grid": grid,
+        "variants": _variants(analysis),
+        "sections": sections,
+        "summary": summary,
+        "series": [_series_section(g) for g in series_groups(analysis)],
+        "realisations": _realisations(analysis),
+        "limitations": limitations,
+        "failures": [{"variant": str(f.get("variant", "")),
+                      "workload_id": str(f.get("workload_id", "")),
+                      "repetition": f.get("repetition", ""), "error": str(f.get("error", ""))}
+                     for f in analysis.failures],
+        "facts": facts_views(analysis),
+        "metric_defs": [{"workload_id": view.workload_id, "name": view.metric.name,
+                         "unit": view.metric.unit, "better": view.metric.better.value,
+                         "description": view.metric.description, "primary": view.metric.primary,
+                         "anchor": view.anchor} for view in views],
+        "generated": _time(_dt.datetime.now(_dt.UTC).timestamp()),
+        "version": virtbench.__version__,
+        "max_bars": charts.MAX_BARS,
+        "max_line_points": charts.MAX_LINE_POINTS,
+    }
+    return _environment().get_template("report.html.j2").render(**context)

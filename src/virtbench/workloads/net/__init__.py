@@ -1,0 +1,1 @@
+"""Network workloads: foreground TCP with QoS instrumentation, latency probes, router throughput."""

@@ -1,0 +1,185 @@
+"""Study 001's trial: a foreground TCP transfer (iperf3 -J, server → client) with a receiver
+capture, a sender capture and irtt latency probes alongside; QoS metrics and grading."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
+from virtbench.net_qos.grading import emodel, tiphon_index
+from virtbench.net_qos.pcap import read_pcap
+from virtbench.net_qos.study import capture_qos, study_loss_percent
+from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
+from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
+from virtbench.targets.base import Target
+from virtbench.targets.local import NetnsTarget
+from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.net.capture import Capture
+
+__all__ = ["WORKLOADS", "QosTransfer", "service"]
+
+STUDY_METRICS = (
+    Metric("study_delay_ms", "ms", Better.LOWER,
+           "studies' 'delay': mean inter-arrival time of the foreground flow's data packets "
+           "captured at the receiver (not a one-way delay)"),
+    Metric("study_jitter_ms", "ms", Better.LOWER,
+           "studies' 'jitter': mean absolute change between consecutive inter-arrival times "
+           "at the receiver"),
+    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
+           "studies' 'throughput': captured wire bits of the flow / capture time (first to last "
+           "packet) / 10^6"),
+    Metric("study_loss_pct", "%", Better.LOWER,
+           "studies' 'packet loss': (packets captured at the sender − at the receiver) / sent × "
+           "100, data direction of the foreground flow"),
+    Metric("capture_packets", "packets", Better.HIGHER,
+           "foreground data packets in the receiver capture (GSO/GRO super-packets count once)"),
+    Metric("capture_dropped", "packets", Better.LOWER,
+           "packets dumpcap reported dropped at the receiver (the study metrics then lack them)"),
+    Metric("tcp_retransmit_pct", "%", Better.LOWER,
+           "TCP loss estimate: retransmitted segments / (sent bytes / MSS) × 100"),
+    Metric("tiphon_index", "index 1-4", Better.HIGHER,
+           "mean of the TIPHON categories (4 very good … 1 poor) of study delay, jitter and loss, "
+           "as the studies graded (they call the table ITU-T G.1010)"),
+    Metric("emodel_r", "R", Better.HIGHER,
+           "E-model R = 93.2 − Id − Ie_eff (G.711, Bpl 25.1) with d = one-way delay (irtt, "
+           "server → client) + 2 × RFC 3550 jitter; Id = 0.024d + 0.11(d−177.3)H(d−177.3)"),
+    Metric("emodel_mos", "MOS", Better.HIGHER,
+           "MOS = 1 + 0.035R + 7e-6·R(R−60)(100−R) from emodel_r (G.107 Annex B)"),
+)
+
+
+class QosTransferParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    duration_s: int = Field(10, ge=1, le=3600,
+                            description="foreground transfer length in s (the study: 20)")
+    capture: bool = Field(True, description="capture the flow at the receiver (and sender)")
+    sender_capture: bool = Field(True, description="also capture at the sender, for study loss")
+    snaplen: int = Field(96, ge=64, le=65535, description="bytes kept per captured packet")
+    probe: bool = Field(True, description="run irtt latency probes alongside the transfer")
+    probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
+    keep_pcaps: bool = Field(False, description="keep capture files in the trial directory")
+
+
+def service(ctx: TrialContext, key: str) -> Any:
+    if key not in ctx.services:
+        raise VirtbenchError(f"workload needs lab service '{key}'; use a lab that provides it "
+                             "(lab kind: vswitch)")
+    return ctx.services[key]
+
+
+class QosTransfer(Workload):
+    name = "net.qos-transfer"
+    description = ("foreground TCP transfer server → client (iperf3 -R -J) with receiver/sender "
+                   "captures and irtt probes: throughput, the studies' capture QoS, RTT, one-way "
+                   "delay, IPDV, RFC 3550 jitter, loss, TIPHON and E-model grading")
+    metrics = (*IPERF3_METRICS[:3], *IPERF3_METRICS[5:], *IRTT_METRICS, *STUDY_METRICS)
+    tools = (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"), Tool("dumpcap", "wireshark-common"))
+    Params: ClassVar[type[BaseModel]] = QosTransferParams
+
+    def active_metrics(self) -> list[Metric]:
+        p = self.params
+        names = {m.name for m in IPERF3_METRICS[:3] + IPERF3_METRICS[5:]} | {"tcp_retransmit_pct"}
+        if p.probe:
+            names |= {m.name for m in IRTT_METRICS} | {"emodel_r", "emodel_mos"}
+        if p.capture:
+            names |= {"study_delay_ms", "study_jitter_ms", "study_throughput_mbps",
+                      "capture_packets", "capture_dropped"}
+            if p.sender_capture:
+                names |= {"study_loss_pct", "tiphon_index"}
+        return [m for m in self.metrics if m.name in names]
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        p = self.params
+        server_ip = str(service(ctx, "server_ip"))
+        port = int(service(ctx, "iperf3_port"))
+        client: Target = ctx.target
+        server: Target = NetnsTarget(str(service(ctx, "server_ns")))
+        tag = f"r{ctx.repetition}"
+        bpf = f"tcp and src host {server_ip} and src port {port}"
+        captures: list[Capture] = []
+        if p.capture:
+            captures.append(Capture(client, str(service(ctx, "client_iface")),
+                                    ctx.workdir / f"{tag}-receiver.pcap", p.snaplen, bpf))
+            if p.sender_capture:
+                captures.append(Capture(server, str(service(ctx, "server_iface")),
+                                        ctx.workdir / f"{tag}-sender.pcap", p.snaplen, bpf))
+        irtt_out = ctx.workdir / f"{tag}-irtt.json"
+        irtt: subprocess.Popen[bytes] | None = None
+        artifacts: list[Artifact] = []
+        try:
+            for cap in captures:
+                cap.start()
+            if p.probe:
+                irtt_out.unlink(missing_ok=True)
+                irtt = client.spawn(["irtt", "client", "-i", f"{p.probe_interval_ms:g}ms",
+                                     "-d", f"{p.duration_s}s", "-Q", "-o", str(irtt_out),
+                                     f"{server_ip}:{service(ctx, 'irtt_port')}"])
+            res = client.run(["iperf3", "-c", server_ip, "-p", str(port), "-R",
+                              "-t", str(p.duration_s), "-J"],
+                             timeout=p.duration_s + 60, check=False)
+            if irtt is not None:
+                irtt.wait(timeout=p.duration_s + 30)
+        finally:
+            stats = [cap.stop() for cap in captures]
+            if irtt is not None and irtt.poll() is None:
+                irtt.kill()
+                irtt.wait()
+        artifacts.append(Artifact(f"{tag}-iperf3.json", res.stdout.encode(), "application/json"))
+        transfer = parse_iperf3_json(res.stdout)
+        out = [m for m in iperf3_measurements(transfer) if m.metric != "udp_loss_pct"]
+        mss = _mss(res.stdout)
+        if transfer.retransmits is not None and mss:
+            segments = transfer.sent_bytes / mss
+            out.append(Measurement("tcp_retransmit_pct", 100.0 * transfer.retransmits / segments))
+        probe = None
+        if p.probe:
+            text = irtt_out.read_text()
+            artifacts.append(Artifact(f"{tag}-irtt.json", text.encode(), "application/json"))
+            probe = parse_irtt_json(text)
+            out += irtt_measurements(probe)
+            jitter = probe.jitter_down_ms or 0.0
+            model = emodel(probe.receive_delay_ms, jitter, probe.loss_pct)
+            out += [Measurement("emodel_r", model.r_factor), Measurement("emodel_mos", model.mos)]
+        if captures:
+            out += self._capture_metrics(captures, stats)
+            if not p.keep_pcaps:
+                for cap in captures:
+                    cap.path.unlink(missing_ok=True)
+                    cap.log.unlink(missing_ok=True)
+        return TrialResult(out, artifacts)
+
+    def _capture_metrics(self, captures: list[Capture], stats: list[Any]) -> list[Measurement]:
+        received = read_pcap(captures[0].path)
+        out = [Measurement("capture_packets", float(received.packets))]
+        if stats[0].dropped is not None:
+            out.append(Measurement("capture_dropped", float(stats[0].dropped)))
+        if received.packets < 3:
+            return [*out, Measurement("study_delay_ms", None, status="too_few_packets")]
+        qos = capture_qos(received.ts_ns, received.orig_len)
+        out += [Measurement("study_delay_ms", qos.delay_ms),
+                Measurement("study_jitter_ms", qos.jitter_ms),
+                Measurement("study_throughput_mbps", qos.throughput_mbps)]
+        if len(captures) > 1:
+            sent = read_pcap(captures[1].path).packets
+            if sent > 0:
+                loss = study_loss_percent(sent, received.packets)
+                out += [Measurement("study_loss_pct", loss),
+                        Measurement("tiphon_index",
+                                    tiphon_index(qos.delay_ms, qos.jitter_ms, loss))]
+        return out
+
+
+def _mss(iperf3_json: str) -> int | None:
+    try:
+        start = json.loads(iperf3_json)["start"]
+        return int(start.get("tcp_mss_default") or start.get("tcp_mss") or 0) or None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+WORKLOADS = (QosTransfer,)

@@ -1,0 +1,70 @@
+"""What both storage workloads need: where to write, how much memory, cache handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from virtbench.model import VirtbenchError
+from virtbench.workloads.base import TrialContext
+
+__all__ = [
+    "drop_caches",
+    "free_mib",
+    "fs_service",
+    "host_memory_mib",
+    "memory_limit_mib",
+    "work_dir",
+]
+
+
+def fs_service(ctx: TrialContext) -> dict[str, Any]:
+    service = ctx.services.get("fs")
+    return dict(service) if isinstance(service, dict) else {}
+
+
+def work_dir(ctx: TrialContext, override: str | None, workload: str) -> Path:
+    """params.directory, else the lab's filesystem, else the trial's workdir."""
+    path = Path(override or fs_service(ctx).get("path") or ctx.workdir)
+    if ctx.target.run(["test", "-d", str(path)], check=False).returncode != 0:
+        raise VirtbenchError(f"{workload}: directory {path} does not exist "
+                             "(params.directory or the fs lab's filesystem)")
+    return path
+
+
+def host_memory_mib(ctx: TrialContext) -> int:
+    """MemTotal of the target (the host, or the guest's RAM inside a VM), MiB."""
+    text = ctx.target.run(["cat", "/proc/meminfo"]).stdout
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    raise VirtbenchError("cannot read MemTotal from /proc/meminfo")
+
+
+def memory_limit_mib(ctx: TrialContext) -> int | None:
+    """The variant's memory (vm_size.memory_mib) from the lab service or the knob itself."""
+    value = fs_service(ctx).get("memory_mib")
+    if value:
+        return int(value)
+    vm = ctx.knobs.get("vm_size")
+    if isinstance(vm, dict) and vm.get("memory_mib"):
+        return int(vm["memory_mib"])
+    return None
+
+
+def free_mib(ctx: TrialContext, path: Path) -> int:
+    """Space available to an unprivileged writer at ``path`` on the target, MiB."""
+    lines = ctx.target.run(["df", "-P", "-m", str(path)]).stdout.strip().splitlines()
+    try:
+        return int(lines[-1].split()[3])
+    except (IndexError, ValueError) as exc:
+        raise VirtbenchError(f"cannot read free space of {path} from df") from exc
+
+
+def drop_caches(ctx: TrialContext) -> None:
+    """Write dirty pages back and drop the page cache (system-wide; needs root)."""
+    ctx.target.run(["sync"])
+    result = ctx.target.run(["sysctl", "-q", "-w", "vm.drop_caches=3"], check=False)
+    if result.returncode != 0:
+        raise VirtbenchError("cannot drop caches (sysctl vm.drop_caches=3 needs root); "
+                             "set params.drop_caches=false and read results as cached")

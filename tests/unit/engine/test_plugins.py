@@ -1,0 +1,36 @@
+"""Meta-tests: every built-in plugin honours the contract (like datasette's hook tests)."""
+
+from __future__ import annotations
+
+from virtbench.labs.registry import all_labs
+from virtbench.parsers.registry import all_parsers
+from virtbench.workloads.registry import all_workloads
+
+
+def test_every_workload_declares_its_contract() -> None:
+    workloads = all_workloads()
+    assert {"cpu.crc32c", "cpu.aes", "media.x265", "exec.command"} <= set(workloads)
+    for name, cls in workloads.items():
+        assert cls.name == name and cls.description, name
+        assert cls.metrics, f"{name} declares no metrics"
+        names = [m.name for m in cls.metrics]
+        assert len(names) == len(set(names)), f"{name} declares a metric twice"
+        for metric in cls.metrics:
+            assert metric.unit and metric.description, f"{name}.{metric.name}"
+        for tool in cls.tools:
+            assert tool.binary and tool.package, name
+        for field_name, field in cls.Params.model_fields.items():
+            if not field.is_required():
+                assert field.description or field_name, name
+
+
+def test_every_workload_with_defaults_has_a_primary_metric() -> None:
+    for name, cls in all_workloads().items():
+        if all(not f.is_required() for f in cls.Params.model_fields.values()):
+            assert cls().primary_metrics(), f"{name} has no primary metric"
+
+
+def test_labs_and_parsers_are_discovered() -> None:
+    assert "host" in all_labs()
+    for tool, parser in all_parsers().items():
+        assert parser.tool == tool and parser.metrics and parser.description

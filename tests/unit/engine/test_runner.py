@@ -1,0 +1,238 @@
+"""Runner logic with in-process fake workloads (the real ones are tested end to end)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from virtbench.labs.base import Lab, LabState
+from virtbench.model import Better, Measurement, Metric, VirtbenchError
+from virtbench.runner import Runner
+from virtbench.runner import engine as engine_module
+from virtbench.spec import parse_experiment
+from virtbench.store import Store
+from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.workloads.registry import get_workload
+
+CALLS: list[tuple[str, str, int]] = []
+LAB_EVENTS: list[str] = []
+
+
+class FakeTime(Workload):
+    """Time depends on the variant: 'fast' takes half as long as anything else."""
+
+    name = "test.fake"
+    description = "fake"
+    metrics = (Metric("time_s", "s", Better.LOWER, "fake time", primary=True),)
+    fail_on: ClassVar[set[int]] = set()
+    interrupt_at: ClassVar[int | None] = None
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        CALLS.append((ctx.variant, "test.fake", ctx.repetition))
+        if FakeTime.interrupt_at is not None and len(CALLS) == FakeTime.interrupt_at:
+            raise KeyboardInterrupt
+        if len(CALLS) in FakeTime.fail_on:
+            raise RuntimeError("tool crashed")
+        base = 1.0 if ctx.variant != "fast" else 0.5
+        jitter = (ctx.seed % 1000) / 1e6  # tiny, deterministic noise
+        return TrialResult([Measurement("time_s", base + jitter)])
+
+
+class Undeclared(Workload):
+    name = "test.undeclared"
+    description = "returns a metric it never declared"
+    metrics = (Metric("ok", "s", Better.LOWER, "ok", primary=True),)
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        return TrialResult([Measurement("surprise", 1.0)])
+
+
+class RecordingLab(Lab):
+    name = "test.lab"
+    description = "records calls"
+    switch_cost = "expensive"
+
+    def up(self) -> None:
+        LAB_EVENTS.append("up")
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        LAB_EVENTS.append(f"enter:{variant}")
+        return LabState(env={"VB_TEST": variant})
+
+    def leave(self, variant: str) -> None:
+        LAB_EVENTS.append(f"leave:{variant}")
+
+    def down(self) -> None:
+        LAB_EVENTS.append("down")
+
+
+@pytest.fixture(autouse=True)
+def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    CALLS.clear()
+    LAB_EVENTS.clear()
+    FakeTime.fail_on = set()
+    FakeTime.interrupt_at = None
+    table = {"test.fake": FakeTime, "test.undeclared": Undeclared}
+
+    def lookup(name: str) -> type[Workload]:
+        return table[name] if name in table else get_workload(name)
+
+    monkeypatch.setattr(engine_module, "get_workload", lookup)
+    from virtbench.labs.registry import get_lab
+
+    monkeypatch.setattr(engine_module, "get_lab",
+                        lambda name: RecordingLab if name == "test.lab" else get_lab(name))
+    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+
+
+def _exp(extra: str = "", reps: str = "3", lab: str = "host") -> tuple[Any, str]:
+    text = f"""\
+name: runner-test
+seed: 7
+lab: {{kind: {lab}}}
+baseline: slow
+variants:
+  - {{name: slow}}
+  - {{name: fast}}
+  - {{name: other}}
+workloads: [{{name: test.fake}}]
+repetitions: {reps}
+warmup: 1
+{extra}"""
+    return parse_experiment(text), text
+
+
+def _runner(store: Store, tmp_path: Path, **kw: Any) -> Runner:
+    exp, text = _exp(**kw)
+    return Runner(store, exp, text, workdir=tmp_path)
+
+
+def test_interleaved_rounds_store_every_sample(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    outcome = _runner(store, tmp_path).run()
+    assert outcome.status == "complete"
+    measured = [c for c in CALLS if c[2] >= 0]
+    # Each round holds every variant once before the next round starts (interleaving).
+    for rnd in range(3):
+        assert sorted(v for v, _w, r in measured[rnd * 3:(rnd + 1) * 3]) == [
+            "fast", "other", "slow"]
+        assert {r for _v, _w, r in measured[rnd * 3:(rnd + 1) * 3]} == {rnd}
+    assert len(CALLS) == 3 + 9  # one warm-up per variant, then 3 rounds
+    assert len(store.samples(outcome.run_id)) == 9
+    assert store.run(outcome.run_id).status == "complete"
+
+
+def test_order_is_randomised_but_reproducible(tmp_path: Path) -> None:
+    orders = []
+    for attempt in range(2):
+        CALLS.clear()
+        store = Store(str(tmp_path / f"s{attempt}.db"))
+        _runner(store, tmp_path, reps="6").run()
+        orders.append(list(CALLS))
+    assert orders[0] == orders[1]
+    rounds = {tuple(v for v, _w, _r in orders[0][3 + i * 3: 6 + i * 3]) for i in range(6)}
+    assert len(rounds) > 1, "every round had the same order: not shuffled"
+
+
+def test_blocked_order_for_expensive_lab(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    _runner(store, tmp_path, lab="test.lab").run()
+    assert LAB_EVENTS[0] == "up" and LAB_EVENTS[-1] == "down"
+    enters = [e for e in LAB_EVENTS if e.startswith("enter:")]
+    assert sorted(enters) == ["enter:fast", "enter:other", "enter:slow"]  # one block each
+    variants_in_order = [v for v, _w, _r in CALLS]
+    blocks = [variants_in_order[i:i + 4] for i in range(0, 12, 4)]
+    assert all(len(set(b)) == 1 for b in blocks)
+
+
+def test_failures_are_recorded_and_run_continues(tmp_path: Path) -> None:
+    FakeTime.fail_on = {5}
+    store = Store(str(tmp_path / "s.db"))
+    outcome = _runner(store, tmp_path).run()
+    assert outcome.failures == 1
+    failed = [t for t in store.trials(outcome.run_id) if t["status"] == "failed"]
+    assert len(failed) == 1 and "tool crashed" in failed[0]["error"]
+
+
+def test_too_many_failures_abort_and_lab_goes_down(tmp_path: Path) -> None:
+    FakeTime.fail_on = {4, 5, 6}
+    store = Store(str(tmp_path / "s.db"))
+    with pytest.raises(VirtbenchError, match="3 trials failed in a row"):
+        _runner(store, tmp_path, lab="test.lab").run()
+    assert LAB_EVENTS[-1] == "down"
+    assert store.run("latest").status == "failed"
+
+
+def test_undeclared_metric_is_rejected(tmp_path: Path) -> None:
+    text = """\
+name: undeclared
+workloads: [{name: test.undeclared}]
+repetitions: 1
+warmup: 0
+"""
+    store = Store(str(tmp_path / "s.db"))
+    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
+    (trial,) = store.trials(outcome.run_id)
+    assert trial["status"] == "failed" and "undeclared metrics: surprise" in trial["error"]
+    assert store.samples(outcome.run_id) == []
+
+
+def test_interrupt_keeps_samples_and_resume_completes(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    FakeTime.interrupt_at = 8  # blocked: (warm-up + 3) + (warm-up + 2), then Ctrl-C
+    runner = _runner(store, tmp_path, lab="test.lab")
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    assert LAB_EVENTS[-1] == "down"
+    info = store.run("latest")
+    assert info.status == "interrupted" and "--resume" in info.stop_reason
+    kept = store.samples(info.id)
+    assert len(kept) == 5
+    FakeTime.interrupt_at = None
+    CALLS.clear()
+    outcome = _runner(store, tmp_path, lab="test.lab").run(resume_run_id=info.id)
+    assert outcome.status == "complete"
+    samples = store.samples(info.id)
+    keys = [(s.variant, s.repetition) for s in samples]
+    assert len(samples) == 9 and len(set(keys)) == 9  # nothing lost, nothing twice
+
+
+def test_resume_refuses_a_different_spec(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    outcome = _runner(store, tmp_path).run()
+    store.set_run_status(outcome.run_id, "interrupted")
+    exp, text = _exp(reps="4")
+    with pytest.raises(VirtbenchError, match="different experiment file"):
+        Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=outcome.run_id)
+
+
+def test_adaptive_stops_when_precise(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    runner = _runner(store, tmp_path,
+                     reps="{min: 3, max: 30, target_rel_ci: 0.02}")
+    outcome = runner.run()
+    assert outcome.stop_reason.startswith("converged")
+    assert max(outcome.repetitions.values()) == 3  # noise is far below 2 %
+
+
+def test_adaptive_budget_is_reported(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    runner = _runner(store, tmp_path, reps="{min: 2, max: 4, target_rel_ci: 0.0000001}")
+    outcome = runner.run()
+    assert outcome.stop_reason == "repetition budget (4) spent before convergence"
+    assert store.run(outcome.run_id).stop_reason == outcome.stop_reason
+
+
+def test_missing_tool_is_reported_before_anything_runs(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from virtbench.targets.local import LocalTarget
+
+    monkeypatch.setattr(LocalTarget, "which", lambda self, binary: None)
+    text = "name: x\nworkloads: [{name: media.x265}]\n"
+    store = Store(str(tmp_path / "s.db"))
+    with pytest.raises(VirtbenchError, match="install the Debian package 'ffmpeg'"):
+        Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
+    assert store.runs() == []

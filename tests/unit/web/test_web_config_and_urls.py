@@ -1,0 +1,52 @@
+"""Load configuration and URL-list validation: bad input names the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from virtbench.loadgen.config import LoadConfig
+from virtbench.model import VirtbenchError
+from virtbench.workloads.web.load import WebLoad
+from virtbench.workloads.web.urls import read_url_file, resolve_urls
+
+
+def test_non_loopback_url_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"urls\[1\].*not a loopback"):
+        LoadConfig(urls=["http://127.0.0.1:1/a", "http://192.0.2.1/b"])
+
+
+def test_urls_must_share_one_server() -> None:
+    with pytest.raises(ValidationError, match="one host:port"):
+        LoadConfig(urls=["http://127.0.0.1:1/a", "http://127.0.0.1:2/b"])
+
+
+def test_url_file_errors_name_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "urls.txt"
+    f.write_text("# pages\nhttp://127.0.0.1:8080/a\n\nftp://x/y\n")
+    with pytest.raises(VirtbenchError, match=r"url_file .*line 4.*http://"):
+        read_url_file(f)
+    f.write_text("# nothing\n\n")
+    with pytest.raises(VirtbenchError, match="no URL"):
+        read_url_file(f)
+    with pytest.raises(VirtbenchError, match="cannot read"):
+        read_url_file(tmp_path / "missing.txt")
+
+
+def test_url_sources_in_order(tmp_path: Path) -> None:
+    p = WebLoad.Params(urls=["http://127.0.0.1:9/x"])
+    assert resolve_urls(p, {"urls": ["http://127.0.0.1:8/y"]}) == ["http://127.0.0.1:9/x"]
+    p = WebLoad.Params(max_urls=1)
+    assert resolve_urls(p, {"urls": ["http://127.0.0.1:8/y", "http://127.0.0.1:8/z"]}) == [
+        "http://127.0.0.1:8/y"]
+    with pytest.raises(VirtbenchError, match="no URLs"):
+        resolve_urls(WebLoad.Params(), {})
+
+
+def test_every_metric_is_defined() -> None:
+    names = [m.name for m in WebLoad.metrics]
+    assert len(names) == len(set(names))
+    assert all(m.unit and m.description for m in WebLoad.metrics)
+    assert [m.name for m in WebLoad.metrics if m.primary] == ["response_time_mean"]
