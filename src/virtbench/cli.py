@@ -72,7 +72,8 @@ class _RichProgress:
                              description=f"{key.variant} · {key.workload_id}")
 
     def message(self, text: str) -> None:
-        self.progress.console.print(text, highlight=False)
+        if not self.progress.disable:
+            self.progress.console.print(text, highlight=False)
 
     def stop(self) -> None:
         self.progress.stop()

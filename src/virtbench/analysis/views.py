@@ -77,7 +77,8 @@ def metric_views(analysis: Analysis) -> list[MetricView]:
     names = {w[0]: w[1] for w in analysis.workloads}
     views = []
     for wid in [*known, *extra]:
-        for metric in analysis.metrics_of(wid):
+        # primary metrics first; the store keeps no declaration order of metrics
+        for metric in sorted(analysis.metrics_of(wid), key=lambda m: not m.primary):
             rows = sorted(grouped.get((wid, metric.name), []),
                           key=lambda r: order.get(r.variant, len(order)))
             if not rows:

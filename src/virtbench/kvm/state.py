@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["JsonFileState", "SavedState", "default_state"]
+__all__ = ["JsonFileState", "SavedState", "StoreState", "default_state"]
 
 
 class SavedState(Protocol):
@@ -63,8 +63,41 @@ class JsonFileState:
         return found
 
 
-def default_state() -> JsonFileState:
-    """``$VIRTBENCH_STATE_DIR/kvm``, else ``~/.local/state/virtbench/kvm``."""
+class StoreState:
+    """Saved originals in a virtbench result store (the ``saved_state`` table)."""
+
+    def __init__(self, location: str) -> None:
+        from virtbench.store import Store
+
+        self.store = Store(location)
+
+    def save(self, key: str, value: dict[str, Any]) -> None:
+        self.store.save_state(key, value)
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        value = self.store.load_state(key)
+        return value if isinstance(value, dict) else None
+
+    def delete(self, key: str) -> None:
+        self.store.delete_state(key)
+
+    def keys(self, prefix: str = "") -> list[str]:
+        return self.store.state_keys(prefix)
+
+
+def default_state() -> SavedState:
+    """Where `kvm tune --apply` keeps originals for `kvm rollback`.
+
+    ``$VIRTBENCH_STATE_DIR/kvm`` (JSON files) when set; otherwise the result store named by
+    ``VIRTBENCH_STORE``, else a store at ``~/.local/state/virtbench/state.db`` — a fixed place,
+    so a rollback from any directory finds the original.
+    """
     base = os.environ.get("VIRTBENCH_STATE_DIR")
-    root = Path(base) if base else Path.home() / ".local" / "state" / "virtbench"
-    return JsonFileState(root / "kvm")
+    if base:
+        return JsonFileState(Path(base) / "kvm")
+    location = os.environ.get("VIRTBENCH_STORE")
+    if not location:
+        root = Path.home() / ".local" / "state" / "virtbench"
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        location = str(root / "state.db")
+    return StoreState(location)

@@ -155,7 +155,7 @@ def _unmount(target: Target, mount_point: Path) -> list[str]:
     done = []
     if os.path.ismount(mount_point):
         target.run(["umount", str(mount_point)])
-        done.append(f"unmounted {mount_point}")
+        done.append(f"mount {mount_point}")
     seen_ns: set[str] = set()
     for pid in _pinning_pids(mount_point):
         try:
@@ -168,7 +168,7 @@ def _unmount(target: Target, mount_point: Path) -> list[str]:
         result = target.run(["nsenter", "-t", str(pid), "-m", "umount", str(mount_point)],
                             check=False)
         if result.returncode == 0:
-            done.append(f"unmounted {mount_point} in the mount namespace of pid {pid}")
+            done.append(f"copy of mount {mount_point} in the mount namespace of pid {pid}")
     return done
 
 
@@ -179,7 +179,7 @@ def _detach_loops(target: Target, image: Path) -> list[str]:
         device = line.split(":", 1)[0].strip()
         if device.startswith("/dev/loop"):
             target.run(["losetup", "-d", device], check=False)
-            done.append(f"detached {device}")
+            done.append(f"loop device {device}")
     return done
 
 
@@ -459,18 +459,21 @@ class FilesystemLab(Lab):
 
     @classmethod
     def clean(cls, manifest: Manifest) -> list[str]:
-        """Remove what a crashed run listed: cgroups, scratch dirs, mounts, loops, images."""
+        """Remove what a crashed run listed: cgroups, scratch dirs, mounts, loops, images.
+
+        Returns one noun phrase per removed object (the CLI prints "removed <item>").
+        """
         target = LocalTarget()
         done: list[str] = []
         for path in manifest.items("cgroup"):
             if remove_cgroup_dir(Path(path)):
                 manifest.remove("cgroup", path)
-                done.append(f"removed cgroup {path}")
+                done.append(f"cgroup {path}")
         for path in manifest.items("scratch"):
             shutil.rmtree(path, ignore_errors=True)
             if not Path(path).exists():
                 manifest.remove("scratch", path)
-                done.append(f"removed {path}")
+                done.append(f"directory {path}")
         for path in manifest.items("mount"):
             done += _unmount(target, Path(path))
             if not os.path.ismount(path):
@@ -479,12 +482,12 @@ class FilesystemLab(Lab):
             done += _detach_loops(target, Path(path))
             if Path(path).exists():
                 Path(path).unlink()
-                done.append(f"deleted {path}")
+                done.append(f"image {path}")
             manifest.remove("image", path)
         for path in manifest.items("dir"):
             with contextlib.suppress(FileNotFoundError):
                 Path(path).rmdir()
-                done.append(f"removed {path}")
+                done.append(f"directory {path}")
             if not Path(path).exists():
                 manifest.remove("dir", path)
         return done

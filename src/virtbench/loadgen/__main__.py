@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,15 @@ def main(argv: list[str]) -> int:
     except ValidationError as exc:
         print(f"bad load configuration: {exc}", file=sys.stderr)
         return 2
+    scheduling = "normal"
+    if config.scheduling == "fifo":
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            scheduling = "fifo"
+        except OSError as exc:
+            scheduling = f"normal (SCHED_FIFO refused: {exc.strerror})"
     result = run_load(config)
+    result.meta["scheduling"] = scheduling
     write_records(Path(argv[1]), result.records, result.meta)
     summary = summarise(result.records, result.duration_s)
     print(json.dumps(dataclasses.asdict(summary)))

@@ -6,7 +6,7 @@ import ipaddress
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["LoadConfig", "Origin", "split_url"]
 
@@ -76,16 +76,14 @@ class LoadConfig(BaseModel):
         512, ge=1, description="open model: most connections at once; later arrivals queue "
         "(the queueing time is part of their response time)")
     spin_ms: float = Field(
-        2.0, ge=0, description="busy-poll this long before each scheduled send: epoll sleeps "
+        1.0, ge=0, description="busy-poll this long before each scheduled send: epoll sleeps "
         "in whole milliseconds, so without it sends start up to ~1 ms late")
+    scheduling: Literal["normal", "fifo"] = Field(
+        "normal", description="fifo: run the generator under SCHED_FIFO (priority 1, needs root) "
+        "so other processes on a busy machine cannot delay a scheduled send")
     host_header: str | None = Field(
         None, description="Host header to send instead of the URL's host:port")
     allow_remote: bool = Field(False, description="allow non-loopback hosts in the URLs")
-
-    @field_validator("urls")
-    @classmethod
-    def _urls_are_http(cls, urls: list[str]) -> list[str]:
-        return urls
 
     @model_validator(mode="after")
     def _one_origin(self) -> LoadConfig:

@@ -40,8 +40,11 @@ def capture_qos(ts_ns: npt.NDArray[np.int64], wire_len: npt.NDArray[np.int64]) -
         raise ValueError(f"ts_ns and wire_len differ in length ({n} vs {wire_len.size})")
     if n < 3:
         raise ValueError(f"capture: need at least 3 received packets for jitter, got {n}")
-    ts = np.sort(ts_ns).astype(np.int64)
+    ts = ts_ns.astype(np.int64)
     gaps = np.diff(ts).astype(np.float64)
+    if np.any(gaps < 0):  # captures are in arrival order; sort only if a clock stepped back
+        ts = np.sort(ts)
+        gaps = np.diff(ts).astype(np.float64)
     capture_s = float(ts[-1] - ts[0]) / 1e9
     total = int(wire_len.sum())
     return CaptureQos(

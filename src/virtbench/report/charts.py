@@ -17,12 +17,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from matplotlib import rc_context
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib import rc_context, rcParams
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from virtbench.analysis.views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
 from virtbench.model import Better
@@ -32,6 +30,7 @@ __all__ = [
     "MAX_BARS",
     "MAX_LINE_POINTS",
     "axis_scale",
+    "chart_style",
     "distribution_chart",
     "effects_chart",
     "grid_chart",
@@ -56,7 +55,7 @@ NEUTRAL_COLOUR = "#9aa5b1"
 PALETTE = ["#3b6fb6", "#e07b39", "#1b8a5a", "#c0392b", "#8e5ea2", "#8c6d31", "#d45d9e",
            "#4c9a9a", "#7f7f7f", "#b5a000"]
 
-_RC: dict[str, Any] = {
+_RC: Any = {
     "svg.fonttype": "none",  # text stays text: smaller, searchable, crisp when printed
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
@@ -72,28 +71,41 @@ _RC: dict[str, Any] = {
     "legend.frameon": False,
     "legend.fontsize": 8,
     "text.parse_math": False,  # variant names may contain '$'
+    "svg.hashsalt": "vb",
     "path.simplify": True,
 }
 
 _counter = itertools.count()
+_session = False
 
 
 @contextmanager
-def _style(salt: str) -> Iterator[None]:
-    # A distinct hash salt per figure keeps clip-path and marker ids unique across the inline
-    # SVGs of one page (ids of identical shapes would otherwise collide between figures).
-    with rc_context(_RC | {"svg.hashsalt": salt}):
+def chart_style() -> Iterator[None]:
+    """Apply the report's matplotlib style once for many charts (copying rcParams for every
+    figure costs more than drawing a small one). Re-entrant."""
+    global _session
+    if _session:
         yield
+        return
+    with rc_context(_RC):
+        _session = True
+        try:
+            yield
+        finally:
+            _session = False
 
 
 def _markup(fig: Figure, title: str) -> str:
     """Inline SVG (or a PNG data URI when the SVG is too large), scaled by CSS."""
+    # A distinct hash salt per figure keeps clip-path and marker ids unique across the inline
+    # SVGs of one page (ids of identical shapes would otherwise collide between figures).
+    rcParams["svg.hashsalt"] = f"vb{next(_counter)}"
     buf = io.StringIO()
-    FigureCanvasSVG(fig).print_svg(buf)
+    fig.savefig(buf, format="svg")
     svg = buf.getvalue()
     if len(svg) > MAX_SVG_BYTES:
         png = io.BytesIO()
-        FigureCanvasAgg(fig).print_png(png, dpi=110)
+        fig.savefig(png, format="png", dpi=110)
         data = base64.b64encode(png.getvalue()).decode("ascii")
         return (f'<img class="chart" alt="{_attr(title)}" '
                 f'src="data:image/png;base64,{data}">')
@@ -110,9 +122,27 @@ def _attr(text: str) -> str:
             .replace(">", "&gt;"))
 
 
-def _new(width: float, height: float) -> tuple[Figure, str]:
-    salt = f"vb{next(_counter)}"
-    return Figure(figsize=(width, height), layout="constrained"), salt
+def _new(width: float, height: float, label_chars: int = 0, title: bool = True,
+         xlabel: bool = True) -> Figure:
+    """A figure with fixed margins sized for the y tick labels (constrained layout would
+    measure every text several times: most of a small chart's drawing time)."""
+    fig = Figure(figsize=(width, height))
+    left = min(0.55, (0.3 + 0.074 * label_chars) / width)
+    bottom = min(0.4, (0.52 if xlabel else 0.3) / height)
+    top = 1 - min(0.3, (0.34 if title else 0.12) / height)
+    fig.subplots_adjust(left=left, right=0.97, bottom=bottom, top=top)
+    return fig
+
+
+def _log_x(ax: Any) -> None:
+    ax.set_xscale("log")
+    plain = FuncFormatter(lambda value, _pos: f"{value:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda _v, _p: ""))
+
+
+def _chars(labels: Sequence[str]) -> int:
+    return max((len(x) for x in labels), default=0)
 
 
 def axis_scale(values: Sequence[float], unit: str) -> tuple[float, str]:
@@ -131,7 +161,7 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def _short(label: str, limit: int = 38) -> str:
+def _short(label: str, limit: int = 34) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
@@ -158,8 +188,8 @@ def mean_chart(view: MetricView, baseline: str) -> str | None:
                else BAR_COLOUR for r in rows]
     err = np.array([[m - lo if _finite(lo) else 0.0 for m, lo in zip(means, lows, strict=True)],
                     [hi - m if _finite(hi) else 0.0 for m, hi in zip(means, highs, strict=True)]])
-    fig, salt = _new(6.4, _bar_height(len(rows)))
-    with _style(salt):
+    with chart_style():
+        fig = _new(6.4, _bar_height(len(rows)), _chars([_short(r.variant) for r in rows]))
         ax = fig.add_subplot()
         y = np.arange(len(rows))
         ax.barh(y, np.array(means) / div, xerr=err / div, color=colours, height=0.7,
@@ -173,10 +203,6 @@ def mean_chart(view: MetricView, baseline: str) -> str | None:
             ax.text((m + e) / div + top / div * 0.01, yi, fmt_value(m, view.metric.unit, 3),
                     va="center", fontsize=7.5, color="#374151")
         ax.set_xlim(right=top / div * 1.18 if top > 0 else None)
-        ax.legend(handles=[Patch(color=BASE_COLOUR, label="baseline"),
-                           Patch(color=BEST_COLOUR, label="best"),
-                           Patch(color=BAR_COLOUR, label="other")],
-                  loc="lower right", fontsize=7)
         ax.set_title(f"{view.workload_id} · {view.metric.name}: mean with "
                      f"{_conf(view)} CI", loc="left")
         return _markup(fig, f"mean {view.metric.name} per configuration")
@@ -205,8 +231,8 @@ def speedup_chart(view: MetricView) -> str | None:
     colours = [NEUTRAL_COLOUR if not r.significant else
                BEST_COLOUR if ratio > 1 else WORSE_COLOUR
                for r, ratio in zip(rows, ratios, strict=True)]
-    fig, salt = _new(6.4, _bar_height(len(rows)))
-    with _style(salt):
+    with chart_style():
+        fig = _new(6.4, _bar_height(len(rows)), _chars([_short(r.variant) for r in rows]))
         ax = fig.add_subplot()
         y = np.arange(len(rows))
         err = np.array([[max(r - lo, 0.0) for r, lo in zip(ratios, lows, strict=True)],
@@ -217,18 +243,16 @@ def speedup_chart(view: MetricView) -> str | None:
         ax.axvline(1.0, color="#111827", linewidth=0.9, linestyle="--", zorder=1)
         span = max([*highs, 1.0]) / max(min([*lows, 1.0]), 1e-12)
         if span > 20 and min(lows) > 0:
-            ax.set_xscale("log")
+            _log_x(ax)
         ax.set_yticks(y, [_short(r.variant) for r in rows])
         ax.grid(axis="y", visible=False)
         for yi, ratio in enumerate(ratios):
             ax.annotate(f"{ratio:.3g}×", (ratio, yi), xytext=(4, 4), textcoords="offset points",
                         fontsize=7.5, color="#374151")
+        if ax.get_xscale() == "linear":
+            low, high = ax.get_xlim()
+            ax.set_xlim(low, high + (high - low) * 0.08)
         ax.set_xlabel("speedup over the baseline (> 1: better)")
-        ax.legend(handles=[
-            Line2D([], [], marker="o", linestyle="", color=BEST_COLOUR, label="better (Holm p<0.05)"),
-            Line2D([], [], marker="o", linestyle="", color=WORSE_COLOUR, label="worse (Holm p<0.05)"),
-            Line2D([], [], marker="o", linestyle="", color=NEUTRAL_COLOUR, label="not significant"),
-        ], loc="lower right", fontsize=7)
         ax.set_title(f"{view.workload_id} · {view.metric.name}: speedup with {_conf(view)} CI",
                      loc="left")
         return _markup(fig, f"speedup of {view.metric.name} per configuration")
@@ -240,8 +264,9 @@ def effects_chart(view: MetricView, factor_knob: str | None) -> str | None:
     if not effects:
         return None
     effects.sort(key=lambda e: e.speedup)
-    fig, salt = _new(6.4, _bar_height(len(effects)) + 0.3)
-    with _style(salt):
+    with chart_style():
+        fig = _new(6.4, _bar_height(len(effects)) + 0.3,
+                   _chars([_short(e.factor) for e in effects]))
         ax = fig.add_subplot()
         y = np.arange(len(effects))
         values = [e.speedup for e in effects]
@@ -259,6 +284,8 @@ def effects_chart(view: MetricView, factor_knob: str | None) -> str | None:
             ax.annotate(f"{e.speedup:.3g}× ({e.pairs} pairs)", (max(e.speedup, 1.0), yi),
                         xytext=(4, 5), textcoords="offset points", fontsize=7.5,
                         color="#374151")
+        low, high = ax.get_xlim()
+        ax.set_xlim(low, high + (high - low) * 0.16)
         ax.set_xlabel("speedup from enabling the flag (geometric mean over pairs)")
         knob = f"{factor_knob} " if factor_knob else ""
         ax.set_title(f"{view.workload_id} · {view.metric.name}: main effect of each {knob}flag",
@@ -282,8 +309,8 @@ def grid_chart(view: MetricView, grid: KnobGrid) -> str | None:
         return None
     div, unit = axis_scale([p[3] if _finite(p[3]) else p[1] for _, pts in lines for p in pts],
                            view.metric.unit)
-    fig, salt = _new(6.4, 3.4)
-    with _style(salt):
+    with chart_style():
+        fig = _new(6.4, 3.4, 7)
         ax = fig.add_subplot()
         for i, (label, pts) in enumerate(lines):
             colour = PALETTE[i % len(PALETTE)]
@@ -317,8 +344,8 @@ def timeseries_chart(group: SeriesGroup) -> str | None:
     if not drawn:
         return None
     div, unit = axis_scale([float(np.nanmax(np.abs(v))) for *_, v in drawn], group.unit)
-    fig, salt = _new(6.8, 3.4)
-    with _style(salt):
+    with chart_style():
+        fig = _new(6.8, 3.4, 7)
         ax = fig.add_subplot()
         many = group.per_request
         for i, _variant, t, v in drawn:
@@ -360,15 +387,16 @@ def distribution_chart(group: SeriesGroup) -> str | None:
     curves = [(name, _quantiles(data, probs), float(np.mean(data)), data.size)
               for name, data in pooled]
     div, unit = axis_scale([float(np.max(np.abs(q))) for _, q, _, _ in curves], group.unit)
-    fig, salt = _new(7.2, max(2.8, 0.9 + 0.3 * len(curves)))
-    with _style(salt):
+    with chart_style():
+        labels = [_short(f"{name} (n={n})", 30) for name, _q, _m, n in curves]
+        fig = _new(7.2, max(2.8, 0.9 + 0.3 * len(curves)), _chars(labels))
         box_ax, ecdf_ax = fig.subplots(1, 2, width_ratios=[1, 1.2])
+        fig.subplots_adjust(wspace=0.3)
         stats = []
-        for name, q, mean, n in curves:
-            at = lambda p, q=q: float(np.interp(p, probs, q)) / div  # noqa: E731
-            stats.append({"label": _short(f"{name} (n={n})", 30), "med": at(0.5),
-                          "q1": at(0.25), "q3": at(0.75), "whislo": at(0.05),
-                          "whishi": at(0.95), "mean": mean / div, "fliers": []})
+        for label, (_name, q, mean, _n) in zip(labels, curves, strict=True):
+            at = np.interp([0.5, 0.25, 0.75, 0.05, 0.95], probs, q) / div
+            stats.append({"label": label, "med": at[0], "q1": at[1], "q3": at[2],
+                          "whislo": at[3], "whishi": at[4], "mean": mean / div, "fliers": []})
         box_ax.bxp(stats, orientation="horizontal", showmeans=True, showfliers=False,
                    patch_artist=True,
                    boxprops={"facecolor": "#dbe6f4", "edgecolor": "#3b6fb6"},
@@ -376,7 +404,7 @@ def distribution_chart(group: SeriesGroup) -> str | None:
                    meanprops={"marker": "D", "markerfacecolor": "#e07b39",
                               "markeredgecolor": "#e07b39", "markersize": 3.5})
         box_ax.set_xlabel(f"{group.metric} ({unit})" if unit else group.metric)
-        box_ax.set_title("box: quartiles; whiskers: p5–p95", loc="left", fontsize=8)
+        box_ax.set_title(f"{_short(group.title, 44)}: distribution", loc="left")
         positive = all(float(q[0]) > 0 for _, q, _, _ in curves)
         wide = positive and max(float(q[-1]) for _, q, _, _ in curves) > 100 * min(
             float(q[0]) for _, q, _, _ in curves)
@@ -384,12 +412,11 @@ def distribution_chart(group: SeriesGroup) -> str | None:
             ecdf_ax.plot(q / div, probs, color=PALETTE[i % len(PALETTE)], linewidth=1.3,
                          label=_short(name, 28), drawstyle="steps-post")
         if wide:
-            ecdf_ax.set_xscale("log")
-            box_ax.set_xscale("log")
+            _log_x(ecdf_ax)
+            _log_x(box_ax)
         ecdf_ax.set_ylim(0, 1)
         ecdf_ax.set_ylabel("fraction ≤ x")
         ecdf_ax.set_xlabel(f"{group.metric} ({unit})" if unit else group.metric)
         ecdf_ax.legend(loc="lower right", fontsize=7)
-        ecdf_ax.set_title("ECDF (all repetitions pooled)", loc="left", fontsize=8)
-        fig.suptitle(f"{group.title}: distribution", x=0.01, ha="left", fontsize=10)
+        ecdf_ax.set_title("ECDF, all repetitions pooled", loc="left", fontsize=9)
         return _markup(fig, f"distribution of {group.title}")

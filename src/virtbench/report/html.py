@@ -57,7 +57,7 @@ def _time(epoch: float | None) -> str:
 def _duration(start: float | None, end: float | None) -> str:
     if start is None or end is None or not math.isfinite(end - start):
         return "–"
-    seconds = int(round(end - start))
+    seconds = round(end - start)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
@@ -138,13 +138,28 @@ def _effects(view: MetricView) -> list[dict[str, str]]:
 def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
                     grid: Any) -> dict[str, Any]:
     best = view.best[0] if view.best else None
-    figures: list[Markup] = []
+    figures: list[dict[str, Any]] = []
     if with_charts:
-        drawn = [charts.mean_chart(view, analysis.baseline), charts.speedup_chart(view),
-                 charts.effects_chart(view, analysis.factor_knob)]
+        conf = f"{analysis.confidence:.0%}"
+        drawn = [
+            (charts.mean_chart(view, analysis.baseline),
+             f"Mean per configuration, best on top; error bars: {conf} CI; grey: the baseline, "
+             "green: the best configuration."),
+            (charts.speedup_chart(view),
+             f"Speedup over the baseline with its {conf} bootstrap CI; dashed line: 1 (no "
+             "change); green/red: significantly better/worse after Holm, grey: not significant."),
+            (charts.effects_chart(view, analysis.factor_knob),
+             f"Main effect of each flag: geometric-mean speedup from enabling it over all pairs "
+             f"of configurations that differ only in it, {conf} bootstrap CI; green: CI above 1, "
+             "red: CI below 1."),
+        ]
         if grid is not None:
-            drawn.append(charts.grid_chart(view, grid))
-        figures = [Markup(svg) for svg in drawn if svg]  # noqa: S704 - our own SVG
+            drawn.append((charts.grid_chart(view, grid),
+                          f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
+                          + (f"; one line per {', '.join(grid.line_knobs)}."
+                             if grid.line_knobs else ".")))
+        figures = [{"svg": Markup(svg), "caption": caption}  # our own SVG: trusted markup
+                   for svg, caption in drawn if svg]
     compared = [r for r in view.rows if r.p_holm is not None and not math.isnan(r.p_holm)]
     return {
         "anchor": view.anchor,
@@ -169,9 +184,14 @@ def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
 
 
 def _series_section(group: SeriesGroup) -> dict[str, Any]:
-    figures = [charts.timeseries_chart(group)]
+    drawn = [(charts.timeseries_chart(group),
+              "Value against time since the trial started; one colour per variant, one line "
+              f"per repetition, at most {charts.MAX_LINE_POINTS} points per line (each bucket's "
+              "minimum and maximum kept).")]
     if group.per_request:
-        figures.append(charts.distribution_chart(group))
+        drawn.append((charts.distribution_chart(group),
+                      "All repetitions of a variant pooled. Box: quartiles; whiskers: 5th–95th "
+                      "percentile; ◆: mean. ECDF: fraction of values ≤ x."))
     return {
         "anchor": group.anchor, "title": group.title, "unit": group.unit,
         "description": group.description, "points": group.points,
@@ -179,7 +199,8 @@ def _series_section(group: SeriesGroup) -> dict[str, Any]:
         "variants": [{"name": name, "repetitions": len(items),
                       "points": sum(len(s.values) for s in items)}
                      for name, items in group.by_variant.items()],
-        "figures": [Markup(svg) for svg in figures if svg],  # noqa: S704 - our own SVG
+        "figures": [{"svg": Markup(svg), "caption": caption}  # our own SVG: trusted markup
+                    for svg, caption in drawn if svg],
     }
 
 
@@ -231,6 +252,11 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
 
 def render_html(analysis: Analysis) -> str:
     """The report as one self-contained HTML document (UTF-8 text)."""
+    with charts.chart_style():
+        return _render(analysis)
+
+
+def _render(analysis: Analysis) -> str:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)

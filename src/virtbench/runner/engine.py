@@ -247,7 +247,8 @@ class Runner:
 
     @contextlib.contextmanager
     def _entered(self, variant: str) -> Iterator[LabState]:
-        self.progress.message(f"entering variant {variant}")
+        if self.lab.switch_cost == "expensive":
+            self.progress.message(f"entering variant {variant}")
         state = self.lab.enter(variant, self.variants[variant])
         try:
             yield state

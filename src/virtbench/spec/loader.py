@@ -61,17 +61,59 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
     if not isinstance(tree, CommentedMap):
         raise SpecError(f"{source}:1: an experiment file must be a mapping (name:, workloads:, ...)")
     try:
-        return Experiment.model_validate(tree)
+        experiment = Experiment.model_validate(tree)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            if "int" in loc and isinstance(err.get("input"), dict):
-                continue  # the mapping form of a scalar-or-mapping field was meant
-            line = _line_of(tree, loc)
-            where = f"{source}:{line}" if line else source
-            lines.append(f"{where}: {_field_path(loc)}: {err['msg']}")
-        raise SpecError("invalid experiment:\n  " + "\n  ".join(lines)) from exc
+        raise SpecError("invalid experiment:\n  " + "\n  ".join(
+            _describe(exc, tree, source, ()))) from exc
+    problems = _plugin_problems(experiment, tree, source)
+    if problems:
+        raise SpecError("invalid experiment:\n  " + "\n  ".join(problems))
+    return experiment
+
+
+def _describe(exc: ValidationError, tree: Any, source: str,
+              prefix: tuple[int | str, ...]) -> list[str]:
+    lines = []
+    for err in exc.errors():
+        loc = prefix + tuple(err["loc"])
+        if "int" in loc and isinstance(err.get("input"), dict):
+            continue  # the mapping form of a scalar-or-mapping field was meant
+        line = _line_of(tree, loc)
+        where = f"{source}:{line}" if line else source
+        lines.append(f"{where}: {_field_path(loc)}: {err['msg']}")
+    return lines
+
+
+def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str]:
+    """Workload names and parameters, lab kind and parameters, checked against the plugins."""
+    from virtbench.labs.registry import all_labs
+    from virtbench.workloads.registry import all_workloads
+
+    problems: list[str] = []
+    workloads = all_workloads()
+    for index, spec in enumerate(experiment.workloads):
+        cls = workloads.get(spec.name)
+        if cls is None:
+            line = _line_of(tree, ("workloads", index, "name"))
+            problems.append(f"{source}:{line}: workloads[{index}].name: unknown workload "
+                            f"'{spec.name}'; known: {', '.join(workloads)}")
+            continue
+        try:
+            cls.Params.model_validate(spec.params)
+        except ValidationError as exc:
+            problems += _describe(exc, tree, source, ("workloads", index, "params"))
+    labs = all_labs()
+    lab_cls = labs.get(experiment.lab.kind)
+    if lab_cls is None:
+        line = _line_of(tree, ("lab", "kind"))
+        problems.append(f"{source}:{line}: lab.kind: unknown lab '{experiment.lab.kind}'; "
+                        f"known: {', '.join(labs)}")
+    else:
+        try:
+            lab_cls.Params.model_validate(experiment.lab.params)
+        except ValidationError as exc:
+            problems += _describe(exc, tree, source, ("lab", "params"))
+    return problems
 
 
 def load_experiment(path: Path) -> tuple[Experiment, str]:

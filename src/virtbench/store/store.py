@@ -187,17 +187,20 @@ class Store:
                      units: Mapping[str, str], artifacts: Sequence[Artifact] = ()) -> int:
         """Store one trial and all its samples in one transaction: all or nothing."""
         with self.engine.begin() as conn:
-            result = conn.execute(insert(s.trials).values(
-                run_id=run_id, variant=trial.variant, workload_id=trial.workload_id,
-                repetition=trial.repetition, order_index=trial.order_index, warmup=trial.warmup,
-                status=trial.status, error=trial.error, started_at=trial.started_at,
-                ended_at=trial.ended_at, target=trial.target, facts_id=trial.facts_id,
-                notes_json=json.dumps(dict(trial.notes), sort_keys=True)))
+            # Parameters passed to execute() (not .values()) reuse the compiled statement:
+            # this is the per-trial hot path.
+            result = conn.execute(_INSERT_TRIAL, {
+                "run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
+                "repetition": trial.repetition, "order_index": trial.order_index,
+                "warmup": trial.warmup, "status": trial.status, "error": trial.error,
+                "started_at": trial.started_at, "ended_at": trial.ended_at,
+                "target": trial.target, "facts_id": trial.facts_id,
+                "notes_json": json.dumps(dict(trial.notes), sort_keys=True)})
             key = result.inserted_primary_key
             assert key is not None
             trial_id = int(key[0])
             if measurements and not trial.warmup:
-                conn.execute(insert(s.samples), [
+                conn.execute(_INSERT_SAMPLE, [
                     {"run_id": run_id, "trial_id": trial_id, "variant": trial.variant,
                      "workload_id": trial.workload_id, "metric": m.metric, "value": m.value,
                      "unit": units[m.metric], "repetition": trial.repetition, "t": m.t,
@@ -244,6 +247,13 @@ class Store:
     def delete_state(self, key: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(s.saved_state).where(s.saved_state.c.key == key))
+
+    def state_keys(self, prefix: str = "") -> list[str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(s.saved_state.c.key)
+                                .where(s.saved_state.c.key.startswith(prefix, autoescape=True))
+                                .order_by(s.saved_state.c.key)).all()
+        return [r[0] for r in rows]
 
     # ---- reading -------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
@@ -400,6 +410,10 @@ class Store:
     def insert_rows(self, conn: Connection, table_name: str, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn.execute(insert(s.metadata.tables[table_name]), rows)
+
+
+_INSERT_TRIAL = insert(s.trials)
+_INSERT_SAMPLE = insert(s.samples)
 
 
 def _run_info(r: Mapping[str, Any]) -> RunInfo:

@@ -155,3 +155,18 @@ class LibvirtGuestTarget(Target):
     def close(self) -> None:
         if self.ssh is not None:
             self.ssh.close()
+
+
+def from_params(domain: str, connect: str | None = None, ssh_host: str | None = None,
+                ssh_user: str | None = None, ssh_port: int = 22,
+                identity_file: str | None = None,
+                known_hosts: str | None = None) -> LibvirtGuestTarget:
+    """``target: {kind: libvirt-guest, params: {domain: D, ssh_host: ADDR, ...}}``.
+
+    Without ``ssh_host`` commands go through the QEMU guest agent.
+    """
+    from virtbench.kvm.connection import open_connection
+
+    ssh = (SSHTarget(ssh_host, user=ssh_user, port=ssh_port, identity_file=identity_file,
+                     known_hosts=known_hosts) if ssh_host else None)
+    return LibvirtGuestTarget(open_connection(connect), domain, ssh=ssh)

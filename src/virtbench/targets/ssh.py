@@ -56,6 +56,9 @@ def remote_argv(
 class SSHTarget(Target):
     """A machine reached with ``ssh [user@]host``; ``StrictHostKeyChecking=yes`` always.
 
+    ``via`` is where the ssh client runs (default: this machine; a NetnsTarget reaches hosts
+    inside a network namespace).
+
     ``known_hosts`` defaults to the user's own file; an unknown or changed host key is an
     error, never silently accepted.
     """
@@ -72,6 +75,7 @@ class SSHTarget(Target):
         multiplex: bool = True,
         extra_options: Sequence[str] = (),
         ssh_binary: str = "ssh",
+        via: LocalTarget | None = None,
     ) -> None:
         self.host = host
         self.user = user
@@ -80,7 +84,8 @@ class SSHTarget(Target):
         if shutil.which(ssh_binary) is None:
             raise VirtbenchError(f"'{ssh_binary}' not found; install the Debian package "
                                  "'openssh-client'")
-        self._local = LocalTarget()
+        # The ssh client itself runs here: this machine, or e.g. a NetnsTarget.
+        self._local = via or LocalTarget()
         self._control_dir: str | None = None
         opts = [
             "-o", "BatchMode=yes",
@@ -155,3 +160,11 @@ class SSHTarget(Target):
         if self._control_dir is not None and Path(self._control_dir).exists():
             with contextlib.suppress(Exception):
                 self.close()
+
+
+def from_params(host: str, user: str | None = None, port: int = 22,
+                identity_file: str | None = None, known_hosts: str | None = None,
+                connect_timeout_s: int = 10) -> SSHTarget:
+    """Build the target of an experiment's ``target: {kind: ssh, params: {...}}``."""
+    return SSHTarget(host, user=user, port=port, identity_file=identity_file,
+                     known_hosts=known_hosts, connect_timeout_s=connect_timeout_s)

@@ -18,6 +18,7 @@ from virtbench.kvm.hostcpu import read_host_cpu
 from virtbench.kvm.plan import make_plan
 from virtbench.kvm.probes import ConsoleLogProbe
 from virtbench.kvm.state import JsonFileState
+from virtbench.model import VirtbenchError
 
 pytestmark = pytest.mark.lab
 
@@ -91,3 +92,35 @@ def test_failed_verification_rolls_back(guest: Any, tmp_path: Path) -> None:
     dom = conn.lookupByName(name)
     assert dom.isActive()
     assert "sha-ni" not in probe.wait_flags(120)
+
+
+def test_lab_variants_then_down_restores(guest: Any, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from virtbench.labs.kvm import KvmGuestLab
+    from virtbench.targets.local import LocalTarget
+
+    conn, name, log = guest
+    monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
+    params = KvmGuestLab.Params(domain=name, connect=conn.getURI(), console_log=str(log),
+                                shutdown_timeout_s=0, boot_timeout_s=120)
+    lab = KvmGuestLab(params, tmp_path, LocalTarget())
+    assert lab.check() == []
+    original = conn.lookupByName(name).XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+    lab.up()
+    try:
+        state = lab.enter("default", {})
+        assert state.notes["verified_by"] == "already running this configuration"
+        state = lab.enter("nehalem-aes", {"cpu_model": "Nehalem", "cpu_require": ["aes"]})
+        assert "model=Nehalem" in state.notes["guest_cpu"]
+        flags = ConsoleLogProbe(log).wait_flags(120)
+        assert {"sse4.2", "aes"} <= flags
+        with pytest.raises(VirtbenchError, match="unknown CPU flag"):
+            lab.enter("bogus", {"cpu_require": ["no-such-flag"]})
+    finally:
+        lab.down()
+    dom = conn.lookupByName(name)
+    assert dom.isActive()
+    assert read_cpu(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)) == read_cpu(original)
+    assert not set(FLAGS) & ConsoleLogProbe(log).wait_flags(120)
+    assert list((tmp_path / "labs").glob("vbkvm-*.json")) == []

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import urllib.request
 from pathlib import Path
 
 import pytest
-
 from webhelpers import make_lab, needs_web
+
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.labs.web.procs import is_ours
@@ -58,9 +59,9 @@ def test_entering_again_restarts_varnish_cold(static_lab: WebLab) -> None:
 
 
 def test_bad_knobs_name_the_variant(static_lab: WebLab) -> None:
-    with pytest.raises(VirtbenchError, match="variant fast.*cache_storage 'ssd'"):
+    with pytest.raises(VirtbenchError, match=r"variant fast.*cache_storage 'ssd'"):
         static_lab.enter("fast", {"cache_storage": "ssd"})
-    with pytest.raises(VirtbenchError, match="knob.*colour"):
+    with pytest.raises(VirtbenchError, match=r"knob.*colour"):
         static_lab.enter("odd", {"colour": "red"})
     with pytest.raises(VirtbenchError, match="does not exist"):
         static_lab.enter("nodir", {"cache_storage": "file:/nonexistent/vbweb"})
@@ -82,10 +83,8 @@ def test_clean_stops_leftovers_by_pid_and_removes_files(open_dir: Path, lab_root
     assert not any(is_ours(p, str(lab.private)) for p in pids)
     assert not mount.is_mount() and not lab.private.exists()
     for p in pids:  # reap our own children so they do not linger as zombies
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(p, os.WNOHANG)
-        except ChildProcessError:
-            pass
     lab.manifest = None  # already cleaned; down() must not fail
     lab.down()
 

@@ -92,3 +92,18 @@ def test_examples_are_valid() -> None:
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="cannot read experiment file"):
         load_experiment(tmp_path / "missing.yaml")
+
+
+def test_workload_params_are_checked_with_lines() -> None:
+    text = GOOD.replace("  - name: cpu.crc32c", "  - name: cpu.crc32c\n    params:\n"
+                                                "      size_mib: -1")
+    with pytest.raises(SpecError, match=r"p.yaml:12: workloads\[0\].params.size_mib: .*greater"):
+        parse_experiment(text, "p.yaml")
+
+
+def test_unknown_workload_and_lab_are_named() -> None:
+    text = GOOD.replace("name: cpu.crc32c", "name: cpu.crc33") + "lab: {kind: moon}\n"
+    with pytest.raises(SpecError) as info:
+        parse_experiment(text, "u.yaml")
+    assert "u.yaml:9: workloads[0].name: unknown workload 'cpu.crc33'" in str(info.value)
+    assert "u.yaml:11: lab.kind: unknown lab 'moon'" in str(info.value)

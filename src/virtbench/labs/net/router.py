@@ -68,8 +68,8 @@ class VnfRouterLab(Lab):
         self.rundir.mkdir(parents=True, exist_ok=True)
         self.manifest = Manifest(self.rundir.with_suffix(".json"), self.name)
         self.manifest.add("dir", str(self.rundir))
-        for ns in self.ns.values():
-            add_namespace(self.target, self.manifest, ns)
+        for name in self.ns.values():
+            add_namespace(self.target, self.manifest, name)
         t, ns = self.target, self.ns
         add_veth(t, ns["snd"], "eth0", ns["rtr"], "left")
         add_veth(t, ns["rtr"], "right", ns["rcv"], "eth0")

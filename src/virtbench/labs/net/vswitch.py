@@ -153,13 +153,20 @@ class VSwitchLab(Lab):
         assert self.manifest is not None
         self._stop_background()
         if rate_mbps > 0:
-            self.background = start_background(self.hosts["bgs"].namespace,
-                                               self.hosts["bgr"].address, rate_mbps,
-                                               self.manifest)
-            time.sleep(self.params.background_settle_s)
-            if not self.background.alive():
+            # The server serves one test at a time and notices a stopped client only after a
+            # moment: retry until the new flow is accepted.
+            for _attempt in range(20):
+                self.background = start_background(self.hosts["bgs"].namespace,
+                                                   self.hosts["bgr"].address, rate_mbps,
+                                                   self.manifest)
+                time.sleep(0.5)
+                if self.background.alive():
+                    break
+                self.background.stop()
+            if self.background is None or not self.background.alive():
                 raise VirtbenchError(f"lab vswitch: background iperf3 at {rate_mbps:g} Mbit/s "
-                                     "exited at once (is the background server up?)")
+                                     "keeps exiting (is the background server up?)")
+            time.sleep(self.params.background_settle_s)
         self.background_mbps = rate_mbps
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:

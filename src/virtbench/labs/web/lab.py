@@ -100,15 +100,13 @@ class WebLab(Lab):
         self.startup_s: dict[str, float] = {}
         self._storage_files: list[Path] = []
         self._mounts: list[Path] = []
-        self._wordpress: Any = None
 
     # -- checks ------------------------------------------------------------------------------
     def check(self) -> list[str]:
         problems = super().check()
         if self.p.origin == "wordpress-multisite":
-            from virtbench.labs.web.wordpress import wordpress_problems
-
-            problems += wordpress_problems(self.target)
+            problems.append("lab web: origin 'wordpress-multisite' is not implemented yet "
+                            "(use static-multisite or external)")
         if self.p.origin == "external" and self.p.external_backend_port is None:
             problems.append("lab web: origin 'external' needs params.external_backend_port")
         try:
@@ -129,12 +127,6 @@ class WebLab(Lab):
         started = time.monotonic()
         if self.p.origin == "static-multisite":
             self._static_origin()
-        elif self.p.origin == "wordpress-multisite":
-            from virtbench.labs.web.wordpress import WordPressOrigin
-
-            self._wordpress = WordPressOrigin(self.p, self.private, self.target, self._spawn)
-            self.origin_port, self.paths = self._wordpress.start()
-            self.host_header = "127.0.0.1"
         else:
             assert self.p.external_backend_port is not None
             self.origin_port = self.p.external_backend_port
@@ -281,8 +273,6 @@ class WebLab(Lab):
     def down(self) -> None:
         self._stop_varnish()
         self.stop_origin_server()
-        if self._wordpress is not None:
-            self._wordpress.stop()
         if self.manifest is not None:
             WebLab.clean(self.manifest)
             self.manifest.delete()

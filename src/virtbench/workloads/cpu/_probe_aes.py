@@ -1,4 +1,4 @@
-"""Standalone probe (runs on the target as `python3 -c SRC MODE OPS BULK_BYTES HEXTEXT`): AES timing.
+"""Standalone probe (runs on the target as `python3 -c SRC MODE OPS BULK_BYTES HEXTEXT CHUNK`): AES timing.
 
 Study method (mode study): AES-128-ECB + PKCS7 of a ~2 KB text, a fresh Cipher per operation,
 encryption and decryption (update+finalize) timed separately, as study 000's code did.
@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 mode, ops, bulk_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 plaintext = bytes.fromhex(sys.argv[4])
+chunk = int(sys.argv[5]) if len(sys.argv) > 5 else 16 * 1024
 key = b"sixteenbytekey12"
 result = {}
 
@@ -40,7 +41,6 @@ if mode in ("study", "both"):
     result["plaintext_bytes"] = len(plaintext)
 
 if mode in ("bulk", "both"):
-    chunk = 16 * 1024
     block = os.urandom(chunk)
     encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
     buffer = bytearray(chunk + 15)  # update_into needs room for one more block

@@ -46,8 +46,11 @@ class WebLoadParams(BaseModel):
                       "seed·1000003 + k in every variant (common random numbers)")
     connections: int = Field(8, ge=1, description="open model: connections opened beforehand")
     max_connections: int = Field(512, ge=1, description="open model: connection cap")
-    spin_ms: float = Field(2.0, ge=0, description="busy-poll this long before each send "
+    spin_ms: float = Field(1.0, ge=0, description="busy-poll this long before each send "
                            "for sub-millisecond send accuracy (0 = plain epoll sleeps)")
+    scheduling: Literal["normal", "fifo"] = Field(
+        "normal", description="fifo: the generator runs under SCHED_FIFO (root) so a busy "
+        "machine delays its sends less")
     stat_interval_s: float = Field(30.0, gt=0, description="varnishstat sampling period (s)")
     per_request_samples: bool = Field(
         True, description="store every request as response_time / time_to_first_byte samples")
@@ -77,7 +80,7 @@ class WebLoad(Workload):
             think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
             url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,
             timeout_s=p.timeout_s, connections=p.connections, max_connections=p.max_connections,
-            spin_ms=p.spin_ms, host_header=ctx.services.get("host_header"),
+            spin_ms=p.spin_ms, scheduling=p.scheduling, host_header=ctx.services.get("host_header"),
             allow_remote=p.allow_remote)
         stem = f"web-load-{_safe(ctx.variant)}-r{ctx.repetition}"
         ctx.workdir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +110,7 @@ class WebLoad(Workload):
         artifacts = [Artifact(f"{stem}.summary.json",
                               json.dumps(dataclasses.asdict(summary), indent=1).encode(),
                               "application/json")]
-        notes = {"load_generator": str(meta.get("engine")),
+        notes = {"load_generator": f"{meta.get('engine')}, scheduling {meta.get('scheduling')}",
                  "connections_opened": str(meta.get("connections_opened")),
                  "seed": str(config.seed), "errors": json.dumps(summary.errors)}
         if sampler is not None:

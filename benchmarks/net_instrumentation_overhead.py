@@ -1,0 +1,68 @@
+"""Cost of the QoS instrumentation (receiver + sender capture, irtt probes) on TCP throughput.
+
+Through the vswitch lab's Linux bridge, alternate iperf3 alone and the fully instrumented
+net.qos-transfer trial (same iperf3 flow), several pairs, and compare mean throughput.
+Run as root: `.venv/bin/python benchmarks/net_instrumentation_overhead.py`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.record import record
+from virtbench.labs.net.vswitch import VSwitchLab
+from virtbench.targets.local import LocalTarget
+from virtbench.workloads.base import TrialContext
+from virtbench.workloads.net.qos_transfer import QosTransfer
+
+PAIRS = 6
+DURATION_S = 5
+
+
+def main() -> None:
+    bare = QosTransfer(QosTransfer.Params(duration_s=DURATION_S, capture=False, probe=False))
+    full = QosTransfer(QosTransfer.Params(duration_s=DURATION_S))
+    alone: list[float] = []
+    instrumented: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="vbnet-bench-") as tmp:
+        lab = VSwitchLab(None, Path(tmp), LocalTarget())
+        try:
+            lab.up()
+            state = lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
+            for i in range(PAIRS):
+                order = (bare, full) if i % 2 == 0 else (full, bare)
+                for wl in order:
+                    ctx = TrialContext(target=state.target, variant="bench", knobs={},
+                                       workdir=Path(tmp), repetition=i, seed=1,
+                                       services=state.services)
+                    value = next(m.value for m in wl.run(ctx).measurements
+                                 if m.metric == "throughput_mbps")
+                    assert value is not None
+                    (alone if wl is bare else instrumented).append(value)
+        finally:
+            lab.down()
+    m_alone, m_inst = statistics.mean(alone), statistics.mean(instrumented)
+    overhead = 100.0 * (m_alone - m_inst) / m_alone
+    ratios = [100.0 * (a - b) / a for a, b in zip(alone, instrumented, strict=True)]
+    verdict = "PASS" if overhead <= 10.0 else "FAIL"
+    body = (
+        f"Linux bridge, {DURATION_S} s TCP transfers, {PAIRS} alternating pairs. Instrumented = "
+        "dumpcap at receiver and sender (snap length 96, BPF on the flow) + irtt every 10 ms.\n\n"
+        "| configuration | mean Mbit/s | sd |\n|---|---|---|\n"
+        f"| iperf3 alone | {m_alone:,.0f} | {statistics.stdev(alone):,.0f} |\n"
+        f"| instrumented | {m_inst:,.0f} | {statistics.stdev(instrumented):,.0f} |\n\n"
+        f"Overhead of means: {overhead:+.1f} % (per pair: "
+        f"{', '.join(f'{r:+.1f}' for r in ratios)} %). Floor ≤ 10 %: **{verdict}**\n"
+    )
+    print(body)
+    record("net: instrumentation overhead",
+           ".venv/bin/python benchmarks/net_instrumentation_overhead.py", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The VNF router lab: forwarding namespace, throughput with CPU use, cgroup-held neighbours."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from virtbench.labs.net.router import VnfRouterLab
+from virtbench.targets.local import LocalTarget
+from virtbench.workloads.base import TrialContext
+from virtbench.workloads.net.router import RouterThroughput
+
+pytestmark = pytest.mark.lab
+
+
+def test_router_with_neighbours(tmp_path: Path) -> None:
+    lab = VnfRouterLab(VnfRouterLab.Params(neighbour_cpu_cores=0.3), tmp_path, LocalTarget())
+    try:
+        lab.up()
+        for count in (0, 2, 1):
+            state = lab.enter(f"n{count}", {"neighbours": count})
+            assert len(lab.neighbours) == count
+            for nb in lab.neighbours:
+                assert nb.popen.poll() is None
+                assert nb.cgroup.procs_files()[0].read_text().split()  # stress-ng is inside
+            ctx = TrialContext(target=state.target, variant="v", knobs={}, workdir=tmp_path,
+                               repetition=0, seed=1, services=state.services)
+            values = {m.metric: m.value for m in
+                      RouterThroughput(RouterThroughput.Params(duration_s=1)).run(ctx).measurements}
+            assert values["throughput_gbps"] > 0.05
+            assert 0 < values["cpu_busy_pct"] <= 100
+        groups = [nb.cgroup for nb in lab.neighbours]
+        with pytest.raises(Exception, match="neighbours"):
+            lab.enter("bad", {"neighbours": -1})
+    finally:
+        lab.down()
+    for group in groups:
+        assert all(not d.exists() for d in group.dirs.values())
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert lab.lab_id not in out

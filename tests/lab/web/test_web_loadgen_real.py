@@ -1,0 +1,55 @@
+"""The load generator against a real nginx + Varnish: schedule counts and intended times."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from webhelpers import needs_web
+
+from virtbench.labs.web import WebLab
+from virtbench.loadgen import LoadConfig, run_load
+
+pytestmark = [pytest.mark.lab, needs_web]
+
+
+def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab) -> None:
+    state = static_lab.enter("m", {})
+    result = run_load(LoadConfig(rate_per_s=100, duration_s=2, users=4,
+                                 urls=state.services["urls"]))
+    recs = result.records
+    assert len(recs) == 200
+    assert [r.scheduled for r in recs] == pytest.approx([i / 100 for i in range(200)])
+    assert all(r.ok for r in recs)
+    assert all(r.scheduled <= r.start <= r.first_byte <= r.end for r in recs)
+    assert Counter(r.worker for r in recs) == {0: 50, 1: 50, 2: 50, 3: 50}
+    assert {r.bytes for r in recs} == {20_000}
+    # Twenty pages, two hundred requests: after the first miss of each, hits.
+    assert Counter(r.cache for r in recs)["miss"] <= 20
+
+
+def test_poisson_and_closed_models(static_lab: WebLab) -> None:
+    state = static_lab.enter("m", {})
+    poisson = run_load(LoadConfig(rate_per_s=50, duration_s=2, arrival="poisson", seed=9,
+                                  urls=state.services["urls"]))
+    again = run_load(LoadConfig(rate_per_s=50, duration_s=2, arrival="poisson", seed=9,
+                                urls=state.services["urls"]))
+    assert [r.scheduled for r in poisson.records] == [r.scheduled for r in again.records]
+    assert [r.url for r in poisson.records] == [r.url for r in again.records]
+    closed = run_load(LoadConfig(model="closed", users=3, duration_s=1,
+                                 urls=state.services["urls"]))
+    assert {r.worker for r in closed.records} == {0, 1, 2}
+    assert len(closed.records) > 30 and all(r.ok for r in closed.records)
+    # Closed users send when the previous answer came: scheduled time is never in the future.
+    assert all(r.start >= r.scheduled for r in closed.records)
+
+
+def test_a_dead_server_gives_refused_failures_not_a_crash(static_lab: WebLab) -> None:
+    state = static_lab.enter("m", {})
+    static_lab.leave("m")  # Varnish is gone; its port refuses connections
+    result = run_load(LoadConfig(rate_per_s=20, duration_s=1, urls=state.services["urls"]))
+    assert len(result.records) == 20
+    assert {r.error for r in result.records} == {"refused"}
+    closed = run_load(LoadConfig(model="closed", users=2, duration_s=0.5,
+                                 urls=state.services["urls"]))
+    assert closed.records and {r.error for r in closed.records} == {"refused"}

@@ -1,0 +1,72 @@
+"""cgroup logic against fake v1/v2 trees (the real hierarchy is tested in tests/lab/storage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.labs.cgroups import Cgroup, CgroupLayout, CgroupLimits
+from virtbench.model import VirtbenchError
+
+HYBRID_MOUNTS = """\
+tmpfs /sys/fs/cgroup tmpfs rw 0 0
+cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0
+cgroup /sys/fs/cgroup/cpuset cgroup rw,relatime,cpuset 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+
+
+def test_probe_hybrid_prefers_v1_when_v2_lacks_controllers() -> None:
+    layout = CgroupLayout.probe(HYBRID_MOUNTS)
+    assert layout.version_of("cpu") == "v1"
+    assert layout.version_of("memory") == "v1"
+    assert layout.describe().startswith("hybrid")
+
+
+def _fake_v2(root: Path) -> CgroupLayout:
+    (root / "cgroup.controllers").write_text("cpuset cpu memory pids\n")
+    (root / "cgroup.subtree_control").write_text("cpuset cpu memory\n")
+    (root / "cpuset.cpus.effective").write_text("0-3\n")
+    return CgroupLayout(v2=root, v2_controllers=frozenset({"cpuset", "cpu", "memory"}))
+
+
+
+def test_v2_writes_limits_into_one_directory(tmp_path: Path) -> None:
+    layout = _fake_v2(tmp_path)
+    (tmp_path / "virtbench").mkdir()
+    (tmp_path / "virtbench" / "cgroup.subtree_control").write_text("")
+    (tmp_path / "virtbench" / "cpuset.cpus.effective").write_text("0-3\n")
+    (tmp_path / "virtbench" / "cpuset.mems").write_text("")
+    cg = Cgroup("vbfs-x", CgroupLimits(cpus=[1, 2], cpu_quota_cores=1.5,
+                                       memory_bytes=64 << 20), layout=layout)
+    assert set(cg.dirs.values()) == {tmp_path / "virtbench" / "vbfs-x"}
+    cg.create()
+    group = tmp_path / "virtbench" / "vbfs-x"
+    assert (group / "cpuset.cpus").read_text() == "1,2"
+    assert (group / "cpu.max").read_text() == "150000 100000"
+    assert (group / "memory.max").read_text() == str(64 << 20)
+    assert "+" in (tmp_path / "virtbench" / "cgroup.subtree_control").read_text()
+    argv = cg.wrap(["fio", "--version"])
+    assert argv[:2] == ["sh", "-c"] and argv[-2:] == ["fio", "--version"]
+    assert str(group / "cgroup.procs") in argv
+
+
+def test_no_limits_means_no_group_and_unchanged_argv() -> None:
+    cg = Cgroup("vbfs-none", CgroupLimits(), layout=CgroupLayout())
+    assert cg.wrap(["true"]) == ["true"]
+
+
+def test_missing_controller_is_a_clear_error() -> None:
+    with pytest.raises(VirtbenchError, match="memory"):
+        Cgroup("vbfs-y", CgroupLimits(memory_bytes=1 << 20), layout=CgroupLayout())
+
+
+def test_bad_names_and_own_pid_refused() -> None:
+    with pytest.raises(VirtbenchError):
+        Cgroup("../escape", CgroupLimits(), layout=CgroupLayout())
+    import os
+    cg = Cgroup("vbfs-z", CgroupLimits(), layout=CgroupLayout())
+    with pytest.raises(VirtbenchError):
+        cg.add_pid(os.getpid())

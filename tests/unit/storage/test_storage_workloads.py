@@ -1,0 +1,68 @@
+"""Knob parsing, bonnie++ sizing rules and the fio command line (no tools run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.labs.fs import FilesystemLab, parse_filesystem, parse_vm_size
+from virtbench.model import VirtbenchError
+from virtbench.targets.local import LocalTarget
+from virtbench.workloads.base import TrialContext
+from virtbench.workloads.registry import all_workloads
+from virtbench.workloads.storage.bonnie import BonnieParams, bonnie_plan
+from virtbench.workloads.storage.fio import FioWorkload
+
+
+def test_vm_size_forms() -> None:
+    assert parse_vm_size({"vcpus": 2, "memory_mib": 1024}).vcpus == 2
+    assert parse_vm_size("1x512").memory_mib == 512
+    assert parse_vm_size("host").vcpus is None
+    with pytest.raises(VirtbenchError, match="vm_size"):
+        parse_vm_size("two cpus")
+    with pytest.raises(VirtbenchError, match="vm_size"):
+        parse_vm_size({"vcpus": 0})
+
+
+def test_filesystem_forms() -> None:
+    assert parse_filesystem("ext4", 1024) == ("ext4", None, 1024)
+    assert parse_filesystem("xfs:2048", 1024) == ("xfs", None, 2048)
+    assert parse_filesystem("dir:/var/tmp", 1024) == ("dir", "/var/tmp", 0)
+    for bad in ("btrfs", "dir:", "ext4:big", ""):
+        with pytest.raises(VirtbenchError, match="filesystem"):
+            parse_filesystem(bad, 1024)
+
+
+def test_bonnie_size_defaults_to_twice_ram_and_refuses_less() -> None:
+    assert bonnie_plan(BonnieParams(), 256, "vm") == (512, 256)
+    assert bonnie_plan(BonnieParams(size_mib=2048, ram_mib=1024), 99, "vm") == (2048, 1024)
+    with pytest.raises(VirtbenchError, match=r"size_mib=300 .* 2 × RAM"):
+        bonnie_plan(BonnieParams(size_mib=300), 256, "vm")
+
+
+def test_workloads_registered_with_active_metrics() -> None:
+    found = all_workloads()
+    assert {"storage.bonnie", "storage.fio"} <= set(found)
+    bonnie = found["storage.bonnie"](BonnieParams(fast=True, files=0))
+    names = {m.name for m in bonnie.active_metrics()}
+    assert "seq_output_block_KiBps" in names
+    assert not any(n.startswith(("seq_output_per_char", "seq_create")) for n in names)
+
+
+def test_fio_argv_one_stonewalled_job_per_pattern(tmp_path: Path) -> None:
+    fio = FioWorkload(FioWorkload.Params(patterns=["seqread", "randwrite"], runtime_s=2))
+    ctx = TrialContext(target=LocalTarget(), variant="v", knobs={}, workdir=tmp_path,
+                       repetition=0, seed=7, services={"fs": {"path": str(tmp_path)}})
+    argv = fio.argv(ctx)
+    assert argv[0] == "fio" and "--output-format=json" in argv
+    assert argv.count("--stonewall") == 2
+    assert "--rw=read" in argv and "--rw=randwrite" in argv and "--direct=1" in argv
+    assert f"--filename={tmp_path}/vbfs-fio.dat" in argv
+    assert {m.name.split("_")[0] for m in fio.active_metrics()} == {"seqread", "randwrite"}
+
+
+def test_lab_rejects_unknown_knob(tmp_path: Path) -> None:
+    lab = FilesystemLab(None, tmp_path, LocalTarget())
+    with pytest.raises(VirtbenchError, match="unknown knob"):
+        lab.enter("v", {"vm_sizes": "1x128"})
