@@ -11,6 +11,7 @@ Run: .venv/bin/python benchmarks/engine_runner_overhead.py
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import subprocess
@@ -32,7 +33,7 @@ def interval_overheads(store: Store, workload_id: str, own_metric: str | None) -
         for s in store.samples(run.id, metric=own_metric):
             own[s.trial_id] = s.value or 0.0
     out = []
-    for this, following in zip(trials, trials[1:], strict=False):
+    for this, following in itertools.pairwise(trials):
         out.append(following["started_at"] - this["started_at"] - own.get(this["id"], 0.0))
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from virtbench.model import VirtbenchError
+from virtbench.runner.engine import ProgressHook
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
@@ -40,10 +42,8 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 # Optional command groups contributed by feature packages: (module, attribute, name).
 _SUBCOMMANDS = (("virtbench.kvm.cli", "app", "kvm"),)
 for _module, _attr, _name in _SUBCOMMANDS:
-    try:
+    with contextlib.suppress(ImportError):  # a feature whose optional dependency is missing
         app.add_typer(getattr(import_module(_module), _attr), name=_name)
-    except ImportError:
-        pass
 
 
 def _store(location: str) -> Any:
@@ -52,7 +52,7 @@ def _store(location: str) -> Any:
     return Store(location)
 
 
-class _RichProgress:
+class _RichProgress(ProgressHook):
     def __init__(self, quiet: bool) -> None:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(),
@@ -119,11 +119,12 @@ def run(
         _report([outcome.run_id], st, "html", report)
 
 
-def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None) -> None:
+def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
+            baseline: str | None = None) -> None:
     from virtbench.analysis import analyse
     from virtbench.report import text
 
-    analysis = analyse(st, run_ids)
+    analysis = analyse(st, run_ids, baseline=baseline)
     if fmt == "table" and output is None:
         text.render_terminal(analysis, console)
         return
@@ -153,13 +154,16 @@ def report(
     format: Annotated[str, typer.Option(
         "--format", "-f", help="table | json | csv | markdown | html")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        help="compare against this variant instead of the experiment's baseline "
+             "(e.g. host-passthrough)")] = None,
 ) -> None:
     """Statistics per variant × workload × metric; several runs are compared side by side."""
     if format not in FORMATS:
         raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
     if format == "html" and output is None:
         output = Path("report.html")
-    _report(runs or ["latest"], _store(store), format, output)
+    _report(runs or ["latest"], _store(store), format, output, baseline)
 
 
 @app.command()
@@ -168,11 +172,14 @@ def compare(
     store: StoreOpt = DEFAULT_STORE,
     format: Annotated[str, typer.Option("--format", "-f")] = "table",
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        help="'run-label/variant' to compare against (default: the first run's baseline)")]
+    = None,
 ) -> None:
     """Compare runs from different hosts in one report (the first run's baseline is the base)."""
     if len(runs) < 2:
         raise VirtbenchError("compare needs at least two runs")
-    report(runs, store, format, output)
+    report(runs, store, format, output, baseline)
 
 
 @app.command("runs")
@@ -219,7 +226,7 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every workload: metrics (unit, better), parameters and defaults, tools and packages."""
     from virtbench.workloads.registry import all_workloads
 
-    described = []
+    described: list[dict[str, Any]] = []
     for name, cls in all_workloads().items():
         schema = cls.Params.model_json_schema()
         described.append({
@@ -227,8 +234,7 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
-            "params": {k: {"default": v.get("default"), "description": v.get("description", "")}
-                       for k, v in schema.get("properties", {}).items()},
+            "params": _params_of(schema),
             "tools": [{"binary": t.binary, "debian_package": t.package} for t in cls.tools],
             "python_modules": [{"module": m, "pip": p} for m, p in cls.python_modules],
         })
@@ -247,6 +253,12 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         for t in w["tools"]:
             console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
                           highlight=False)
+
+
+def _params_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
+    return {k: {"default": v.get("default"), "description": v.get("description", "")}
+            for k, v in properties.items()}
 
 
 @app.command()
@@ -273,16 +285,17 @@ def parse(
     text = sys.stdin.read() if str(file) == "-" else file.read_text()
     measurements = parser.parse(text)
     units = {m.name: m for m in parser.metrics}
-    records = [{"metric": m.metric, "value": m.value,
-                "unit": units[m.metric].unit if m.metric in units else "",
-                "status": m.status, "t": m.t, "labels": m.labels} for m in measurements]
     if as_json:
-        console.print_json(json.dumps(records))
+        console.print_json(json.dumps([
+            {"metric": m.metric, "value": m.value,
+             "unit": units[m.metric].unit if m.metric in units else "", "status": m.status,
+             "t": m.t, "labels": m.labels} for m in measurements]))
         return
     table = Table("metric", "value", "unit", "status", "labels")
-    for r in records:
-        table.add_row(r["metric"], "–" if r["value"] is None else f"{r['value']:.6g}", r["unit"],
-                      r["status"], ",".join(f"{k}={v}" for k, v in r["labels"].items()))
+    for m in measurements:
+        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}",
+                      units[m.metric].unit if m.metric in units else "", m.status,
+                      ",".join(f"{k}={v}" for k, v in m.labels.items()))
     console.print(table)
 
 
@@ -321,7 +334,7 @@ def lab_clean() -> None:
     from virtbench.labs.registry import all_labs
 
     labs_by_name = all_labs()
-    removed = 0
+    removed = left = 0
     for path in sorted(lab_root().glob("*.json")):
         manifest = Manifest(path, "?")
         lab = manifest.data.get("lab", "?")
@@ -336,8 +349,18 @@ def lab_clean() -> None:
         for item in cls.clean(manifest):
             console.print(f"removed {item}", highlight=False)
             removed += 1
-        manifest.delete()
-    console.print(f"lab clean: {removed} objects removed")
+        # Labs drop each object from the manifest once it is gone; keep what could not go.
+        remaining = {kind: items for kind, items in manifest.data["objects"].items() if items}
+        if remaining:
+            left += 1
+            console.print(f"[yellow]kept {path}[/]: could not remove {remaining}",
+                          highlight=False)
+        else:
+            manifest.delete()
+    console.print(f"lab clean: {removed} objects removed"
+                  + (f"; {left} manifests still list objects (see above)" if left else ""))
+    if left:
+        raise typer.Exit(1)
 
 
 def main() -> None:

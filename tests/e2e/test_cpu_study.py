@@ -44,7 +44,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, obj
     return tmp, json.loads(report.stdout)
 
 
-def _row(document: dict[str, object], variant: str, workload: str, metric: str) -> dict[str, object]:
+def _row(document: dict[str, object], variant: str, workload: str,
+         metric: str) -> dict[str, object]:
     for row in document["results"]:  # type: ignore[attr-defined]
         if (row["variant"], row["workload"], row["metric"]) == (variant, workload, metric):
             return dict(row)

@@ -6,11 +6,11 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from virtbench.analysis.model import Analysis, MetricRow, Series, VariantInfo
-from virtbench.model import Metric
+from virtbench.model import Metric, VirtbenchError
 from virtbench.stats import (
-
     choose_test,
     holm,
     mad_outliers,
@@ -35,8 +35,12 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
 
 
 def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
-            seed: int = 0) -> Analysis:
-    """Analyse one run, or several runs side by side (variants become 'run-label/variant')."""
+            seed: int = 0, baseline: str | None = None) -> Analysis:
+    """Analyse one run, or several runs side by side (variants become 'run-label/variant').
+
+    ``baseline`` overrides the experiment's baseline, e.g. to express every guest CPU
+    configuration's cost relative to host-passthrough.
+    """
     runs = [store.run(ref) for ref in run_refs]
     several = len(runs) > 1
     variants: list[VariantInfo] = []
@@ -78,32 +82,36 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                       "workload_id": t["workload_id"], "repetition": t["repetition"],
                       "error": t["error"]} for t in bad]
 
-    baseline = key(runs[0].id, runs[0].baseline)
+    baseline = baseline or key(runs[0].id, runs[0].baseline)
+    if baseline not in {v.name for v in variants}:
+        raise VirtbenchError(f"baseline {baseline!r} is not a variant of the analysed runs; "
+                             f"variants: {', '.join(v.name for v in variants)}")
+    variants = [VariantInfo(v.name, v.knobs, v.name == baseline, v.run_id) for v in variants]
     wl_name = {wid: name for wid, name, _ in workloads.values()}
     rows: list[MetricRow] = []
-    for variant in variants:
+    for info in variants:
         for (wid, mname), metric in metric_defs.items():
-            sample = np.asarray(values.get((variant.name, wid, mname), []), dtype=float)
-            bad = unmeasured.get((variant.name, wid, mname), {})
-            if sample.size == 0 and not bad:
+            sample = _array(values.get((info.name, wid, mname), []))
+            missing = unmeasured.get((info.name, wid, mname), {})
+            if sample.size == 0 and not missing:
                 continue
             rows.append(MetricRow(
-                variant=variant.name, workload_id=wid, workload=wl_name.get(wid, wid),
+                variant=info.name, workload_id=wid, workload=wl_name.get(wid, wid),
                 metric=metric, summary=summarize(sample, confidence) if sample.size else None,
                 outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
-                unmeasured=dict(bad)))
+                unmeasured=dict(missing)))
 
     # Comparisons with the baseline; Holm's correction within each (workload, metric) family.
     families: dict[tuple[str, str], list[MetricRow]] = defaultdict(list)
     for row in rows:
         families[(row.workload_id, row.metric.name)].append(row)
     for (wid, mname), family in families.items():
-        base = np.asarray(values.get((baseline, wid, mname), []), dtype=float)
+        base = _array(values.get((baseline, wid, mname), []))
         compared = []
         for row in family:
             if row.variant == baseline or base.size < 2:
                 continue
-            sample = np.asarray(values.get((row.variant, wid, mname), []), dtype=float)
+            sample = _array(values.get((row.variant, wid, mname), []))
             if sample.size < 2:
                 continue
             row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
@@ -156,6 +164,10 @@ def _series(store: Store, run_id: str, rename: Any) -> list[Series]:
         item.t.append(row.t)
         item.values.append(row.value)
     return list(grouped.values())
+
+
+def _array(values: list[float]) -> npt.NDArray[np.float64]:
+    return np.asarray(values, dtype=np.float64)
 
 
 def _run_labels(runs: list[Any]) -> dict[str, str]:

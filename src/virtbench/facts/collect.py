@@ -6,6 +6,7 @@ an SSH machine or a guest. Missing commands leave their fact out rather than fai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import Any
@@ -122,8 +123,6 @@ def collect_facts(target: Target) -> dict[str, Any]:
                                     "{p: m.version(p) for p in ('crc32c', 'cryptography') "
                                     "if __import__('importlib.util').util.find_spec(p)}))"])
     if python_packages:
-        try:
+        with contextlib.suppress(ValueError, IndexError):
             facts["python_packages"] = json.loads(python_packages.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            pass
     return facts

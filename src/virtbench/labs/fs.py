@@ -469,6 +469,8 @@ class FilesystemLab(Lab):
             if remove_cgroup_dir(Path(path)):
                 manifest.remove("cgroup", path)
                 done.append(f"cgroup {path}")
+                with contextlib.suppress(OSError):
+                    Path(path).parent.rmdir()  # the shared virtbench/ dir, only when empty
         for path in manifest.items("scratch"):
             shutil.rmtree(path, ignore_errors=True)
             if not Path(path).exists():

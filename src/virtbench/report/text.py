@@ -109,8 +109,8 @@ def render_markdown(analysis: Analysis) -> str:
             current = group
             lines += ["", f"## {rec['workload']} · {rec['metric']} ({rec['unit']}, "
                       f"{rec['better']} is better)", "",
-                      "| variant | n | mean | 95 % CI | median | CV | speedup [95 % CI] | p (Holm) |"
-                      " outliers |", "|---|---|---|---|---|---|---|---|---|"]
+                      "| variant | n | mean | 95 % CI | median | CV | speedup [95 % CI] "
+                      "| p (Holm) | outliers |", "|---|---|---|---|---|---|---|---|---|"]
         unit = rec["unit"]
         ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
               if rec["ci_low"] is not None else "–")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import signal
@@ -337,7 +338,7 @@ class Runner:
         errors: list[str] = []
         for variant, workload_id in sorted(self._setup_done):
             ctx, workload = self._context(TrialKey(variant, workload_id, 0), LabState())
-            _try(errors, lambda w=workload, c=ctx: w.teardown(c))
+            _try(errors, functools.partial(workload.teardown, ctx))
         _try(errors, self.lab.down)
         for error in errors:
             self.progress.message(f"cleanup problem: {error}")

@@ -59,7 +59,8 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         raise SpecError(f"{where}: invalid YAML: {exc.problem}") from exc
     if not isinstance(tree, CommentedMap):
-        raise SpecError(f"{source}:1: an experiment file must be a mapping (name:, workloads:, ...)")
+        raise SpecError(f"{source}:1: an experiment file must be a mapping "
+                        "(name:, workloads:, ...)")
     try:
         experiment = Experiment.model_validate(tree)
     except ValidationError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, inspect, insert, select, update
+from sqlalchemy import Connection, insert, inspect, select, update
 
 from virtbench.model import VirtbenchError
 from virtbench.store import schema as s

@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import OperationalError
 
 from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
@@ -383,11 +393,15 @@ class Store:
         ]
 
     def status_counts(self, run_id: str) -> dict[tuple[str, str, str, str], int]:
-        """Counts of non-ok sample statuses per (variant, workload, metric, status)."""
+        """Counts of non-ok per-trial samples per (variant, workload, metric, status).
+
+        Time-series and per-request samples (t set) are summarised by their workload instead.
+        """
         query = (
             select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
                    s.samples.c.status, func.count())
-            .where(s.samples.c.run_id == run_id, s.samples.c.status != "ok")
+            .where(s.samples.c.run_id == run_id, s.samples.c.status != "ok",
+                   s.samples.c.t.is_(None))
             .group_by(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
                       s.samples.c.status)
         )
@@ -416,7 +430,7 @@ _INSERT_TRIAL = insert(s.trials)
 _INSERT_SAMPLE = insert(s.samples)
 
 
-def _run_info(r: Mapping[str, Any]) -> RunInfo:
+def _run_info(r: Any) -> RunInfo:
     return RunInfo(
         id=r["id"], experiment=r["experiment"], description=r["description"], status=r["status"],
         stop_reason=r["stop_reason"], started_at=r["started_at"], ended_at=r["ended_at"],

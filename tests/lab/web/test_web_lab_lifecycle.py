@@ -69,32 +69,34 @@ def test_bad_knobs_name_the_variant(static_lab: WebLab) -> None:
 
 def test_clean_stops_leftovers_by_pid_and_removes_files(open_dir: Path, lab_root: Path) -> None:
     lab = make_lab(open_dir)
-    lab.up()
-    lab.enter("t", {"cache_storage": "file-tmpfs", "cache_size": "16M"})
-    manifest_path = lab_root / f"{lab.run_id}.json"
-    data = json.loads(manifest_path.read_text())
-    pids = [item["pid"] for item in data["objects"]["pid"]]
-    assert len(pids) == 2 and all(is_ours(p, str(lab.private)) for p in pids)
-    mount = Path(data["objects"]["mount"][0])
-    assert mount.is_mount()
-    # Simulate a crashed run: only the manifest is left to go on.
-    removed = WebLab.clean(Manifest(manifest_path, "web"))
-    assert sum("stopped" in r for r in removed) == 2
-    assert not any(is_ours(p, str(lab.private)) for p in pids)
-    assert not mount.is_mount() and not lab.private.exists()
-    for p in pids:  # reap our own children so they do not linger as zombies
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(p, os.WNOHANG)
-    lab.manifest = None  # already cleaned; down() must not fail
-    lab.down()
+    try:
+        lab.up()
+        lab.enter("t", {"cache_storage": "file-tmpfs", "cache_size": "16M"})
+        manifest_path = lab_root / f"{lab.run_id}.json"
+        data = json.loads(manifest_path.read_text())
+        pids = [item["pid"] for item in data["objects"]["pid"]]
+        assert len(pids) == 2 and all(is_ours(p, str(lab.private)) for p in pids)
+        mount = Path(data["objects"]["mount"][0])
+        assert mount.is_mount()
+        # Simulate a crashed run: only the manifest is left to go on.
+        removed = WebLab.clean(Manifest(manifest_path, "web"))
+        assert sum("stopped" in r for r in removed) == 2
+        assert not any(is_ours(p, str(lab.private)) for p in pids)
+        assert not mount.is_mount() and not lab.private.exists()
+        for p in pids:  # reap our own children so they do not linger as zombies
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(p, os.WNOHANG)
+    finally:
+        lab.down()  # idempotent: after clean() it finds nothing left
 
 
 def test_down_leaves_nothing(open_dir: Path, lab_root: Path) -> None:
     lab = make_lab(open_dir)
-    lab.up()
-    lab.enter("t", {"cache_storage": "file-disk"})
-    private = lab.private
-    lab.down()
-    assert not private.exists()
+    try:
+        lab.up()
+        lab.enter("t", {"cache_storage": "file-disk"})
+    finally:
+        lab.down()
+    assert not lab.private.exists()
     assert list(lab_root.iterdir()) == []
     assert list((open_dir / "disk").iterdir()) == []

@@ -67,8 +67,8 @@ def test_backend_down_gives_503_failures(static_lab: WebLab, open_dir: Path) -> 
 
 def test_slow_backend_gives_timeouts(open_dir: Path, lab_root: Path) -> None:
     lab = make_lab(open_dir, page_bytes=200_000, origin_limit_rate_bps=50_000)
-    lab.up()
     try:
+        lab.up()
         state = lab.enter("slow", {})
         ms = _load(rate_per_s=10, duration_s=0.5, timeout_s=0.5).run(
             context(open_dir, state.services)).measurements
@@ -95,8 +95,8 @@ def test_first_byte_timeout_is_a_503(open_dir: Path, lab_root: Path,
                                      silent_backend: int) -> None:
     lab = make_lab(open_dir, origin="external", external_backend_port=silent_backend,
                    first_byte_timeout_s=0.3)
-    lab.up()
     try:
+        lab.up()
         state = lab.enter("v", {})
         ms = _load(rate_per_s=4, duration_s=1).run(context(open_dir, state.services)).measurements
         assert _one(ms, "failures").value == 4
@@ -107,8 +107,8 @@ def test_first_byte_timeout_is_a_503(open_dir: Path, lab_root: Path,
 
 def test_full_storage_nukes_and_keeps_serving(open_dir: Path, lab_root: Path) -> None:
     lab = make_lab(open_dir, sites=2, pages_per_site=20, page_bytes=200_000)
-    lab.up()
     try:
+        lab.up()
         state = lab.enter("tiny", {"cache_storage": "malloc", "cache_size": "2M"})
         ms = _load(rate_per_s=40, duration_s=1.5).run(
             context(open_dir, state.services)).measurements

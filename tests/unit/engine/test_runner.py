@@ -15,7 +15,6 @@ from virtbench.runner import engine as engine_module
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
-from virtbench.workloads.registry import get_workload
 
 CALLS: list[tuple[str, str, int]] = []
 LAB_EVENTS: list[str] = []
@@ -75,16 +74,14 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     LAB_EVENTS.clear()
     FakeTime.fail_on = set()
     FakeTime.interrupt_at = None
-    table = {"test.fake": FakeTime, "test.undeclared": Undeclared}
+    from virtbench.labs import registry as lab_registry
+    from virtbench.workloads import registry as workload_registry
 
-    def lookup(name: str) -> type[Workload]:
-        return table[name] if name in table else get_workload(name)
-
-    monkeypatch.setattr(engine_module, "get_workload", lookup)
-    from virtbench.labs.registry import get_lab
-
-    monkeypatch.setattr(engine_module, "get_lab",
-                        lambda name: RecordingLab if name == "test.lab" else get_lab(name))
+    workloads = {**workload_registry.all_workloads(), "test.fake": FakeTime,
+                 "test.undeclared": Undeclared}
+    labs = {**lab_registry.all_labs(), "test.lab": RecordingLab}
+    monkeypatch.setattr(workload_registry, "all_workloads", lambda: workloads)
+    monkeypatch.setattr(lab_registry, "all_labs", lambda: labs)
     monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
 
 

@@ -97,7 +97,7 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_workload_params_are_checked_with_lines() -> None:
     text = GOOD.replace("  - name: cpu.crc32c", "  - name: cpu.crc32c\n    params:\n"
                                                 "      size_mib: -1")
-    with pytest.raises(SpecError, match=r"p.yaml:12: workloads\[0\].params.size_mib: .*greater"):
+    with pytest.raises(SpecError, match=r"p.yaml:11: workloads\[0\].params.size_mib: .*greater"):
         parse_experiment(text, "p.yaml")
 
 

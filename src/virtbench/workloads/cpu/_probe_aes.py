@@ -1,4 +1,5 @@
-"""Standalone probe (runs on the target as `python3 -c SRC MODE OPS BULK_BYTES HEXTEXT CHUNK`): AES timing.
+"""Standalone AES timing probe; runs on the target as
+`python3 -c SRC MODE OPS BULK_BYTES HEXTEXT CHUNK`.
 
 Study method (mode study): AES-128-ECB + PKCS7 of a ~2 KB text, a fresh Cipher per operation,
 encryption and decryption (update+finalize) timed separately, as study 000's code did.

@@ -1,4 +1,4 @@
-"""Standalone probe (runs on the target as `python3 -c SRC SIZE LOOPS SEED`): CRC32C timing as JSON.
+"""Standalone CRC32C timing probe; runs on the target as `python3 -c SRC SIZE LOOPS SEED`.
 
 Kept free of virtbench imports so a target only needs the `crc32c` package.
 """

@@ -55,7 +55,7 @@ class AesWorkload(Workload):
         study = self.params.mode in ("study", "both")
         bulk = self.params.mode in ("bulk", "both")
         return [m for m in self.metrics
-                if (m.name.startswith("bulk") and bulk) or (not m.name.startswith("bulk") and study)]
+                if (bulk if m.name.startswith("bulk") else study)]
 
     def primary_metrics(self) -> list[Metric]:
         return [m for m in self.active_metrics() if m.primary]

@@ -114,8 +114,9 @@ def openssl_realisation(features: FeatureSet, workload: str) -> Realisation:
         mechanism="OpenSSL capability mask (OPENSSL_ia32cap)",
         env={"OPENSSL_ia32cap": value},
         settings={"OPENSSL_ia32cap": value, "hidden": ",".join(hidden) or "none"},
-        limitations=_unused_note(features, _OPENSSL_BITS, workload)
-        + ["masks what OpenSSL dispatches on; the CPU itself still has every instruction"],
+        limitations=[*_unused_note(features, _OPENSSL_BITS, workload),
+                     "masks what OpenSSL dispatches on; the CPU itself still has every "
+                     "instruction"],
     )
 
 

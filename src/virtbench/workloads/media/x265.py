@@ -87,7 +87,7 @@ class X265Workload(Workload):
         ], timeout=7200)
         frames = [int(m) for m in _FRAME_RE.findall(result.stderr)]
         ctx.target.run(["rm", "-f", out], check=False)
-        width, height, rate, duration = self.params.geometry()
+        _width, _height, rate, duration = self.params.geometry()
         frame_count = frames[-1] if frames else round(rate * duration)
         return TrialResult(
             [Measurement("encode_time_s", result.duration_s),
