@@ -120,13 +120,14 @@ def run(
 
 
 def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
-            baseline: str | None = None) -> None:
+            baseline: str | None = None, details: bool = False,
+            compare_by: str | None = None) -> None:
     from virtbench.analysis import analyse
     from virtbench.report import text
 
-    analysis = analyse(st, run_ids, baseline=baseline)
+    analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
     if fmt == "table" and output is None:
-        text.render_terminal(analysis, console)
+        text.render_terminal(analysis, console, details)
         return
     if fmt == "html":
         from virtbench.report.html import render_html
@@ -134,7 +135,7 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
         rendered = render_html(analysis)
     elif fmt == "table":
         file_console = Console(record=True, width=160, file=open(os.devnull, "w"))  # noqa: SIM115
-        text.render_terminal(analysis, file_console)
+        text.render_terminal(analysis, file_console, details)
         rendered = file_console.export_text()
     else:
         rendered = {"json": text.render_json, "csv": text.render_csv,
@@ -157,13 +158,19 @@ def report(
     baseline: Annotated[str | None, typer.Option(
         help="compare against this variant instead of the experiment's baseline "
              "(e.g. host-passthrough)")] = None,
+    details: Annotated[bool, typer.Option(
+        "--details", help="also per-repetition tables, first vs later repetitions, notes")]
+    = False,
+    compare_by: Annotated[str | None, typer.Option(
+        help="compare each variant with the one differing only in this knob (e.g. switch)")]
+    = None,
 ) -> None:
     """Statistics per variant × workload × metric; several runs are compared side by side."""
     if format not in FORMATS:
         raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
     if format == "html" and output is None:
         output = Path("report.html")
-    _report(runs or ["latest"], _store(store), format, output, baseline)
+    _report(runs or ["latest"], _store(store), format, output, baseline, details, compare_by)
 
 
 @app.command()
@@ -179,7 +186,7 @@ def compare(
     """Compare runs from different hosts in one report (the first run's baseline is the base)."""
     if len(runs) < 2:
         raise VirtbenchError("compare needs at least two runs")
-    report(runs, store, format, output, baseline)
+    report(runs, store, format, output, baseline, False, None)
 
 
 @app.command("runs")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from virtbench.analysis.model import Analysis, MetricRow, Series, VariantInfo
+from virtbench.analysis.model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
 from virtbench.model import Metric, VirtbenchError
 from virtbench.stats import (
     choose_test,
@@ -35,11 +35,14 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
 
 
 def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
-            seed: int = 0, baseline: str | None = None) -> Analysis:
+            seed: int = 0, baseline: str | None = None,
+            compare_by: str | None = None) -> Analysis:
     """Analyse one run, or several runs side by side (variants become 'run-label/variant').
 
     ``baseline`` overrides the experiment's baseline, e.g. to express every guest CPU
-    configuration's cost relative to host-passthrough.
+    configuration's cost relative to host-passthrough. ``compare_by`` (default: the
+    experiment's ``compare_by``) compares each variant with the one that differs only in that
+    knob, set to the baseline's value (OVS-DPDK at 100 Mbit/s against OVS at 100 Mbit/s).
     """
     runs = [store.run(ref) for ref in run_refs]
     several = len(runs) > 1
@@ -53,6 +56,8 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
     trial_counts: dict[str, tuple[int, int]] = {}
     failures: list[dict[str, Any]] = []
     series: list[Series] = []
+    per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = defaultdict(dict)
+    notes: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(dict)
     labels = _run_labels(runs) if several else {runs[0].id: ""}
 
     def key(run_id: str, variant: str) -> str:
@@ -74,7 +79,17 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
             realisations.append(item | {"variant": key(run.id, item["variant"])})
         facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         series += _series(store, run.id, lambda v, r=run.id: key(r, v))
+        for variant, wid, mname, rep, mean, _count in store.repetition_means(run.id):
+            per_rep[(wid, mname)].setdefault(key(run.id, variant), []).append((rep, mean))
         trials = store.trials(run.id)
+        for trial in trials:
+            if trial["status"] != "ok" or trial["warmup"]:
+                continue
+            bucket = notes[(key(run.id, trial["variant"]), trial["workload_id"])]
+            for name, value in trial["notes"].items():
+                seen = bucket.setdefault(name, [])
+                if value not in seen and len(seen) < 20:
+                    seen.append(value)
         ok = sum(1 for t in trials if t["status"] == "ok" and not t["warmup"])
         bad = [t for t in trials if t["status"] != "ok"]
         trial_counts[run.id] = (ok, len(bad))
@@ -101,18 +116,26 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                 outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
                 unmeasured=dict(missing)))
 
-    # Comparisons with the baseline; Holm's correction within each (workload, metric) family.
+    compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
+    reference = _references(variants, baseline, compare_by)
+    if compare_by:
+        variants = [VariantInfo(v.name, v.knobs, reference.get(v.name) is None, v.run_id)
+                    for v in variants]
+
+    # Comparisons with the reference; Holm's correction within each (workload, metric) family.
     families: dict[tuple[str, str], list[MetricRow]] = defaultdict(list)
     for row in rows:
         families[(row.workload_id, row.metric.name)].append(row)
     for (wid, mname), family in families.items():
-        base = _array(values.get((baseline, wid, mname), []))
         compared = []
         for row in family:
-            if row.variant == baseline or base.size < 2:
+            ref = reference.get(row.variant)
+            row.reference = ref
+            if ref is None:
                 continue
+            base = _array(values.get((ref, wid, mname), []))
             sample = _array(values.get((row.variant, wid, mname), []))
-            if sample.size < 2:
+            if sample.size < 2 or base.size < 2:
                 continue
             row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
             row.significance = choose_test(base, sample)
@@ -143,7 +166,68 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                     workloads=list(workloads.values()), rows=rows, main_effects=effects,
                     best=best, realisations=realisations, facts=facts,
                     trial_counts=trial_counts, failures=failures, factor_knob=factor_knob,
-                    confidence=confidence, series=series)
+                    confidence=confidence, series=series,
+                    per_repetition=_few_repetitions(per_rep),
+                    first_vs_rest=_first_vs_rest(per_rep, confidence), notes=dict(notes),
+                    values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by)
+
+
+def _spec_compare_by(spec_yaml: str) -> str | None:
+    """The stored experiment's ``compare_by``, read without validating the whole spec (an
+    imported run may name workloads this installation lacks)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        tree = YAML(typ="safe").load(spec_yaml)
+    except YAMLError:
+        return None
+    value = tree.get("compare_by") if isinstance(tree, dict) else None
+    return str(value) if value else None
+
+
+def _references(variants: list[VariantInfo], baseline: str,
+                compare_by: str | None) -> dict[str, str | None]:
+    """Each variant's reference variant (None: it is a reference itself)."""
+    if not compare_by:
+        return {v.name: (None if v.name == baseline else baseline) for v in variants}
+    base = next(v for v in variants if v.name == baseline)
+    if compare_by not in base.knobs:
+        raise VirtbenchError(f"compare_by: the baseline variant {baseline!r} has no knob "
+                             f"{compare_by!r}; its knobs: {', '.join(base.knobs) or 'none'}")
+    target_value = base.knobs[compare_by]
+    out: dict[str, str | None] = {}
+    for v in variants:
+        if v.knobs.get(compare_by) == target_value:
+            out[v.name] = None
+            continue
+        wanted = {**v.knobs, compare_by: target_value}
+        match = [w.name for w in variants if w.knobs == wanted and w.run_id == v.run_id]
+        out[v.name] = match[0] if match else None
+    return out
+
+
+MAX_TABLE_REPETITIONS = 50
+
+
+def _few_repetitions(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]
+                     ) -> dict[tuple[str, str], dict[str, list[tuple[int, float]]]]:
+    return {group: by_variant for group, by_variant in per_rep.items()
+            if all(len(reps) <= MAX_TABLE_REPETITIONS for reps in by_variant.values())}
+
+
+def _first_vs_rest(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]],
+                   confidence: float) -> list[FirstVsRest]:
+    out = []
+    for (wid, metric), by_variant in _few_repetitions(per_rep).items():
+        for variant, reps in by_variant.items():
+            ordered = [value for _rep, value in sorted(reps)]
+            if len(ordered) < 3 or ordered[0] == 0:
+                continue
+            rest = summarize(ordered[1:], confidence)
+            out.append(FirstVsRest(variant, wid, metric, ordered[0], rest,
+                                   rest.mean / ordered[0]))
+    return out
 
 
 def _series(store: Store, run_id: str, rename: Any) -> list[Series]:

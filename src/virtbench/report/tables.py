@@ -10,8 +10,8 @@ from virtbench.analysis import Analysis, MetricRow
 __all__ = ["COLUMNS", "row_record", "table_records"]
 
 COLUMNS = [
-    "variant", "workload", "metric", "unit", "better", "n", "mean", "median", "sd", "cv",
-    "ci_low", "ci_high", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_method",
+    "variant", "reference", "workload", "metric", "unit", "better", "n", "mean", "median", "sd",
+    "cv", "ci_low", "ci_high", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_method",
     "test", "p_value", "p_holm", "significant", "outliers", "unmeasured",
 ]
 
@@ -25,7 +25,8 @@ def _clean(value: Any) -> Any:
 def row_record(row: MetricRow) -> dict[str, Any]:
     s = row.summary
     record: dict[str, Any] = {
-        "variant": row.variant, "workload": row.workload_id, "metric": row.metric.name,
+        "variant": row.variant, "reference": row.reference,
+        "workload": row.workload_id, "metric": row.metric.name,
         "unit": row.metric.unit, "better": row.metric.better.value,
         "n": s.n if s else 0,
         "mean": s.mean if s else None, "median": s.median if s else None,

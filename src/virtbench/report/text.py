@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from virtbench.analysis import Analysis
+from virtbench.model import Metric
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.tables import COLUMNS, table_records
 
@@ -28,12 +29,21 @@ def _header(analysis: Analysis) -> list[str]:
             lines.append(f"  stopped: {run.stop_reason}")
         ok, failed = analysis.trial_counts.get(run.id, (0, 0))
         lines.append(f"  trials: {ok} measured, {failed} failed")
-    lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%}; "
-                 "speedup > 1 means better than the baseline; p-values Holm-corrected per metric")
+    if analysis.compare_knob:
+        lines.append(f"each variant is compared with the one whose {analysis.compare_knob} is "
+                     f"that of {analysis.baseline} (column 'vs'); CIs are "
+                     f"{analysis.confidence:.0%}; speedup > 1 means better; p Holm-corrected "
+                     "per metric")
+    else:
+        lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%}; "
+                     "speedup > 1 means better than the baseline; p-values Holm-corrected per "
+                     "metric")
     return lines
 
 
-def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
+def render_terminal(analysis: Analysis, console: Console | None = None,
+                    details: bool = False) -> None:
+    """The result tables; ``details`` adds per-repetition tables, first-vs-rest and notes."""
     console = console or Console()
     for line in _header(analysis):
         console.print(line, highlight=False)
@@ -47,18 +57,23 @@ def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
             table = Table(title=f"{wid} · {metric.name} ({metric.unit}, {metric.better.value} "
                                 f"is better)", title_justify="left", caption=metric.description,
                           caption_justify="left")
-            for column in ("variant", "n", "mean", "±CI", "median", "CV", "speedup [CI]",
-                           "p Holm", "out"):
+            columns = ["variant", "n", "mean", "±CI", "median", "CV", "speedup [CI]", "p Holm",
+                       "out"]
+            if analysis.compare_knob:
+                columns.insert(6, "vs")
+            for column in columns:
                 table.add_column(column, justify="left" if column == "variant" else "right",
                                  no_wrap=column != "variant")
             best = analysis.best.get((wid, metric.name), (None, 0))[0]
             for r in rows:
                 s = r.summary
-                name = Text(r.variant + (" (base)" if r.variant == analysis.baseline else ""),
+                is_base = (r.variant == analysis.baseline if not analysis.compare_knob
+                           else r.reference is None)
+                name = Text(r.variant + (" (base)" if is_base else ""),
                             style="bold" if r.variant == best else "")
                 unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
                 half = (s.ci_high - s.ci_low) / 2 if s else float("nan")
-                table.add_row(
+                cells: list[Text | str] = [
                     name, str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
                     fmt_value(s.mean if s else None, metric.unit),
                     f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
@@ -66,7 +81,10 @@ def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
                     f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
                     fmt_ratio(r.speedup.ratio, r.speedup.ci_low, r.speedup.ci_high)
                     if r.speedup else "–",
-                    fmt_p(r.p_holm) + ("*" if r.significant else ""), str(r.outliers))
+                    fmt_p(r.p_holm) + ("*" if r.significant else ""), str(r.outliers)]
+                if analysis.compare_knob:
+                    cells.insert(6, r.reference or "–")
+                table.add_row(*cells)
             console.print(table)
             effects = analysis.main_effects.get((wid, metric.name))
             if effects:
@@ -77,6 +95,8 @@ def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
                                     *map(Text, lines)))
             if best:
                 console.print(f"best configuration for {metric.name}: {best}", highlight=False)
+            if details:
+                _details(analysis, console, wid, metric)
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
               for item in r["limitations"]]
     if limits:
@@ -88,6 +108,33 @@ def render_terminal(analysis: Analysis, console: Console | None = None) -> None:
         for f in analysis.failures[:10]:
             console.print(f"  {f['variant']} / {f['workload_id']} #{f['repetition']}: "
                           f"{f['error']}", highlight=False)
+
+
+def _details(analysis: Analysis, console: Console, wid: str, metric: Metric) -> None:
+    per_rep = analysis.per_repetition.get((wid, metric.name))
+    if per_rep:
+        reps = sorted({rep for values in per_rep.values() for rep, _v in values})
+        table = Table("variant", *(f"rep {r + 1}" for r in reps), "mean",
+                      title=f"{metric.name} per repetition (the studies' per-loop / per-run "
+                            "tables)", title_justify="left")
+        for variant, values in per_rep.items():
+            by_rep = dict(values)
+            cells = [fmt_value(by_rep.get(r), metric.unit) for r in reps]
+            mean = sum(by_rep.values()) / len(by_rep)
+            table.add_row(variant, *cells, fmt_value(mean, metric.unit))
+        console.print(table)
+    for item in analysis.first_vs_rest:
+        if (item.workload_id, item.metric) == (wid, metric.name):
+            console.print(
+                f"  {item.variant}: first repetition {fmt_value(item.first, metric.unit)}, "
+                f"later ones {fmt_value(item.rest.mean, metric.unit)} "
+                f"[{fmt_value(item.rest.ci_low, metric.unit)}, "
+                f"{fmt_value(item.rest.ci_high, metric.unit)}] (×{item.ratio:.3g})",
+                highlight=False)
+    for (variant, workload_id), notes in analysis.notes.items():
+        if workload_id == wid and notes and metric.primary:
+            text = "; ".join(f"{k}: {' | '.join(v)}" for k, v in notes.items())
+            console.print(f"  notes {variant}: {text}", highlight=False)
 
 
 def render_csv(analysis: Analysis) -> str:

@@ -80,6 +80,9 @@ class Experiment(_Strict):
     target: TargetSpec = Field(default_factory=TargetSpec)
     lab: LabSpec = Field(default_factory=LabSpec)
     baseline: str | None = None
+    compare_by: str | None = Field(
+        None, description="compare each variant with the one differing only in this knob, "
+                          "set to the baseline's value (e.g. switch)")
     variants: list[VariantSpec] = Field(default_factory=list)
     matrix: dict[str, list[Any]] | None = None
     factorial: Factorial | None = None
@@ -106,6 +109,11 @@ class Experiment(_Strict):
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline '{self.baseline}' is not a variant; variants: "
                              + ", ".join(names))
+        if self.compare_by is not None:
+            base = next(v for v in self.all_variants() if v.name == self.baseline_name)
+            if self.compare_by not in base.knobs:
+                raise ValueError(f"compare_by '{self.compare_by}' is not a knob of the baseline "
+                                 f"variant '{base.name}'")
         ids = [w.workload_id for w in self.workloads]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:

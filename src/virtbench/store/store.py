@@ -372,6 +372,21 @@ class Store:
             for row in conn.execution_options(yield_per=50_000).execute(query):
                 yield row[0], row[1], row[2], row[3]
 
+    def repetition_means(self, run_id: str) -> list[tuple[str, str, str, int, float, int]]:
+        """(variant, workload_id, metric, repetition, mean value, count) of per-trial samples."""
+        query = (
+            select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
+                   s.samples.c.repetition, func.avg(s.samples.c.value), func.count())
+            .where(s.samples.c.run_id == run_id, s.samples.c.value.is_not(None),
+                   s.samples.c.t.is_(None))
+            .group_by(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
+                      s.samples.c.repetition)
+            .order_by(s.samples.c.repetition)
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], r[1], r[2], int(r[3]), float(r[4]), int(r[5]))
+                    for r in conn.execute(query)]
+
     def samples(self, run_id: str, *, workload_id: str | None = None, metric: str | None = None,
                 series_only: bool = False) -> list[SampleRow]:
         query = select(s.samples).where(s.samples.c.run_id == run_id)
