@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -15,6 +16,7 @@ from rich.text import Text
 from virtbench.analysis import Analysis
 from virtbench.model import Metric
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
 __all__ = ["render_csv", "render_json", "render_markdown", "render_terminal"]
@@ -97,6 +99,17 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                 console.print(f"best configuration for {metric.name}: {best}", highlight=False)
             if details:
                 _details(analysis, console, wid, metric)
+    for section in build_sections(analysis):
+        console.print(f"\n[bold]{section.title}[/]")
+        for paragraph in section.paragraphs:
+            console.print(paragraph, highlight=False)
+        if section.columns:
+            table = Table(*section.columns)
+            for cells in section.rows:
+                table.add_row(*cells)
+            console.print(table)
+        for warning in section.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
               for item in r["limitations"]]
     if limits:
@@ -167,6 +180,14 @@ def render_markdown(analysis: Analysis) -> str:
             f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
             f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "
             f"{fmt_p(rec['p_holm'])} | {rec['outliers']} |")
+    for section in build_sections(analysis):
+        lines += ["", f"## {section.title}", ""]
+        lines += [f"{p}\n" for p in section.paragraphs]
+        if section.columns:
+            lines += ["| " + " | ".join(section.columns) + " |",
+                      "|" + "---|" * len(section.columns)]
+            lines += ["| " + " | ".join(cells) + " |" for cells in section.rows]
+        lines += [f"> warning: {w}" for w in section.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -191,6 +212,7 @@ def render_json(analysis: Analysis) -> str:
                  for (wid, metric), (name, mean) in analysis.best.items()],
         "realisations": analysis.realisations,
         "failures": analysis.failures,
+        "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
     }
     return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)
 

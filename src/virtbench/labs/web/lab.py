@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import varnish as varnish_cfg
+from virtbench.labs.web import wordpress as wp_origin
+from virtbench.labs.web import wpconfig
 from virtbench.labs.web.fsinfo import fs_type
 from virtbench.labs.web.procs import free_port, stop_pid, wait_for_port
 from virtbench.labs.web.sitegen import generate_site
@@ -40,7 +42,8 @@ class WebLabParams(BaseModel):
         "static-multisite", description="what Varnish caches: generated static pages served by "
         "nginx, a WordPress multisite (nginx + php-fpm + MariaDB), or a server you run")
     sites: int = Field(3, ge=1, le=1000, description="number of sites")
-    pages_per_site: int = Field(100, ge=1, le=100000, description="pages in each site")
+    pages_per_site: int = Field(100, ge=1, le=100000, description="pages in each site "
+                                "(wordpress-multisite: WordPress pages, /siteN/page-M/)")
     page_bytes: int = Field(2_000_000, ge=64, le=1 << 30,
                             description="size of every static page (bytes)")
     seed: int = Field(1, description="seed of the generated pages")
@@ -60,11 +63,12 @@ class WebLabParams(BaseModel):
     between_bytes_timeout_s: float = Field(60.0, gt=0, description="Varnish between-bytes timeout")
     varnish_params: dict[str, str] = Field(
         default_factory=dict, description="extra varnishd -p NAME=VALUE parameters")
-    wordpress_posts_per_site: int = Field(
-        20, ge=1, le=10000, description="wordpress-multisite: posts created in each site")
     wordpress_media_bytes: int = Field(
-        0, ge=0, description="wordpress-multisite: bytes of generated text added to each post "
-        "(raises page weight toward the study's 2 MB)")
+        0, ge=0, le=64 << 20, description="wordpress-multisite: about this many bytes of "
+        "generated media (an inline noise PNG) added to every page, raising page weight toward "
+        "the study's 2 MB")
+    wordpress_php_workers: int = Field(
+        4, ge=1, le=64, description="wordpress-multisite: php-fpm worker processes")
 
 
 class WebLab(Lab):
@@ -105,8 +109,7 @@ class WebLab(Lab):
     def check(self) -> list[str]:
         problems = super().check()
         if self.p.origin == "wordpress-multisite":
-            problems.append("lab web: origin 'wordpress-multisite' is not implemented yet "
-                            "(use static-multisite or external)")
+            problems += wp_origin.check_tools(self.target.which)
         if self.p.origin == "external" and self.p.external_backend_port is None:
             problems.append("lab web: origin 'external' needs params.external_backend_port")
         try:
@@ -127,6 +130,8 @@ class WebLab(Lab):
         started = time.monotonic()
         if self.p.origin == "static-multisite":
             self._static_origin()
+        elif self.p.origin == "wordpress-multisite":
+            self._wordpress_origin()
         else:
             assert self.p.external_backend_port is not None
             self.origin_port = self.p.external_backend_port
@@ -142,8 +147,30 @@ class WebLab(Lab):
         self.startup_s["generate"] = time.monotonic() - t
         self.start_origin_server(htdocs)
 
+    def _wordpress_origin(self) -> None:
+        # Refuse before building anything: the install takes a while.
+        wp_origin.check_port_80_free()
+        self.paths = wp_origin.start_wordpress(
+            self.private, self._wp_spec(), self.target, self._spawn, self.startup_s)
+        # WordPress multisite serves only the domain it was installed on (no port).
+        self.host_header = wpconfig.SITE_HOST
+        self.start_origin_server()
+
+    def _wp_spec(self) -> wp_origin.WordPressSpec:
+        return wp_origin.WordPressSpec(
+            sites=self.p.sites, pages_per_site=self.p.pages_per_site,
+            media_bytes=self.p.wordpress_media_bytes, seed=self.p.seed,
+            max_age_s=self.p.cache_max_age_s, limit_rate_bps=self.p.origin_limit_rate_bps,
+            php_children=self.p.wordpress_php_workers)
+
     def start_origin_server(self, htdocs: Path | None = None) -> None:
-        """(Re)start the static nginx origin (tests stop it to simulate a dead backend)."""
+        """(Re)start the origin's nginx (tests stop it to simulate a dead backend)."""
+        if self.p.origin == "wordpress-multisite":
+            wp_origin.check_port_80_free()
+            self.origin_port = wp_origin.HTTP_PORT
+            self.origin_proc = wp_origin.start_nginx(
+                self.private, self._wp_spec(), self._spawn)
+            return
         htdocs = htdocs or self.private / "htdocs"
         prefix = self.private / "nginx"
         prefix.mkdir(exist_ok=True)

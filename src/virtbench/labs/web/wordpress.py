@@ -14,6 +14,7 @@ import json
 import secrets
 import socket
 import struct
+import subprocess
 import time
 import zlib
 from collections.abc import Callable
@@ -28,14 +29,14 @@ from virtbench.labs.web.procs import free_port, wait_for_port
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
 
-__all__ = ["WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "page_paths", "start_wordpress",
-           "inline_png"]
+__all__ = ["HTTP_PORT", "WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "check_tools",
+           "inline_png", "page_paths", "site_title", "start_nginx", "start_wordpress"]
 
 WORDPRESS_TREE = Path("/usr/share/wordpress")
 THEME = WORDPRESS_TREE / "wp-content" / "themes" / "twentytwentyone"
 HTTP_PORT = 80
 
-Spawn = Callable[[str, list[str], Path], "object"]
+Spawn = Callable[[str, list[str], Path], "subprocess.Popen[bytes]"]
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,9 @@ def check_tools(which: Callable[[str], str | None]) -> list[str]:
 
 
 def _text(rng: np.random.Generator, words: int) -> str:
-    vocabulary = ("cache storage varnish origin request page site memory disk network object "
-                  "hit miss latency response server client byte time run warm cold").split()
+    vocabulary = ["cache", "storage", "varnish", "origin", "request", "page", "site", "memory",
+                  "disk", "network", "object", "hit", "miss", "latency", "response", "server",
+                  "client", "byte", "time", "run", "warm", "cold"]
     picks = rng.integers(0, len(vocabulary), size=words)
     return " ".join(vocabulary[int(i)] for i in picks)
 
@@ -141,11 +143,11 @@ def _run(target: Target, argv: list[str], what: str, *, cwd: Path | None = None,
         raise VirtbenchError(f"lab web: {what} failed: {detail}") from None
 
 
-def _wait_for_file(path: Path, proc: object, what: str, log: Path, timeout_s: float = 20) -> None:
+def _wait_for_file(path: Path, proc: subprocess.Popen[bytes], what: str, log: Path,
+                   timeout_s: float = 20) -> None:
     started = time.monotonic()
     while not path.exists():
-        poll = getattr(proc, "poll", None)
-        if poll is not None and poll() is not None:
+        if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() \
                 else []
             raise VirtbenchError(f"lab web: {what} exited while starting: " + " | ".join(tail))
@@ -155,7 +157,7 @@ def _wait_for_file(path: Path, proc: object, what: str, log: Path, timeout_s: fl
 
 
 def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
-                    spawn: Callable[[str, list[str], Path], object],
+                    spawn: Spawn,
                     timings: dict[str, float]) -> list[str]:
     """Install, populate and start the stack under ``private``; return the page paths.
 
@@ -206,7 +208,11 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
                                                      "sites": sites}))
     out = _run(target, ["php", "vb-populate.php", str(setup / "populate.json")],
                "WordPress sites and pages", cwd=wp, timeout=600)
-    created = json.loads(out.strip().splitlines()[-1])
+    try:
+        created = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise VirtbenchError("lab web: WordPress sites and pages: unexpected output: "
+                             + out.strip()[-600:]) from None
     for name in ("vb-install.php", "vb-populate.php"):  # not reachable over HTTP afterwards
         (wp / name).unlink()
     timings["wordpress_install"] = time.monotonic() - t
@@ -236,7 +242,7 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
 
 
 def start_nginx(private: Path, spec: WordPressSpec,
-                spawn: Callable[[str, list[str], Path], object]) -> object:
+                spawn: Spawn) -> subprocess.Popen[bytes]:
     """nginx on 127.0.0.1:80 in front of the php-fpm pool (the WordPress origin server)."""
     prefix = private / "nginx"
     prefix.mkdir(exist_ok=True)
@@ -246,5 +252,5 @@ def start_nginx(private: Path, spec: WordPressSpec,
         limit_rate_bps=spec.limit_rate_bps, php_fpm_socket=private / "php-fpm" / "php-fpm.sock"))
     log = prefix / "nginx.stderr"
     proc = spawn("nginx", nginx_cfg.nginx_argv(conf, prefix), log)
-    wait_for_port(HTTP_PORT, proc, "nginx (WordPress origin)", log)  # type: ignore[arg-type]
+    wait_for_port(HTTP_PORT, proc, "nginx (WordPress origin)", log)
     return proc
