@@ -169,7 +169,8 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                     confidence=confidence, series=series,
                     per_repetition=_few_repetitions(per_rep),
                     first_vs_rest=_first_vs_rest(per_rep, confidence), notes=dict(notes),
-                    values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by)
+                    values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by,
+                    metric_defs=metric_defs)
 
 
 def _spec_compare_by(spec_yaml: str) -> str | None:

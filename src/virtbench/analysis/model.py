@@ -102,6 +102,8 @@ class Analysis:
     values: dict[tuple[str, str, str], npt.NDArray[np.float64]] = field(default_factory=dict)
     """(variant, workload_id, metric) -> the per-trial values, for report sections that need
     more than the summaries (bootstrap aggregates, regressions)."""
+    metric_defs: dict[tuple[str, str], Metric] = field(default_factory=dict)
+    """Every declared metric by (workload_id, name), including series-only ones."""
     compare_knob: str | None = None
     """When set, each variant is compared with the variant that has the same other knobs and
     this knob at the baseline's value (e.g. each background rate against OVS at that rate)."""

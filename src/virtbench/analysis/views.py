@@ -188,7 +188,8 @@ class SeriesGroup:
 
 def series_groups(analysis: Analysis) -> list[SeriesGroup]:
     order = {v.name: i for i, v in enumerate(analysis.variants)}
-    metrics = {(r.workload_id, r.metric.name): r.metric for r in analysis.rows}
+    metrics = analysis.metric_defs or {(r.workload_id, r.metric.name): r.metric
+                                       for r in analysis.rows}
     groups: dict[tuple[str, str, str], SeriesGroup] = {}
     for item in analysis.series:
         label = item.labels.get("series", "")

@@ -36,8 +36,10 @@ def main(argv: list[str]) -> int:
             scheduling = f"normal (SCHED_FIFO refused: {exc.strerror})"
     result = run_load(config)
     result.meta["scheduling"] = scheduling
+    summary = result.summary or summarise(result.records, result.duration_s)
+    if result.summary is not None:
+        result.meta["summary"] = dataclasses.asdict(summary)
     write_records(Path(argv[1]), result.records, result.meta)
-    summary = summarise(result.records, result.duration_s)
     print(json.dumps(dataclasses.asdict(summary)))
     return 0
 

@@ -53,6 +53,11 @@ class LoadConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    engine: Literal["python", "wrk"] = Field(
+        "python", description="python: virtbench's own generator (open and closed model, every "
+        "request recorded); wrk: drive wrk for the highest closed-model rates (summary and "
+        "latency percentiles only, no per-request records, no think time)")
+    wrk_threads: int = Field(2, ge=1, le=256, description="engine wrk: wrk threads (-t)")
     model: Literal["open", "closed"] = Field(
         "open", description="open: requests arrive at a set rate whatever the server does; "
         "closed: N users each send, wait for the answer, think, repeat")
@@ -84,6 +89,17 @@ class LoadConfig(BaseModel):
     host_header: str | None = Field(
         None, description="Host header to send instead of the URL's host:port")
     allow_remote: bool = Field(False, description="allow non-loopback hosts in the URLs")
+
+    @model_validator(mode="after")
+    def _wrk_limits(self) -> LoadConfig:
+        if self.engine == "wrk":
+            if self.model != "closed":
+                raise ValueError("engine: wrk runs only the closed model (model: closed); the "
+                                 "open model needs the python engine")
+            if self.think_time_s > 0:
+                raise ValueError("engine: wrk has no think time; set think_time_s: 0 or use "
+                                 "the python engine")
+        return self
 
     @model_validator(mode="after")
     def _one_origin(self) -> LoadConfig:

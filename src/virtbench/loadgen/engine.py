@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.http1 import Http1Connection, request_bytes
 from virtbench.loadgen.precise import new_loop
-from virtbench.loadgen.records import RequestRecord
+from virtbench.loadgen.records import RequestRecord, Summary
 from virtbench.loadgen.schedule import arrival_times, url_stream
+from virtbench.loadgen.wrk import run_wrk
 
 __all__ = ["LoadResult", "run_load"]
 
@@ -32,10 +33,19 @@ class LoadResult:
     duration_s: float
     """The sending period (s): the configured duration."""
     meta: dict[str, object] = field(default_factory=dict)
+    summary: Summary | None = None
+    """Set by engines without per-request records (wrk): the run's figures."""
 
 
 def run_load(config: LoadConfig) -> LoadResult:
-    """Run one load in a fresh event loop (blocking). GC is paused: a collection is a pause."""
+    """Run one load in a fresh event loop (blocking). GC is paused: a collection is a pause.
+
+    With ``engine: wrk`` the load is wrk's; the result has a summary and no records.
+    """
+    if config.engine == "wrk":
+        summary, meta = run_wrk(config)
+        return LoadResult([], summary.samples / summary.achieved_rate
+                          if summary.achieved_rate else config.duration_s, meta, summary)
     loop = new_loop(config.spin_ms / 1000.0)
     was_enabled = gc.isenabled()
     gc.collect()

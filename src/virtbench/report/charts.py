@@ -111,6 +111,8 @@ def _markup(fig: Figure, title: str) -> str:
         return (f'<img class="chart" alt="{_attr(title)}" '
                 f'src="data:image/png;base64,{data}">')
     svg = svg[svg.index("<svg"):]
+    # The RDF metadata block (creator, date, licence URLs) is noise inside an HTML page.
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
     # Drop fixed width/height so the viewBox scales to the column; label for screen readers.
     svg = re.sub(r'<svg([^>]*?)\swidth="[^"]*"\sheight="[^"]*"',
                  lambda m: f'<svg{m.group(1)} class="chart" role="img" '

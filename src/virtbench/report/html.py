@@ -27,6 +27,7 @@ from virtbench.analysis.views import (
 )
 from virtbench.report import charts
 from virtbench.report.formatting import fmt_p, fmt_ratio, fmt_value
+from virtbench.report.sections import build_sections
 from virtbench.report.tables import row_record
 
 __all__ = ["CHART_BUDGET", "render_html"]
@@ -291,6 +292,7 @@ def _render(analysis: Analysis) -> str:
         "sections": sections,
         "summary": summary,
         "series": [_series_section(g) for g in series_groups(analysis)],
+        "study_sections": build_sections(analysis),
         "realisations": _realisations(analysis),
         "limitations": limitations,
         "failures": [{"variant": str(f.get("variant", "")),
@@ -301,7 +303,11 @@ def _render(analysis: Analysis) -> str:
         "metric_defs": [{"workload_id": view.workload_id, "name": view.metric.name,
                          "unit": view.metric.unit, "better": view.metric.better.value,
                          "description": view.metric.description, "primary": view.metric.primary,
-                         "anchor": view.anchor} for view in views],
+                         "anchor": view.anchor} for view in views]
+        + [{"workload_id": wid, "name": m.name, "unit": m.unit, "better": m.better.value,
+            "description": m.description, "primary": m.primary, "anchor": ""}
+           for (wid, _name), m in analysis.metric_defs.items()
+           if (wid, m.name) not in {(v.workload_id, v.metric.name) for v in views}],
         "generated": _time(_dt.datetime.now(_dt.UTC).timestamp()),
         "version": virtbench.__version__,
         "max_bars": charts.MAX_BARS,

@@ -105,8 +105,8 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
             console.print(paragraph, highlight=False)
         if section.columns:
             table = Table(*section.columns)
-            for cells in section.rows:
-                table.add_row(*cells)
+            for section_row in section.rows:
+                table.add_row(*section_row)
             console.print(table)
         for warning in section.warnings:
             console.print(f"[yellow]warning:[/] {warning}", highlight=False)

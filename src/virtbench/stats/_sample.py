@@ -14,7 +14,7 @@ SampleLike = Sequence[float] | npt.NDArray[np.floating] | npt.NDArray[np.integer
 # Above this many samples in one group the bootstrap distribution of its mean is replaced by its
 # normal limit N(mean, sd0²/n) (central limit theorem); resampling 10⁶ values thousands of times
 # would cost minutes for an answer that differs only in the third significant digit.
-NORMAL_MEAN_ABOVE = 20_000
+NORMAL_MEAN_ABOVE = 2_000
 
 # Upper bound on resample-matrix cells held in memory at once (8 bytes each -> ~16 MB).
 _MAX_CELLS = 2_000_000

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # speedup_ci switches from the bootstrap to Fieller's interval above this many samples in total.
-ANALYTIC_ABOVE = 20_000
+ANALYTIC_ABOVE = 2_000
 # Shapiro–Wilk is run on groups of 3..SHAPIRO_MAX samples (scipy's p-value is approximate above
 # 5000); larger groups count as normal enough, because the t-test on means is then valid by the CLT.
 SHAPIRO_MAX = 5000

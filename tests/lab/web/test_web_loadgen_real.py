@@ -53,3 +53,17 @@ def test_a_dead_server_gives_refused_failures_not_a_crash(static_lab: WebLab) ->
     closed = run_load(LoadConfig(model="closed", users=2, duration_s=0.5,
                                  urls=state.services["urls"]))
     assert closed.records and {r.error for r in closed.records} == {"refused"}
+
+
+def test_wrk_engine_closed_model_summary(static_lab: WebLab) -> None:
+    state = static_lab.enter("w", {})
+    result = run_load(LoadConfig(engine="wrk", model="closed", users=4, duration_s=1,
+                                 urls=state.services["urls"]))
+    s = result.summary
+    assert s is not None and result.records == []
+    assert s.samples > 100 and s.failures == 0
+    wrk = result.meta["wrk"]
+    assert isinstance(wrk, dict)
+    # Twenty pages: at most one miss per page; everything else came from the cache.
+    assert 0 < wrk["misses"] <= 20 and wrk["hits"] + wrk["misses"] == s.samples
+    assert s.response_time_median_ms <= s.response_time_p99_ms

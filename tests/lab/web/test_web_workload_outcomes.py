@@ -134,3 +134,17 @@ def test_bad_url_list(static_lab: WebLab, open_dir: Path) -> None:
     bad.write_text("127.0.0.1/site1/page1.html\n")
     with pytest.raises(VirtbenchError, match=r"url_file .* line 1"):
         _load(url_file=bad).run(context(open_dir, state.services))
+
+
+def test_wrk_engine_through_the_workload(static_lab: WebLab, open_dir: Path) -> None:
+    state = static_lab.enter("w", {})
+    result = _load(engine="wrk", model="closed", users=4, duration_s=1).run(
+        context(open_dir, state.services))
+    ms = result.measurements
+    samples = _one(ms, "samples").value
+    assert samples is not None and samples > 100 and _one(ms, "failures").value == 0
+    assert not [m for m in ms if m.metric == "response_time"]  # wrk has no per-request times
+    assert _one(ms, "response_time_p99").value is not None
+    fetches = _one(ms, "backend_fetches_run").value
+    assert fetches is not None and 0 < fetches <= 20
+    assert result.notes["load_generator"].startswith("wrk")

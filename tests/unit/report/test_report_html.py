@@ -87,6 +87,7 @@ def test_factorial_report_has_tables_charts_effects_and_definitions(store: Store
     text = " ".join(doc.text)
 
     assert html.startswith("<!DOCTYPE html>")
+    assert "https://" not in html and "<metadata>" not in html
     assert "<title>cpu-features · virtbench report</title>" in html
     # header: experiment, status, stop reason, baseline, run id
     assert run_id in text and "complete" in text

@@ -140,15 +140,22 @@ $_SERVER['SERVER_NAME'] = '{SITE_HOST}';
 $_SERVER['SERVER_PORT'] = 80;
 $_SERVER['REQUEST_URI'] = '/';
 $_SERVER['REQUEST_METHOD'] = 'GET';
+$_SERVER['REMOTE_ADDR'] = '127.0.0.1';
 """
 
 WP_INSTALL_PHP = _CLI_PRELUDE + """
 // Step 1: a single site, then the network tables (what wp-admin/install.php and
 // wp-admin/network.php do, without a browser or the network).
 define('WP_INSTALLING', true);
+define('WP_INSTALLING_NETWORK', true);  // schema.php decides at include time to add ms tables
 require __DIR__ . '/wp-load.php';
 require_once ABSPATH . 'wp-admin/includes/upgrade.php';
 add_filter('pre_wp_mail', '__return_false');
+// As wp-admin/network.php does: name the network tables, which wpdb leaves unset while the
+// site is not multisite yet.
+foreach ($wpdb->tables('ms_global') as $table => $prefixed_table) {
+    $wpdb->$table = $prefixed_table;
+}
 $spec = json_decode(file_get_contents($argv[1]), true);
 $result = wp_install($spec['title'], 'vbadmin', 'vbadmin@example.invalid', true, '',
                      $spec['password']);

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, Summary, read_records, summarise
@@ -28,6 +28,10 @@ class WebLoadParams(BaseModel):
 
     model: Literal["open", "closed"] = Field(
         "open", description="open: a fixed arrival rate (the study: 8 req/s); closed: N users")
+    engine: Literal["python", "wrk"] = Field(
+        "python", description="python: virtbench's generator (every request recorded); wrk: "
+        "closed model through wrk for the highest rates (summary and latency percentiles only)")
+    wrk_threads: int = Field(2, ge=1, le=256, description="engine wrk: wrk threads (-t)")
     rate_per_s: float = Field(8.0, gt=0, description="open model: requests per second")
     arrival: Literal["constant", "poisson"] = Field(
         "constant", description="open model: constant gaps or Poisson arrivals")
@@ -65,23 +69,23 @@ class WebLoad(Workload):
     metrics = WEB_LOAD_METRICS
     tools: ClassVar[tuple[Tool, ...]] = (
         Tool("varnishstat", "varnish", "cache counters (only when the lab runs Varnish)"),
+        Tool("wrk", "wrk", "HTTP load (only with engine: wrk)"),
     )
     Params: ClassVar[type[BaseModel]] = WebLoadParams
 
     def check(self, target: Any) -> list[str]:
         # varnishstat is needed only with a Varnish lab; the lab itself checks for it.
+        if self.params.engine == "wrk" and target.which("wrk") is None:
+            return ["workload web.load: engine wrk needs 'wrk'; install the Debian package 'wrk'"]
         return []
 
     def run(self, ctx: TrialContext) -> TrialResult:
         p: WebLoadParams = self.params
         urls = resolve_urls(p, ctx.services)
-        config = LoadConfig(
-            model=p.model, rate_per_s=p.rate_per_s, arrival=p.arrival, users=p.users,
-            think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
-            url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,
-            timeout_s=p.timeout_s, connections=p.connections, max_connections=p.max_connections,
-            spin_ms=p.spin_ms, scheduling=p.scheduling, host_header=ctx.services.get("host_header"),
-            allow_remote=p.allow_remote)
+        try:
+            config = _config_from(p, urls, ctx)
+        except ValidationError as exc:
+            raise VirtbenchError(f"web.load params: {exc}") from None
         stem = f"web-load-{_safe(ctx.variant)}-r{ctx.repetition}"
         ctx.workdir.mkdir(parents=True, exist_ok=True)
         config_path = ctx.workdir / f"{stem}.json"
@@ -103,7 +107,9 @@ class WebLoad(Workload):
         if proc.returncode != 0:
             raise VirtbenchError(f"load generator failed: {proc.stderr.strip()[-500:]}")
         records, meta = read_records(records_path)
-        summary = summarise(records, p.duration_s)
+        engine_summary = meta.get("summary")  # engines without per-request records (wrk)
+        summary = Summary(**engine_summary) if isinstance(engine_summary, dict) \
+            else summarise(records, p.duration_s)
         measurements = summary_measurements(summary)
         if p.per_request_samples:
             measurements += request_measurements(records, config.paths())
@@ -120,6 +126,17 @@ class WebLoad(Workload):
             if sampler.errors:
                 notes["varnishstat_errors"] = "; ".join(sampler.errors[:3])
         return TrialResult(measurements, artifacts, notes)
+
+
+def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext) -> LoadConfig:
+    return LoadConfig(
+        engine=p.engine, wrk_threads=p.wrk_threads, model=p.model,
+        rate_per_s=p.rate_per_s, arrival=p.arrival, users=p.users,
+        think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
+        url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,
+        timeout_s=p.timeout_s, connections=p.connections, max_connections=p.max_connections,
+        spin_ms=p.spin_ms, scheduling=p.scheduling, host_header=ctx.services.get("host_header"),
+        allow_remote=p.allow_remote)
 
 
 def _num(value: float) -> float | None:

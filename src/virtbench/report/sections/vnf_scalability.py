@@ -1,0 +1,138 @@
+"""Study 002 (VNF throughput and scalability): router throughput and CPU busy vs the number of
+stressed neighbours, one block per host when several runs are compared, and a summary of every
+host's degradation range and linear-fit slope."""
+
+from __future__ import annotations
+
+from virtbench.analysis import Analysis, VariantInfo
+from virtbench.net_qos.scalability import Scalability, degradation_range, scalability
+from virtbench.report.formatting import fmt_num, fmt_p, fmt_value
+from virtbench.report.sections import Section
+from virtbench.report.sections._common import (
+    change_from_row,
+    fmt_change,
+    fmt_mean_ci,
+    metric_of,
+    one_line,
+    run_blocks,
+    workload_ids,
+)
+
+__all__ = ["SECTIONS", "vnf_sections"]
+
+WORKLOAD = "net.router-throughput"
+KNOB = "neighbours"
+THROUGHPUT = "throughput_gbps"
+CPU = "cpu_busy_pct"
+RETRANSMITS = "tcp_retransmits"
+
+
+def _by_count(variants: list[VariantInfo]) -> dict[int, VariantInfo]:
+    out: dict[int, VariantInfo] = {}
+    for info in variants:
+        value = info.knobs.get(KNOB)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.setdefault(value, info)
+    return dict(sorted(out.items()))
+
+
+def _fit(analysis: Analysis, wid: str, counts: dict[int, VariantInfo]) -> Scalability | None:
+    samples = {n: analysis.values[(v.name, wid, THROUGHPUT)] for n, v in counts.items()
+               if (v.name, wid, THROUGHPUT) in analysis.values}
+    samples = {n: s for n, s in samples.items() if s.size}
+    if len(samples) < 2 or sum(s.size for s in samples.values()) < 3:
+        return None
+    return scalability({n: s.tolist() for n, s in samples.items()})
+
+
+def vnf_sections(analysis: Analysis) -> list[Section]:
+    sections: list[Section] = []
+    ci = f"[{analysis.confidence:.0%} CI]"
+    level = f"{analysis.confidence:.0%}"
+    for wid in workload_ids(analysis, WORKLOAD):
+        tput = metric_of(analysis, wid, THROUGHPUT)
+        if tput is None:
+            continue
+        cpu = metric_of(analysis, wid, CPU)
+        retrans = metric_of(analysis, wid, RETRANSMITS)
+        unit = tput.unit
+        summary_rows: list[list[str]] = []
+        for label, variants in run_blocks(analysis):
+            counts = _by_count(variants)
+            if not counts:
+                continue
+            rows = []
+            for n, info in counts.items():
+                row = analysis.row(info.name, wid, THROUGHPUT)
+                cpu_row = analysis.row(info.name, wid, CPU) if cpu else None
+                re_row = analysis.row(info.name, wid, RETRANSMITS) if retrans else None
+                rows.append([
+                    str(n), str(n + 1),
+                    str(row.summary.n) if row and row.summary else "0",
+                    fmt_mean_ci(row.summary if row else None, unit),
+                    fmt_change(change_from_row(row)) if row else "–",
+                    fmt_p(row.p_holm) if row else "–",
+                    fmt_mean_ci(cpu_row.summary if cpu_row else None, "%"),
+                    fmt_value(re_row.summary.mean if re_row and re_row.summary else None,
+                              "segments")])
+            fit = _fit(analysis, wid, counts)
+            paragraphs = [
+                f"Router throughput ({THROUGHPUT}, {unit}): {tput.description}. Mean over "
+                f"the repetitions with its {level} t CI, per number of stressed neighbours; the "
+                "study's 'VNFs' are the router plus its neighbours. Change: 100 × (mean / mean "
+                "of the reference − 1) in %, against each row's reference variant "
+                f"({analysis.baseline} unless compare_by says otherwise); p is Welch's t or "
+                "Mann–Whitney U, Holm-corrected."]
+            if cpu:
+                paragraphs.append(f"CPU busy ({CPU}, %): {cpu.description}.")
+            if retrans:
+                paragraphs.append(f"Retransmits ({RETRANSMITS}, segments, mean per trial): "
+                                  f"{retrans.description}.")
+            warnings = []
+            if fit is not None:
+                f = fit.fit
+                paragraphs.append(
+                    f"Degradation range: the smallest and largest drop of mean throughput "
+                    f"between consecutive neighbour counts: {fmt_value(fit.drop_min, unit)} to "
+                    f"{fmt_value(fit.drop_max, unit)} ({one_line(degradation_range.__doc__)})")
+                paragraphs.append(
+                    f"Linear fit of throughput on neighbours over all {f.n} repetitions "
+                    f"(ordinary least squares, not on the means): slope "
+                    f"{fmt_num(f.slope)} {unit} per neighbour, {analysis.confidence:.0%} t "
+                    f"interval (n − 2 df) {fmt_num(f.slope_ci_low)} to "
+                    f"{fmt_num(f.slope_ci_high)}; intercept {fmt_value(f.intercept, unit)}; "
+                    f"R² {fmt_num(f.r_squared, 3)}.")
+                summary_rows.append([
+                    label or analysis.runs[0].host, f"{min(counts)}–{max(counts)}",
+                    f"{fmt_value(fit.drop_min, unit)} – {fmt_value(fit.drop_max, unit)}",
+                    f"{fmt_num(f.slope)} [{fmt_num(f.slope_ci_low)}, "
+                    f"{fmt_num(f.slope_ci_high)}]", fmt_num(f.r_squared, 3), str(f.n)])
+            else:
+                warnings.append("no degradation range or fit: throughput was measured at fewer "
+                                "than two neighbour counts (or fewer than 3 trials)")
+            title = f"{wid}: throughput vs stressed neighbours"
+            sections.append(Section(
+                key="-".join(p for p in ("vnf-scalability", wid, label) if p),
+                title=f"{title} — {label}" if label else title,
+                paragraphs=paragraphs,
+                columns=["neighbours", "VNFs", "n", f"throughput ({unit}) {ci}",
+                         f"change % {ci}", "p", f"CPU busy (%) {ci}",
+                         "retransmits (segments)"],
+                rows=rows, warnings=warnings))
+        if summary_rows:
+            sections.append(Section(
+                key=f"vnf-scalability-summary-{wid}",
+                title=f"{wid}: scalability summary per host",
+                paragraphs=[
+                    "Per host (run): the range of neighbour counts measured; the degradation "
+                    f"range (smallest – largest drop of mean throughput between consecutive "
+                    f"counts, {unit}); the OLS slope of throughput on neighbours over all "
+                    f"repetitions in {unit} per neighbour with its {analysis.confidence:.0%} t "
+                    "interval; R² of that fit; and the number of trials fitted."],
+                columns=["host", "neighbours", f"degradation range ({unit})",
+                         f"slope ({unit}/neighbour) {ci}", "R²", "n"],
+                rows=summary_rows))
+    return sections
+
+
+SECTIONS = (vnf_sections,)

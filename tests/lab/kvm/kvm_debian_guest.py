@@ -1,0 +1,408 @@
+"""A small Debian guest that runs virtbench's workloads: python3 + crc32c + cryptography + sshd.
+
+Built once from Debian packages with ``debootstrap`` (minbase) into <repo>/.cache/vbkvm-debian/
+and packed as an uncompressed initramfs (a cpio archive); booted with the Debian cloud kernel
+(the package the tiny busybox guest uses) under QEMU TCG. The kernel's virtio-net and
+virtio-rng modules are copied from the same kernel package and loaded by the guest's ``/init``,
+a shell script (busybox) that mounts the pseudo file systems, configures QEMU user-mode
+networking, prints /proc/cpuinfo between virtbench's console markers and hands over to busybox
+``init``, which keeps ``sshd`` running. No systemd: it would take minutes under TCG.
+
+Per boot, :func:`make_instance` generates a fresh SSH host key and client key and appends them
+to the cached archive as a second cpio archive (the kernel unpacks concatenated archives in
+order), so no key is ever cached or shared, and the host key is pinned in a known_hosts file.
+
+Networking: QEMU user mode (slirp) with ``restrict=on`` (the guest reaches nothing outside
+QEMU) and one ``hostfwd`` from 127.0.0.1:PORT to the guest's port 22 — loopback only.
+
+Run as a script to reproduce the example experiment by hand (see docs/kvm.md)::
+
+    .venv/bin/python tests/lab/kvm/kvm_debian_guest.py run -- \
+        .venv/bin/virtbench run examples/kvm-guest-tcg.yaml --store /tmp/vbkvm.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from kvm_guest_image import _download, _kernel_package, _run
+
+from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+
+REPO = Path(__file__).resolve().parents[3]
+CACHE = REPO / ".cache" / "vbkvm-debian"
+
+# debootstrap does not resolve virtual packages: python3-cffi-backend provides the
+# python3-cffi-backend-api-* that python3-cryptography depends on.
+PACKAGES = ("python3", "python3-cryptography", "python3-cffi-backend", "python3-crc32c",
+            "openssh-server", "busybox")
+
+# Load order follows the modules' `depends` (modinfo): the kernel package ships no modules.dep.
+MODULES = (
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
+    "drivers/char/hw_random/virtio-rng.ko",
+)
+
+INIT = f"""#!/bin/busybox sh
+# virtbench test guest: no systemd (minutes under TCG); busybox init keeps sshd alive.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+bb=/bin/busybox
+$bb mount -t proc proc /proc
+$bb mount -t sysfs sysfs /sys
+$bb mount -t devtmpfs devtmpfs /dev
+$bb mkdir -p /dev/pts /dev/shm
+$bb mount -t devpts devpts /dev/pts
+$bb mount -t tmpfs tmpfs /run
+$bb mount -t tmpfs tmpfs /tmp
+$bb mount -t tmpfs tmpfs /dev/shm
+$bb mkdir -p /run/sshd
+for m in {' '.join(Path(m).name for m in MODULES)}; do
+  $bb insmod /lib/modules/vbkvm/$m || echo "vbkvm: insmod $m failed"
+done
+$bb hostname vbkvm-debian
+$bb ip link set lo up
+# QEMU user-mode networking: fixed addresses, no DHCP needed.
+$bb ip link set eth0 up
+$bb ip addr add 10.0.2.15/24 dev eth0
+$bb ip route add default via 10.0.2.2
+echo {CONSOLE_BEGIN}
+$bb cat /proc/cpuinfo
+echo {CONSOLE_END}
+exec $bb init
+"""
+
+INITTAB = """::respawn:/usr/sbin/sshd -D -e
+::ctrlaltdel:/bin/busybox poweroff -f
+"""
+
+SSHD_CONFIG = """# virtbench test guest
+HostKey /etc/ssh/ssh_host_ed25519_key
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+# PAM and DNS look-ups only cost time under TCG.
+UsePAM no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+"""
+
+RECIPE = hashlib.sha256("\n".join((*PACKAGES, *MODULES, INIT, INITTAB, SSHD_CONFIG)).encode()
+                        ).hexdigest()[:12]
+"""Changes whenever the recipe changes, so a stale cached image is rebuilt."""
+
+
+@dataclass(frozen=True)
+class DebianGuestImage:
+    kernel: Path
+    rootfs: Path
+    """Uncompressed cpio archive of the whole root file system (the initramfs)."""
+
+
+@dataclass(frozen=True)
+class GuestInstance:
+    """One bootable guest: its initramfs (cached image + this instance's keys) and SSH access."""
+
+    kernel: Path
+    initrd: Path
+    port: int
+    known_hosts: Path
+    identity: Path
+    workdir: Path
+
+    @property
+    def ssh_spec(self) -> str:
+        return f"root@127.0.0.1:{self.port}"
+
+
+def _mirror() -> tuple[str, str]:
+    """(codename, mirror URI) of this machine's own Debian main archive, as apt uses it."""
+    codename = ""
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            codename = line.split("=", 1)[1].strip().strip('"')
+    rows = _run(["apt-get", "indextargets", "--format",
+                 "$(REPO_URI) $(RELEASE) $(COMPONENT) $(IDENTIFIER)"]).splitlines()
+    for row in rows:
+        parts = row.split()
+        if len(parts) == 4 and parts[1] == codename and parts[2] == "main" \
+                and parts[3] == "Packages":
+            return codename, parts[0]
+    raise RuntimeError(f"apt knows no '{codename} main' archive; run apt-get update first")
+
+
+def _cpio(root: Path, names: Sequence[str], out: Path) -> None:
+    """Pack ``names`` (paths relative to ``root``) as a newc archive owned by root."""
+    with out.open("wb") as sink:
+        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"], cwd=root,
+                       input="\n".join(names).encode(), stdout=sink, check=True)
+
+
+def _tree_names(root: Path) -> list[str]:
+    # Parents before children, as cpio extraction needs; symlinks are not followed.
+    return ["."] + sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _trim(root: Path) -> None:
+    """Remove what a guest that only runs probes never reads (halves the archive)."""
+    for sub in ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
+                "usr/share/zoneinfo", "usr/share/i18n", "var/cache/apt", "var/lib/apt/lists",
+                "var/cache/debconf", "usr/share/common-licenses"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    for key in (root / "etc" / "ssh").glob("ssh_host_*"):
+        key.unlink()  # every instance gets its own host key
+
+
+def _build(cache: Path) -> DebianGuestImage:
+    for binary in ("debootstrap", "cpio", "unshare", "apt-get", "dpkg-deb"):
+        if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+            package = "util-linux" if binary == "unshare" else binary
+            raise RuntimeError(f"'{binary}' is missing: apt-get install {package}")
+    codename, mirror = _mirror()
+    with tempfile.TemporaryDirectory(prefix="vbkvm-debian-build-", dir=cache) as tmp:
+        work = Path(tmp)
+        root = work / "root"
+        # A private mount and PID namespace: debootstrap's /proc and /sys mounts and any daemon
+        # a maintainer script starts in the chroot end with it, also on Ctrl-C.
+        log = work / "debootstrap.log"
+        debs = cache / "debs"
+        debs.mkdir(exist_ok=True)
+        with log.open("wb") as sink:
+            done = subprocess.run(
+                ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation",
+                 "private", "--", "/usr/sbin/debootstrap", "--variant=minbase",
+                 "--components=main", f"--include={','.join(PACKAGES)}",
+                 # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
+                 f"--cache-dir={debs}", codename, str(root), mirror],
+                check=False, stdout=sink, stderr=subprocess.STDOUT,
+            )
+        if done.returncode != 0:
+            inner = root / "debootstrap" / "debootstrap.log"
+            text = log.read_text(errors="replace")
+            if inner.exists():
+                text += inner.read_text(errors="replace")
+            raise RuntimeError("debootstrap failed: " + " | ".join(text.splitlines()[-15:]))
+        kdeb = _download(_kernel_package(), work)
+        _run(["dpkg-deb", "-x", str(kdeb), str(work / "k")])
+        kernel = sorted((work / "k" / "boot").glob("vmlinuz-*"))[-1]
+        moddir = next((work / "k" / "lib" / "modules").iterdir()) / "kernel"
+        (root / "lib" / "modules" / "vbkvm").mkdir(parents=True)
+        for module in MODULES:
+            shutil.copy2(moddir / module, root / "lib" / "modules" / "vbkvm")
+        _trim(root)
+        (root / "init").write_text(INIT)
+        os.chmod(root / "init", 0o755)
+        (root / "etc" / "inittab").write_text(INITTAB)
+        (root / "etc" / "ssh" / "sshd_config.d" / "vbkvm.conf").write_text(SSHD_CONFIG)
+        (root / "root" / ".ssh").mkdir(mode=0o700, exist_ok=True)
+        rootfs = work / "rootfs.cpio"
+        _cpio(root, _tree_names(root), rootfs)
+        if rootfs.stat().st_size < 20_000_000:
+            raise RuntimeError("the guest's root archive is suspiciously small; is cpio working?")
+        shutil.copy2(kernel, cache / "vmlinuz")
+        rootfs.replace(cache / "rootfs.cpio")
+        (cache / "recipe").write_text(RECIPE + "\n")
+    return DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+
+
+def build_debian_guest(cache: Path = CACHE) -> DebianGuestImage:
+    """The kernel and root archive, built once (a few minutes) and reused while the recipe
+    is unchanged. A lock keeps two concurrent test runs from building at the same time."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache.parent / ".gitignore").write_text("*\n")
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = cache / "recipe"
+        image = DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+        if (image.kernel.exists() and image.rootfs.exists() and stamp.exists()
+                and stamp.read_text().strip() == RECIPE):
+            return image
+        for stale in cache.glob("vbkvm-debian-build-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a build that was killed
+        return _build(cache)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = None
+                  ) -> GuestInstance:
+    """Fresh host and client keys for one guest, its initramfs, and a pinned known_hosts."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    overlay = workdir / "overlay"
+    (overlay / "etc" / "ssh").mkdir(parents=True)
+    (overlay / "root" / ".ssh").mkdir(parents=True, mode=0o700)
+    host_key = overlay / "etc" / "ssh" / "ssh_host_ed25519_key"
+    identity = workdir / "id_ed25519"
+    for key in (host_key, identity):
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vbkvm", "-f", str(key)])
+    authorized = overlay / "root" / ".ssh" / "authorized_keys"
+    shutil.copy(identity.with_suffix(".pub"), authorized)
+    authorized.chmod(0o600)
+    kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
+    known_hosts = workdir / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {kind} {blob}\n")
+    names = ["etc", "etc/ssh", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub",
+             "root", "root/.ssh", "root/.ssh/authorized_keys"]
+    _cpio(overlay, names, workdir / "keys.cpio")
+    shutil.rmtree(overlay)
+    initrd = workdir / "initrd.cpio"
+    with initrd.open("wb") as out:
+        for part in (image.rootfs, workdir / "keys.cpio"):
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+    (workdir / "keys.cpio").unlink()
+    return GuestInstance(image.kernel, initrd, port, known_hosts, identity, workdir)
+
+
+def domain_xml(name: str, guest: GuestInstance, console_log: Path, memory_mib: int = 768) -> str:
+    """A TCG domain with qemu64 (QEMU's default CPU) and user-mode networking on loopback."""
+    return f"""<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{name}</name>
+  <memory unit='MiB'>{memory_mib}</memory>
+  <vcpu placement='static'>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{guest.kernel}</kernel>
+    <initrd>{guest.initrd}</initrd>
+    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>
+  </os>
+  <features>
+    <acpi/>
+  </features>
+  <cpu mode='custom' match='exact' check='none'>
+    <model fallback='allow'>qemu64</model>
+  </cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'>
+      <source path='{console_log}'/>
+      <target port='0'/>
+    </serial>
+    <rng model='virtio'>
+      <backend model='random'>/dev/urandom</backend>
+    </rng>
+    <memballoon model='none'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{guest.port}-:22'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=vbnet0'/>
+  </qemu:commandline>
+</domain>
+"""
+
+
+def wait_ssh(guest: GuestInstance, timeout: float = 180.0) -> None:
+    """Wait until sshd in the guest answers with the pinned host key."""
+    deadline = time.monotonic() + timeout
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={guest.known_hosts}", "-o", "ConnectTimeout=10",
+            "-i", str(guest.identity), "-o", "IdentitiesOnly=yes", "-p", str(guest.port),
+            "root@127.0.0.1", "true"]
+    while True:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if result.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"guest sshd on port {guest.port} did not answer within "
+                               f"{timeout:.0f} s: {result.stderr.strip()[-300:]}")
+        time.sleep(1)
+
+
+# -- by hand: `python kvm_debian_guest.py run -- COMMAND` ---------------------------------------
+
+SESSION = CACHE / "session"
+"""Fixed paths the example experiment names (keys live only while `run` runs)."""
+EXAMPLE_DOMAIN = "vbkvm-debian"
+EXAMPLE_PORT = 2522
+
+
+@contextlib.contextmanager
+def _signals_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("build", help="build (or reuse) the cached guest image")
+    run = sub.add_parser("run", help="start a private libvirtd + the guest, run COMMAND, "
+                                     "clean everything up")
+    run.add_argument("--port", type=int, default=EXAMPLE_PORT)
+    run.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    image = build_debian_guest()
+    print(f"guest image ready in {time.monotonic() - started:.1f} s: {image.rootfs} "
+          f"({image.rootfs.stat().st_size / 2**20:.0f} MiB)", flush=True)
+    if args.cmd == "build":
+        return 0
+    import libvirt
+    from kvm_libvirtd import PrivateLibvirtd
+
+    command = [c for c in args.command if c != "--"] or ["true"]
+    shutil.rmtree(SESSION, ignore_errors=True)
+    daemon = PrivateLibvirtd()
+    conn: Any = None
+    with _signals_as_interrupt():
+        try:
+            guest = make_instance(image, SESSION, args.port)
+            uri = daemon.start()
+            conn = libvirt.open(uri)
+            dom = conn.defineXML(domain_xml(EXAMPLE_DOMAIN, guest, SESSION / "console.log"))
+            booted = time.monotonic()
+            dom.create()
+            wait_ssh(guest)
+            print(f"guest {EXAMPLE_DOMAIN} answers over ssh {guest.ssh_spec} after "
+                  f"{time.monotonic() - booted:.1f} s; LIBVIRT_DEFAULT_URI={uri}", flush=True)
+            env = dict(os.environ, LIBVIRT_DEFAULT_URI=uri)
+            return subprocess.run(command, env=env, check=False).returncode
+        finally:
+            if conn is not None:
+                conn.close()
+            daemon.stop()  # destroys and undefines every domain on it, then ends it by PID
+            shutil.rmtree(SESSION, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
