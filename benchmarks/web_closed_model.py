@@ -27,8 +27,8 @@ from virtbench.loadgen import LoadConfig
 from virtbench.loadgen.records import Summary, read_records, summarise
 from virtbench.targets.local import LocalTarget
 
-DURATION_S = 4
-ROUNDS = 3
+DURATION_S = 3
+ROUNDS = 5
 
 
 def wrk_rate(url: str) -> float:

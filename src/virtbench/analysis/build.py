@@ -71,16 +71,12 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
             workloads.setdefault(wid, (wid, name, params))
         for (wid, mname), metric in store.metrics(run.id).items():
             metric_defs.setdefault((wid, mname), metric)
-        for variant, wid, mname, value in store.scalar_values(run.id):
-            values[(key(run.id, variant), wid, mname)].append(value)
-        for (variant, wid, mname, status), count in store.status_counts(run.id).items():
-            unmeasured[(key(run.id, variant), wid, mname)][status] = count
+        names = {name: key(run.id, name) for name, _knobs, _b in store.variants(run.id)}
+        _collect(store, run.id, names, values, unmeasured, per_rep)
         for item in store.realisations(run.id):
             realisations.append(item | {"variant": key(run.id, item["variant"])})
         facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         series += _series(store, run.id, lambda v, r=run.id: key(r, v))
-        for variant, wid, mname, rep, mean, _count in store.repetition_means(run.id):
-            per_rep[(wid, mname)].setdefault(key(run.id, variant), []).append((rep, mean))
         trials = store.trials(run.id)
         for trial in trials:
             if trial["status"] != "ok" or trial["warmup"]:
@@ -209,6 +205,32 @@ def _references(variants: list[VariantInfo], baseline: str,
 
 
 MAX_TABLE_REPETITIONS = 50
+
+
+def _collect(store: Store, run_id: str, names: dict[str, str],
+             values: dict[tuple[str, str, str], list[float]],
+             unmeasured: dict[tuple[str, str, str], dict[str, int]],
+             per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
+    """Values of every (variant, workload, metric) group, unmeasured counts by status, and
+    per-repetition means (only where there are few repetitions: the studies' loop tables)."""
+    repetitions: dict[tuple[str, str, str], list[int]] = {}
+    for (variant, wid, mname, status), count in store.status_counts(run_id).items():
+        unmeasured[(names.get(variant, variant), wid, mname)][status] = count
+    for (wid, mname) in store.metrics(run_id):
+        for stored_name, name in names.items():
+            reps, group_values = store.group_values(run_id, stored_name, wid, mname)
+            if group_values:
+                values[(name, wid, mname)].extend(group_values)
+                repetitions[(name, wid, mname)] = reps
+    for group, reps in repetitions.items():
+        if max(reps) >= MAX_TABLE_REPETITIONS:
+            continue
+        rep_array = np.asarray(reps)
+        sums = np.bincount(rep_array, weights=np.asarray(values[group], dtype=np.float64))
+        counts_per_rep = np.bincount(rep_array)
+        variant, wid, mname = group
+        per_rep[(wid, mname)][variant] = [
+            (int(r), float(sums[r] / counts_per_rep[r])) for r in np.nonzero(counts_per_rep)[0]]
 
 
 def _few_repetitions(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]

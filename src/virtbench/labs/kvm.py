@@ -15,13 +15,14 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.kvm.access import GuestAccess
-from virtbench.kvm.apply import DomainTuner
+from virtbench.kvm.apply import DomainTuner, GuestProbe
 from virtbench.kvm.connection import default_uri, open_connection
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CPU_MODES, CpuChange, cpu_diff, domain_type
 from virtbench.kvm.flags import parse_flag_list
 from virtbench.kvm.hostcpu import read_host_cpu
 from virtbench.kvm.plan import make_plan
+from virtbench.kvm.probes import TargetProbe
 from virtbench.kvm.state import default_state
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
@@ -127,7 +128,7 @@ class KvmGuestLab(Lab):
             expect_present, expect_absent = plan.change.require, plan.change.disable
             notes = {"guest_cpu": plan.cpu.summary()}
             warnings = plan.warnings
-        probe = self.access.probe(self.conn, self.params.domain)
+        probe = self._probe()
         if self._running_with(target_xml):
             if probe is not None:
                 probe.wait_flags(self.params.boot_timeout_s)
@@ -141,6 +142,13 @@ class KvmGuestLab(Lab):
             notes["verified_by"] = result.verified_by
         notes.update({f"warning_{i}": w for i, w in enumerate(warnings)})
         return LabState(target=self.guest_target, notes=notes)
+
+    def _probe(self) -> GuestProbe | None:
+        """Verification over the lab's own guest target (one SSH master for the whole run),
+        else the serial log."""
+        if self.guest_target is not None:
+            return TargetProbe(self.guest_target)
+        return self.access.probe(self.conn, self.params.domain)
 
     def _running_with(self, xml: str) -> bool:
         """True when the domain runs now with exactly the ``<cpu>`` of ``xml``."""
@@ -158,7 +166,13 @@ class KvmGuestLab(Lab):
     def down(self) -> None:
         try:
             if self.tuner is not None:
+                saved = self.tuner.original()
                 self.tuner.rollback()
+                probe = self._probe()
+                if saved is not None and saved["active"] and probe is not None:
+                    # The original runs again; wait until it answers, so the guest is usable
+                    # when the run ends (and the runner's closing facts describe it).
+                    probe.wait_flags(self.params.boot_timeout_s)
         finally:
             close = getattr(self.guest_target, "close", None)
             if callable(close):

@@ -28,12 +28,18 @@ def main(argv: list[str]) -> int:
         print(f"bad load configuration: {exc}", file=sys.stderr)
         return 2
     scheduling = "normal"
-    if config.scheduling == "fifo":
+    # auto: only the open model keeps a schedule; a closed model at full speed under FIFO
+    # would just take CPU from the server.
+    wants_fifo = config.scheduling == "fifo" or (
+        config.scheduling == "auto" and config.model == "open")
+    if wants_fifo and config.engine == "python":
         try:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
             scheduling = "fifo"
         except OSError as exc:
             scheduling = f"normal (SCHED_FIFO refused: {exc.strerror})"
+    elif config.scheduling == "fifo":
+        scheduling = f"normal (SCHED_FIFO does not apply to engine {config.engine})"
     result = run_load(config)
     result.meta["scheduling"] = scheduling
     summary = result.summary or summarise(result.records, result.duration_s)

@@ -81,11 +81,13 @@ class LoadConfig(BaseModel):
         512, ge=1, description="open model: most connections at once; later arrivals queue "
         "(the queueing time is part of their response time)")
     spin_ms: float = Field(
-        1.0, ge=0, description="busy-poll this long before each scheduled send: epoll sleeps "
-        "in whole milliseconds, so without it sends start up to ~1 ms late")
-    scheduling: Literal["normal", "fifo"] = Field(
-        "normal", description="fifo: run the generator under SCHED_FIFO (priority 1, needs root) "
-        "so other processes on a busy machine cannot delay a scheduled send")
+        0.2, ge=0, description="wake up (timerfd) this long before each scheduled send and "
+        "busy-poll until it is due: epoll alone sleeps in whole milliseconds, so sends would "
+        "start up to ~1 ms late (0 = plain epoll sleeps)")
+    scheduling: Literal["auto", "normal", "fifo"] = Field(
+        "auto", description="fifo: run the generator under SCHED_FIFO (priority 1, needs root) "
+        "so other processes on a busy machine cannot delay a scheduled send; auto: fifo when "
+        "permitted, else normal; the run's notes say which one ran")
     host_header: str | None = Field(
         None, description="Host header to send instead of the URL's host:port")
     allow_remote: bool = Field(False, description="allow non-loopback hosts in the URLs")

@@ -16,8 +16,15 @@ def _v1_initial(conn: Connection) -> None:
     s.metadata.create_all(conn)
 
 
+def _v2_report_indexes(conn: Connection) -> None:
+    existing = {ix["name"] for ix in inspect(conn).get_indexes("samples")}
+    for index in (s.ix_samples_series, s.ix_samples_variant_group):
+        if index.name not in existing:
+            index.create(conn)
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial]
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes]
 
 
 def current_version(conn: Connection) -> int:

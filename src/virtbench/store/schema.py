@@ -32,7 +32,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -151,6 +151,11 @@ samples = Table(
     Column("facts_id", Integer),
 )
 Index("ix_samples_group", samples.c.run_id, samples.c.workload_id, samples.c.metric)
+# v2: time-series samples are a small part of a run, found without scanning the rest; and
+# one (variant, workload, metric) group is one index range, which keeps 10^6-sample reports fast.
+ix_samples_series = Index("ix_samples_series", samples.c.run_id, samples.c.t)
+ix_samples_variant_group = Index("ix_samples_variant_group", samples.c.run_id,
+                                 samples.c.workload_id, samples.c.metric, samples.c.variant)
 
 artifacts = Table(
     "artifacts",

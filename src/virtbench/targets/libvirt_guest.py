@@ -9,6 +9,7 @@ workloads that need servers.
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib
 import json
 import subprocess
@@ -61,14 +62,28 @@ class LibvirtGuestTarget(Target):
     """A libvirt domain's guest. With ``ssh`` every call goes over SSH; otherwise through
     the QEMU guest agent of domain ``domain`` on connection ``conn``."""
 
-    def __init__(self, conn: Any, domain: str, *, ssh: SSHTarget | None = None,
-                 agent_timeout_s: int = 10) -> None:
+    def __init__(self, conn: Any | None, domain: str, *, ssh: SSHTarget | None = None,
+                 agent_timeout_s: int = 10, connect: str | None = None) -> None:
+        """``conn`` is an open libvirt connection (the caller's; never closed here) or None:
+        then one to ``connect`` is opened when the guest agent is first used (the SSH path
+        needs no libvirt at all) and closed by :meth:`close`."""
         self.conn = conn
+        self.connect = connect
+        self._own_conn: Any = None
         self.domain = domain
         self.ssh = ssh
         self.agent_timeout_s = agent_timeout_s
         via = ssh.describe() if ssh else "guest agent"
         self.name = f"guest:{domain} via {via}"
+
+    def _connection(self) -> Any:
+        if self.conn is not None:
+            return self.conn
+        if self._own_conn is None:
+            from virtbench.kvm.connection import open_connection
+
+            self._own_conn = open_connection(self.connect)
+        return self._own_conn
 
     # -- guest agent -----------------------------------------------------------------------
     def _agent(self, command: dict[str, Any]) -> Any:
@@ -77,7 +92,7 @@ class LibvirtGuestTarget(Target):
         # Imported by name: the module ships no type information.
         libvirt_qemu: Any = importlib.import_module("libvirt_qemu")
         try:
-            dom = self.conn.lookupByName(self.domain)
+            dom = self._connection().lookupByName(self.domain)
             reply = libvirt_qemu.qemuAgentCommand(dom, json.dumps(command),
                                                   self.agent_timeout_s, 0)
         except libvirt.libvirtError as exc:
@@ -155,6 +170,10 @@ class LibvirtGuestTarget(Target):
     def close(self) -> None:
         if self.ssh is not None:
             self.ssh.close()
+        if self._own_conn is not None:
+            with contextlib.suppress(Exception):
+                self._own_conn.close()
+            self._own_conn = None
 
 
 def from_params(domain: str, connect: str | None = None, ssh_host: str | None = None,
@@ -163,10 +182,9 @@ def from_params(domain: str, connect: str | None = None, ssh_host: str | None = 
                 known_hosts: str | None = None) -> LibvirtGuestTarget:
     """``target: {kind: libvirt-guest, params: {domain: D, ssh_host: ADDR, ...}}``.
 
-    Without ``ssh_host`` commands go through the QEMU guest agent.
+    Without ``ssh_host`` commands go through the QEMU guest agent (libvirt at ``connect``,
+    default ``$LIBVIRT_DEFAULT_URI``, else ``qemu:///system``); with it libvirt is not needed.
     """
-    from virtbench.kvm.connection import open_connection
-
     ssh = (SSHTarget(ssh_host, user=ssh_user, port=ssh_port, identity_file=identity_file,
                      known_hosts=known_hosts) if ssh_host else None)
-    return LibvirtGuestTarget(open_connection(connect), domain, ssh=ssh)
+    return LibvirtGuestTarget(None, domain, ssh=ssh, connect=connect)

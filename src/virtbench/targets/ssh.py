@@ -11,11 +11,13 @@ through shell syntax of ours.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import shlex
 import shutil
 import subprocess
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -104,6 +106,8 @@ class SSHTarget(Target):
             self._control_dir = tempfile.mkdtemp(prefix="vbssh-")
             opts += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self._control_dir}/%C",
                      "-o", "ControlPersist=60"]
+            # The master runs detached; make sure it ends with this process at the latest.
+            _MULTIPLEXED.add(self)
         self._base = [ssh_binary, *opts, *extra_options]
 
     def ssh_argv(self, remote: Sequence[str]) -> list[str]:
@@ -160,6 +164,18 @@ class SSHTarget(Target):
         if self._control_dir is not None and Path(self._control_dir).exists():
             with contextlib.suppress(Exception):
                 self.close()
+
+
+_MULTIPLEXED: weakref.WeakSet[SSHTarget] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_masters() -> None:
+    """Stop every multiplexing master still open when the interpreter exits (a caller that
+    never called close(), e.g. the runner's experiment target)."""
+    for target in list(_MULTIPLEXED):
+        with contextlib.suppress(Exception):
+            target.close()
 
 
 def from_params(host: str, user: str | None = None, port: int = 22,

@@ -177,34 +177,44 @@ def _trim(root: Path) -> None:
 
 
 def _build(cache: Path) -> DebianGuestImage:
+    """Build in a private mount and PID namespace (``unshare``): the work tree is a tmpfs
+    there (dpkg's many fsyncs cost nothing), and debootstrap's /proc and /sys mounts, any
+    daemon a maintainer script starts in the chroot and the tmpfs itself all end with the
+    namespace — also on Ctrl-C or SIGKILL."""
     for binary in ("debootstrap", "cpio", "unshare", "apt-get", "dpkg-deb"):
         if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
             package = "util-linux" if binary == "unshare" else binary
             raise RuntimeError(f"'{binary}' is missing: apt-get install {package}")
     codename, mirror = _mirror()
-    with tempfile.TemporaryDirectory(prefix="vbkvm-debian-build-", dir=cache) as tmp:
-        work = Path(tmp)
+    log = cache / "build.log"
+    with log.open("wb") as sink:
+        done = subprocess.run(
+            ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
+             "--", sys.executable, __file__, "_build-inside", str(cache), codename, mirror],
+            check=False, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise RuntimeError(f"building the Debian guest failed (log {log}): " + " | ".join(tail))
+    return DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+
+
+def _build_inside(cache: Path, codename: str, mirror: str) -> None:
+    """The build itself; runs inside the namespace made by :func:`_build`."""
+    work = Path(tempfile.mkdtemp(prefix="vbkvm-debian-build-", dir=cache))
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g", "vbkvm-build", str(work)],
+                       check=True)
         root = work / "root"
-        # A private mount and PID namespace: debootstrap's /proc and /sys mounts and any daemon
-        # a maintainer script starts in the chroot end with it, also on Ctrl-C.
-        log = work / "debootstrap.log"
         debs = cache / "debs"
         debs.mkdir(exist_ok=True)
-        with log.open("wb") as sink:
-            done = subprocess.run(
-                ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation",
-                 "private", "--", "/usr/sbin/debootstrap", "--variant=minbase",
-                 "--components=main", f"--include={','.join(PACKAGES)}",
-                 # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
-                 f"--cache-dir={debs}", codename, str(root), mirror],
-                check=False, stdout=sink, stderr=subprocess.STDOUT,
-            )
-        if done.returncode != 0:
-            inner = root / "debootstrap" / "debootstrap.log"
-            text = log.read_text(errors="replace")
-            if inner.exists():
-                text += inner.read_text(errors="replace")
-            raise RuntimeError("debootstrap failed: " + " | ".join(text.splitlines()[-15:]))
+        subprocess.run(
+            ["/usr/sbin/debootstrap", "--variant=minbase", "--components=main",
+             f"--include={','.join(PACKAGES)}",
+             # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
+             f"--cache-dir={debs}", codename, str(root), mirror],
+            check=False, stdout=sys.stdout, stderr=subprocess.STDOUT,
+        ).check_returncode()
         kdeb = _download(_kernel_package(), work)
         _run(["dpkg-deb", "-x", str(kdeb), str(work / "k")])
         kernel = sorted((work / "k" / "boot").glob("vmlinuz-*"))[-1]
@@ -218,14 +228,17 @@ def _build(cache: Path) -> DebianGuestImage:
         (root / "etc" / "inittab").write_text(INITTAB)
         (root / "etc" / "ssh" / "sshd_config.d" / "vbkvm.conf").write_text(SSHD_CONFIG)
         (root / "root" / ".ssh").mkdir(mode=0o700, exist_ok=True)
-        rootfs = work / "rootfs.cpio"
+        rootfs = cache / "rootfs.cpio.tmp"
         _cpio(root, _tree_names(root), rootfs)
         if rootfs.stat().st_size < 20_000_000:
             raise RuntimeError("the guest's root archive is suspiciously small; is cpio working?")
-        shutil.copy2(kernel, cache / "vmlinuz")
+        shutil.copy2(kernel, cache / "vmlinuz.tmp")
+        (cache / "vmlinuz.tmp").replace(cache / "vmlinuz")
         rootfs.replace(cache / "rootfs.cpio")
         (cache / "recipe").write_text(RECIPE + "\n")
-    return DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+    finally:
+        subprocess.run(["umount", "--lazy", str(work)], check=False)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def build_debian_guest(cache: Path = CACHE) -> DebianGuestImage:
@@ -317,8 +330,9 @@ def domain_xml(name: str, guest: GuestInstance, console_log: Path, memory_mib: i
   <qemu:commandline>
     <qemu:arg value='-netdev'/>
     <qemu:arg value='user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{guest.port}-:22'/>
+    <!-- An explicit slot: QEMU places these before libvirt's own devices. -->
     <qemu:arg value='-device'/>
-    <qemu:arg value='virtio-net-pci,netdev=vbnet0'/>
+    <qemu:arg value='virtio-net-pci,netdev=vbnet0,addr=0x10'/>
   </qemu:commandline>
 </domain>
 """
@@ -405,4 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["_build-inside"]:
+        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+        sys.exit(0)
     sys.exit(main())

@@ -73,7 +73,8 @@ def row_where(section: Section, **cells: str) -> list[str]:
 
 
 def _column(section: Section, name: str) -> str:
-    matches = [c for c in section.columns if c == name or c.startswith(name + " ")]
+    matches = [c for c in section.columns
+               if c == name or c.startswith((name + " ", name + ":"))]
     assert matches, (name, section.columns)
     return matches[0]
 
@@ -166,7 +167,7 @@ def build_vnf(store: Store, host: str = "h", slope: float = -1.5, reps: int = 4)
             n = knobs["neighbours"]
             sample = {"throughput_gbps": 12.0 + slope * n + rng.normal(0, 0.2),
                       "cpu_busy_pct": 30.0 + 15.0 * n + rng.normal(0, 1.0),
-                      "tcp_retransmits": float(rng.integers(0, 50))}
+                      "tcp_retransmits": float(rng.integers(1, 50))}
             for metric, value in sample.items():
                 values.setdefault((name, metric), []).append(value)
             run.trial(name, rep, [Measurement(m, v) for m, v in sample.items()])

@@ -4,6 +4,8 @@ host's degradation range and linear-fit slope."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from virtbench.analysis import Analysis, VariantInfo
 from virtbench.net_qos.scalability import Scalability, degradation_range, scalability
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_value
@@ -17,6 +19,7 @@ from virtbench.report.sections._common import (
     run_blocks,
     workload_ids,
 )
+from virtbench.stats import RatioCI, choose_test, percent_change_ci
 
 __all__ = ["SECTIONS", "vnf_sections"]
 
@@ -45,6 +48,26 @@ def _fit(analysis: Analysis, wid: str, counts: dict[int, VariantInfo]) -> Scalab
     return scalability({n: s.tolist() for n, s in samples.items()})
 
 
+def _change(analysis: Analysis, wid: str, variant: str, reference: str
+            ) -> tuple[RatioCI | None, float | None]:
+    """Percent change of mean throughput against ``reference`` (the same host's run at the
+    baseline's neighbour count): the report's row when it compares exactly that, else computed
+    from the per-trial values (p then not Holm-corrected)."""
+    if variant == reference:
+        return None, None
+    row = analysis.row(variant, wid, THROUGHPUT)
+    if row is not None and row.reference == reference:
+        return change_from_row(row), row.p_holm
+    base = analysis.values.get((reference, wid, THROUGHPUT))
+    sample = analysis.values.get((variant, wid, THROUGHPUT))
+    if base is None or sample is None or base.size < 2 or sample.size < 2:
+        return None, None
+    if float(np.mean(base)) == 0.0:
+        return None, None
+    return (percent_change_ci(base, sample, analysis.confidence, seed=0),
+            choose_test(base, sample).p_value)
+
+
 def vnf_sections(analysis: Analysis) -> list[Section]:
     sections: list[Section] = []
     ci = f"[{analysis.confidence:.0%} CI]"
@@ -57,32 +80,37 @@ def vnf_sections(analysis: Analysis) -> list[Section]:
         retrans = metric_of(analysis, wid, RETRANSMITS)
         unit = tput.unit
         summary_rows: list[list[str]] = []
+        base = analysis.variant(analysis.baseline)
+        base_count = base.knobs.get(KNOB) if base else None
         for label, variants in run_blocks(analysis):
             counts = _by_count(variants)
             if not counts:
                 continue
+            ref = (counts[base_count] if isinstance(base_count, int) and base_count in counts
+                   else next(iter(counts.values())))
             rows = []
             for n, info in counts.items():
                 row = analysis.row(info.name, wid, THROUGHPUT)
                 cpu_row = analysis.row(info.name, wid, CPU) if cpu else None
                 re_row = analysis.row(info.name, wid, RETRANSMITS) if retrans else None
+                change, p = _change(analysis, wid, info.name, ref.name)
                 rows.append([
                     str(n), str(n + 1),
                     str(row.summary.n) if row and row.summary else "0",
                     fmt_mean_ci(row.summary if row else None, unit),
-                    fmt_change(change_from_row(row)) if row else "–",
-                    fmt_p(row.p_holm) if row else "–",
+                    fmt_change(change), fmt_p(p),
                     fmt_mean_ci(cpu_row.summary if cpu_row else None, "%"),
                     fmt_value(re_row.summary.mean if re_row and re_row.summary else None,
                               "segments")])
             fit = _fit(analysis, wid, counts)
+            ref_count = next(n for n, v in counts.items() if v is ref)
             paragraphs = [
                 f"Router throughput ({THROUGHPUT}, {unit}): {tput.description}. Mean over "
                 f"the repetitions with its {level} t CI, per number of stressed neighbours; the "
                 "study's 'VNFs' are the router plus its neighbours. Change: 100 × (mean / mean "
-                "of the reference − 1) in %, against each row's reference variant "
-                f"({analysis.baseline} unless compare_by says otherwise); p is Welch's t or "
-                "Mann–Whitney U, Holm-corrected."]
+                f"with {ref_count} neighbours on the same host − 1) in %, with its "
+                f"{level} CI; p is Welch's t or Mann–Whitney U (Holm-corrected when the "
+                "report compares the same pair, i.e. for the baseline's own run)."]
             if cpu:
                 paragraphs.append(f"CPU busy ({CPU}, %): {cpu.description}.")
             if retrans:

@@ -50,11 +50,12 @@ class WebLoadParams(BaseModel):
                       "seed·1000003 + k in every variant (common random numbers)")
     connections: int = Field(8, ge=1, description="open model: connections opened beforehand")
     max_connections: int = Field(512, ge=1, description="open model: connection cap")
-    spin_ms: float = Field(1.0, ge=0, description="busy-poll this long before each send "
-                           "for sub-millisecond send accuracy (0 = plain epoll sleeps)")
-    scheduling: Literal["normal", "fifo"] = Field(
-        "normal", description="fifo: the generator runs under SCHED_FIFO (root) so a busy "
-        "machine delays its sends less")
+    spin_ms: float = Field(0.2, ge=0, description="wake up this long before each send and "
+                           "busy-poll until it is due, for sub-millisecond send accuracy "
+                           "(0 = plain epoll sleeps, up to ~1 ms late)")
+    scheduling: Literal["auto", "normal", "fifo"] = Field(
+        "auto", description="fifo: the generator runs under SCHED_FIFO (root) so a busy "
+        "machine delays its sends less; auto: fifo when permitted, else normal")
     stat_interval_s: float = Field(30.0, gt=0, description="varnishstat sampling period (s)")
     per_request_samples: bool = Field(
         True, description="store every request as response_time / time_to_first_byte samples")

@@ -1,0 +1,37 @@
+"""The precise selector: a timerfd ends epoll sleeps early; its events never reach asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import time
+
+from virtbench.loadgen.precise import SpinSelector, TimerFd, new_loop
+
+
+def test_timerfd_becomes_readable_once_armed_time_passes() -> None:
+    timer = TimerFd()
+    try:
+        assert select.select([timer.fd], [], [], 0)[0] == []
+        timer.arm_at(time.monotonic() + 0.005)
+        assert select.select([timer.fd], [], [], 5)[0] == [timer.fd]
+        timer.clear()
+        assert select.select([timer.fd], [], [], 0)[0] == []
+    finally:
+        timer.close()
+
+
+def test_selector_returns_no_key_for_its_timer_and_timers_still_fire_in_order() -> None:
+    selector = SpinSelector(0.0002)
+    assert selector.timer is not None
+    assert selector.select(0.002) == []  # woken by the timerfd, which is not a key
+    selector.close()
+    loop = new_loop(0.0002)
+    fired: list[int] = []
+    try:
+        for i in range(5):
+            loop.call_later(0.001 * (5 - i), fired.append, i)
+        loop.run_until_complete(asyncio.sleep(0.01))
+    finally:
+        loop.close()
+    assert fired == [4, 3, 2, 1, 0]
