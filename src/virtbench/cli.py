@@ -110,7 +110,14 @@ def run(
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
     runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
-    outcome = runner.run(resume_run_id=resume)
+    try:
+        outcome = runner.run(resume_run_id=resume)
+    except KeyboardInterrupt as exc:
+        # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
+        err.print(f"[yellow]interrupted[/] ({exc or 'SIGINT'}): the samples measured so far are "
+                  f"stored in {store}; continue with `virtbench run {experiment} --resume latest`",
+                  highlight=False)
+        raise typer.Exit(130) from exc
     err.print(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
               f"{outcome.trials} trials, {outcome.failures} failed; store {store}",
               highlight=False)
