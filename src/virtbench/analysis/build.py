@@ -213,19 +213,19 @@ def _collect(store: Store, run_id: str, names: dict[str, str],
              per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
     """Values of every (variant, workload, metric) group, unmeasured counts by status, and
     per-repetition means (only where there are few repetitions: the studies' loop tables)."""
-    repetitions: dict[tuple[str, str, str], list[int]] = {}
+    repetitions: dict[tuple[str, str, str], npt.NDArray[np.int64]] = {}
     for (variant, wid, mname, status), count in store.status_counts(run_id).items():
         unmeasured[(names.get(variant, variant), wid, mname)][status] = count
     for (wid, mname) in store.metrics(run_id):
         for stored_name, name in names.items():
             reps, group_values = store.group_values(run_id, stored_name, wid, mname)
-            if group_values:
-                values[(name, wid, mname)].extend(group_values)
+            if group_values.size:
+                values[(name, wid, mname)].extend(group_values.tolist())
                 repetitions[(name, wid, mname)] = reps
     for group, reps in repetitions.items():
-        if max(reps) >= MAX_TABLE_REPETITIONS:
+        if reps.max() >= MAX_TABLE_REPETITIONS:
             continue
-        rep_array = np.asarray(reps)
+        rep_array = reps
         sums = np.bincount(rep_array, weights=np.asarray(values[group], dtype=np.float64))
         counts_per_rep = np.bincount(rep_array)
         variant, wid, mname = group

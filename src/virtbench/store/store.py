@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import (
     Connection,
     Engine,
@@ -373,7 +375,7 @@ class Store:
                 yield row[0], row[1], row[2], row[3]
 
     def group_values(self, run_id: str, variant: str, workload_id: str, metric: str
-                     ) -> tuple[list[int], list[float]]:
+                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Repetitions and values of one group's measured per-trial samples (one index range;
         rows straight from the DBAPI cursor, skipping SQLAlchemy's per-row processing)."""
         query = (
@@ -386,10 +388,8 @@ class Store:
             cursor = conn.execute(query).cursor
             assert cursor is not None
             rows = cursor.fetchall()
-        if not rows:
-            return [], []
-        reps, values = zip(*rows, strict=True)
-        return list(reps), list(values)
+        table = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        return table[:, 0].astype(np.int64), table[:, 1]
 
     def per_trial_rows(self, run_id: str
                        ) -> Iterator[tuple[str, str, str, int, float | None, str]]:
