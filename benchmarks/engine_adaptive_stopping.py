@@ -51,7 +51,7 @@ def main() -> None:
         f"Every speedup within ±2 % in ≤ 20 repetitions: {'yes' if ok else 'NO'}.\n"
         "Spec: min 5, max 20 repetitions, criterion speedup, target 2 % (see the script).\n")
     record("engine: adaptive stopping (study 000 CRC32C and AES)",
-           "python benchmarks/engine_adaptive_stopping.py", body)
+           ".venv/bin/python benchmarks/engine_adaptive_stopping.py", body)
     print(body)
 
 

@@ -107,7 +107,7 @@ def main() -> None:
 Floors: cpu.crc32c ≥ 90 % of the faster CRC32C library; cpu.aes bulk ≥ 90 % of openssl speed.
 Raw: virtbench crc {[round(x, 2) for x in vb_crc]}, aes {[round(x, 2) for x in vb_aes]}.
 """
-    record("engine: CPU workloads vs reference tools", "python benchmarks/engine_cpu_workloads.py",
+    record("engine: CPU workloads vs reference tools", ".venv/bin/python benchmarks/engine_cpu_workloads.py",
            body)
     print(body)
     print(json.dumps({"vb_crc": vb_crc, "ref_crc": ref_crc, "google": ref_google,

@@ -79,7 +79,7 @@ def main() -> None:
     body = (f"{count:,} samples in one run (32 variants × 3 workloads × 2 metrics).\n\n"
             "| `virtbench report` format | wall time (fresh process) |\n|---|---|\n"
             + "\n".join(rows) + "\n\nFloor: ≤ 10 s.\n")
-    record("engine: report over 1,000,000 samples", "python benchmarks/engine_report_scale.py",
+    record("engine: report over 1,000,000 samples", ".venv/bin/python benchmarks/engine_report_scale.py",
            body)
     print(body)
 

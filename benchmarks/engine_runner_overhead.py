@@ -75,7 +75,7 @@ def main() -> None:
 {TRIALS} trials each, SQLite store (WAL), every trial committed before the next starts.
 Floor: median runner overhead ≤ 1 ms.
 """
-    record("engine: runner overhead per trial", "python benchmarks/engine_runner_overhead.py",
+    record("engine: runner overhead per trial", ".venv/bin/python benchmarks/engine_runner_overhead.py",
            body)
     print(body)
 

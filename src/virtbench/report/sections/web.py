@@ -88,7 +88,8 @@ def _run_section(analysis: Analysis, wid: str, variant: str, metrics: list[Metri
         "cache, which is not emptied between runs (run 1 starts cold). Percentiles come with "
         f"their distribution-free {level} CI from the run's per-request response times: the "
         "order statistics x(l), x(u) with ranks from Binomial(n, q), which cover the true "
-        f"quantile with probability ≥ {level}.",
+        f"quantile with probability ≥ {level}; a percentile stands alone when the run has too "
+        "few requests for such a bound (p99 needs several hundred).",
         *(f"{m.name} ({m.unit}): {m.description}" for m in metrics
           if m.name in {name for name, _t, _q in RUN_COLUMNS}),
     ]
