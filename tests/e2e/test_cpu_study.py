@@ -86,7 +86,7 @@ def test_report_formats_and_export(study: tuple[Path, dict[str, object]]) -> Non
     runner = CliRunner()
     csv_out = runner.invoke(app, ["report", "--store", store, "-f", "csv"])
     assert csv_out.exit_code == 0
-    assert csv_out.stdout.splitlines()[0].startswith("variant,workload,metric,unit")
+    assert csv_out.stdout.splitlines()[0].startswith("variant,reference,workload,metric,unit")
     md = runner.invoke(app, ["report", "--store", store, "-f", "markdown"])
     assert "## cpu.aes · bulk_throughput_Bps" in md.stdout
     exported = tmp / "run.json.gz"

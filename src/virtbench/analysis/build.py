@@ -133,7 +133,9 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
             sample = _array(values.get((row.variant, wid, mname), []))
             if sample.size < 2 or base.size < 2:
                 continue
-            row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
+            # A baseline mean of 0 (no loss at all) has no ratio: nan, without a warning.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
             row.significance = choose_test(base, sample)
             compared.append(row)
         adjusted = holm([r.significance.p_value for r in compared if r.significance])
@@ -259,17 +261,15 @@ def _series(store: Store, run_id: str, rename: Any) -> list[Series]:
     Other labels (a request's URL, hit or miss) stay per sample and do not split a series.
     """
     grouped: dict[tuple[int, str, str], Series] = {}
-    for row in store.samples(run_id, series_only=True):
-        if row.value is None or row.t is None:
-            continue
-        label_key = row.labels.get("series", "")
-        item = grouped.get((row.trial_id, row.metric, label_key))
+    for trial_id, variant, wid, metric, rep, t, value, label in store.series_rows(run_id):
+        label_key = label or ""
+        item = grouped.get((trial_id, metric, label_key))
         if item is None:
-            item = Series(rename(row.variant), row.workload_id, row.metric, row.repetition,
-                          [], [], {"series": label_key} if label_key else {})
-            grouped[(row.trial_id, row.metric, label_key)] = item
-        item.t.append(row.t)
-        item.values.append(row.value)
+            item = Series(rename(variant), wid, metric, rep, [], [],
+                          {"series": label_key} if label_key else {})
+            grouped[(trial_id, metric, label_key)] = item
+        item.t.append(t)
+        item.values.append(value)
     return list(grouped.values())
 
 

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -100,16 +101,17 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
             if details:
                 _details(analysis, console, wid, metric)
     for section in build_sections(analysis):
-        console.print(f"\n[bold]{section.title}[/]")
+        # Section text is data, not rich markup: a "[x]" in it must print as written.
+        console.print(Text("\n" + section.title, style="bold"))
         for paragraph in section.paragraphs:
-            console.print(paragraph, highlight=False)
+            console.print(Text(paragraph))
         if section.columns:
-            table = Table(*section.columns)
+            table = Table(*(escape(c) for c in section.columns))
             for section_row in section.rows:
-                table.add_row(*section_row)
+                table.add_row(*(Text(c) for c in section_row))
             console.print(table)
         for warning in section.warnings:
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+            console.print(Text("warning: ", style="yellow") + Text(warning))
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
               for item in r["limitations"]]
     if limits:

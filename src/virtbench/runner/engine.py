@@ -124,7 +124,10 @@ class Runner:
         self.variants = {v.name: v.knobs for v in exp.all_variants()}
         self.baseline = exp.baseline_name
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-        self.workdir = workdir or cache / "virtbench" / "work" / exp.name
+        # Each run gets its own directory under this one, so two runs of one experiment at the
+        # same time never share files.
+        self.work_root = workdir or cache / "virtbench" / "work" / exp.name
+        self.workdir = self.work_root
         self.lab = _make_lab(exp, self.workdir, self.target)
         self._values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         self._setup_done: set[Pair] = set()
@@ -138,8 +141,10 @@ class Runner:
         problems = check_experiment(self.exp)
         if problems:
             raise VirtbenchError("cannot run; fix these first:\n  " + "\n  ".join(problems))
-        self.workdir.mkdir(parents=True, exist_ok=True)
         run_id = self._open_run(resume_run_id)
+        self.workdir = self.work_root / run_id
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.lab.workdir = self.workdir
         outcome = RunOutcome(run_id, "running", "", 0, 0)
         with _sigterm_as_interrupt():
             try:

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from sqlalchemy import (
     Connection,
     Engine,
+    cast,
     create_engine,
     delete,
     event,
@@ -23,6 +24,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import OperationalError
 
 from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
@@ -390,6 +392,32 @@ class Store:
             rows = cursor.fetchall()
         table = np.array(rows, dtype=np.float64).reshape(-1, 2)
         return table[:, 0].astype(np.int64), table[:, 1]
+
+    def series_rows(self, run_id: str) -> list[tuple[int, str, str, str, int, float, float,
+                                                      str | None]]:
+        """(trial_id, variant, workload_id, metric, repetition, t, value, labels['series']) of
+        every time-stamped sample with a value, in insertion order.
+
+        The series label is extracted by the database (JSON functions of SQLite and
+        PostgreSQL), so a million per-request samples are not JSON-decoded in Python.
+        """
+        labels = s.samples.c.labels_json
+        if self.engine.dialect.name == "postgresql":
+            series = cast(labels, JSONB)["series"].astext
+        else:
+            series = func.json_extract(labels, "$.series")
+        query = (
+            select(s.samples.c.trial_id, s.samples.c.variant, s.samples.c.workload_id,
+                   s.samples.c.metric, s.samples.c.repetition, s.samples.c.t,
+                   s.samples.c.value, series)
+            .where(s.samples.c.run_id == run_id, s.samples.c.t.is_not(None),
+                   s.samples.c.value.is_not(None))
+            .order_by(s.samples.c.id)
+        )
+        with self.engine.connect() as conn:
+            cursor = conn.execute(query).cursor
+            assert cursor is not None
+            return list(cursor.fetchall())
 
     def per_trial_rows(self, run_id: str
                        ) -> Iterator[tuple[str, str, str, int, float | None, str]]:

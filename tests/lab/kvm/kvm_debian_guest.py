@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +52,14 @@ CACHE = REPO / ".cache" / "vbkvm-debian"
 
 # debootstrap does not resolve virtual packages: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
-PACKAGES = ("python3", "python3-cryptography", "python3-cffi-backend", "python3-crc32c",
-            "openssh-server", "busybox")
+PACKAGES = ("python3", "python3-cryptography", "python3-cffi-backend", "openssh-server",
+            "busybox")
+
+# Debian 12's python3-crc32c (2.3) is built without the SSE4.2 code: it reports
+# hardware_based=False even on a host with SSE4.2 (its library has no crc32 instruction and
+# no cpuid). virtbench needs crc32c>=2.4 (pyproject), so the guest gets the PyPI wheel of the
+# version this venv runs, which picks the hardware path at import when the CPU has SSE4.2.
+CRC32C_VERSION = importlib.metadata.version("crc32c")
 
 # Load order follows the modules' `depends` (modinfo): the kernel package ships no modules.dep.
 MODULES = (
@@ -110,7 +118,8 @@ PrintMotd no
 PrintLastLog no
 """
 
-RECIPE = hashlib.sha256("\n".join((*PACKAGES, *MODULES, INIT, INITTAB, SSHD_CONFIG)).encode()
+RECIPE = hashlib.sha256("\n".join((*PACKAGES, CRC32C_VERSION, *MODULES, INIT, INITTAB,
+                                    SSHD_CONFIG)).encode()
                         ).hexdigest()[:12]
 """Changes whenever the recipe changes, so a stale cached image is rebuilt."""
 
@@ -199,6 +208,31 @@ def _build(cache: Path) -> DebianGuestImage:
     return DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
 
 
+def _install_crc32c_wheel(root: Path, wheels: Path) -> None:
+    """Unpack the crc32c wheel for the guest's Python into its /usr/local dist-packages."""
+    pythons = sorted((root / "usr" / "lib").glob("python3.*"))
+    if not pythons:
+        raise RuntimeError("debootstrap installed no python3")
+    version = pythons[-1].name.removeprefix("python")  # e.g. 3.11
+    tag = "cp" + version.replace(".", "")
+    wheels.mkdir(exist_ok=True)
+    pattern = f"crc32c-{CRC32C_VERSION}-{tag}-{tag}-*manylinux*x86_64*.whl"
+    if not list(wheels.glob(pattern)):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--only-binary=:all:", "--implementation", "cp", "--python-version", version,
+             "--abi", tag, "--platform", "manylinux2014_x86_64", "--dest", str(wheels),
+             f"crc32c=={CRC32C_VERSION}"],
+            check=True, stdout=sys.stdout, stderr=subprocess.STDOUT)
+    found = sorted(wheels.glob(pattern))
+    if not found:
+        raise RuntimeError(f"pip downloaded no wheel matching {pattern} into {wheels}")
+    target = root / "usr" / "local" / "lib" / f"python{version}" / "dist-packages"
+    target.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(found[-1]) as wheel:
+        wheel.extractall(target)
+
+
 def _build_inside(cache: Path, codename: str, mirror: str) -> None:
     """The build itself; runs inside the namespace made by :func:`_build`."""
     work = Path(tempfile.mkdtemp(prefix="vbkvm-debian-build-", dir=cache))
@@ -215,6 +249,7 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
              f"--cache-dir={debs}", codename, str(root), mirror],
             check=False, stdout=sys.stdout, stderr=subprocess.STDOUT,
         ).check_returncode()
+        _install_crc32c_wheel(root, cache / "wheels")
         kdeb = _download(_kernel_package(), work)
         _run(["dpkg-deb", "-x", str(kdeb), str(work / "k")])
         kernel = sorted((work / "k" / "boot").glob("vmlinuz-*"))[-1]

@@ -58,7 +58,7 @@ def test_a_dead_server_gives_refused_failures_not_a_crash(static_lab: WebLab) ->
 def test_wrk_engine_closed_model_summary(static_lab: WebLab) -> None:
     state = static_lab.enter("w", {})
     result = run_load(LoadConfig(engine="wrk", model="closed", users=4, duration_s=1,
-                                 urls=state.services["urls"]))
+                                 wrk_count_hits=True, urls=state.services["urls"]))
     s = result.summary
     assert s is not None and result.records == []
     assert s.samples > 100 and s.failures == 0

@@ -44,6 +44,8 @@ def test_script_seeds_each_thread_and_sends_the_host_header() -> None:
     assert "math.randomseed(seed * 7919 + thread_number * 104729 + 1)" in script
     assert "local seed = 42" in script and 'local host = "127.0.0.1"' in script
     assert "math.random(#reqs)" in script
+    assert "function response(" not in script  # hit counting costs; off unless asked
+    assert "function response(" in lua_script(["/a"], "h", 1, "uniform", 2, count_hits=True)
     assert "pos = pos % #reqs + 1" in lua_script(["/a", "/b"], "h", 1, "sequential", 2)
     single = lua_script(["/only"], "h:1", 1, "uniform", 2)
     assert "function request()" not in single and 'wrk.path = "/only"' in single

@@ -22,6 +22,7 @@ __all__ = [
     "fmt_mean_ci",
     "metric_of",
     "one_line",
+    "ordered_unique",
     "run_blocks",
     "short_name",
     "workload_ids",

@@ -32,6 +32,9 @@ class WebLoadParams(BaseModel):
         "python", description="python: virtbench's generator (every request recorded); wrk: "
         "closed model through wrk for the highest rates (summary and latency percentiles only)")
     wrk_threads: int = Field(2, ge=1, le=256, description="engine wrk: wrk threads (-t)")
+    wrk_count_hits: bool = Field(
+        False, description="engine wrk: count hits from X-Varnish per response "
+        "(hit_ratio_client); costs ~15 % of wrk's top rate")
     rate_per_s: float = Field(8.0, gt=0, description="open model: requests per second")
     arrival: Literal["constant", "poisson"] = Field(
         "constant", description="open model: constant gaps or Poisson arrivals")
@@ -131,7 +134,8 @@ class WebLoad(Workload):
 
 def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext) -> LoadConfig:
     return LoadConfig(
-        engine=p.engine, wrk_threads=p.wrk_threads, model=p.model,
+        engine=p.engine, wrk_threads=p.wrk_threads, wrk_count_hits=p.wrk_count_hits,
+        model=p.model,
         rate_per_s=p.rate_per_s, arrival=p.arrival, users=p.users,
         think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
         url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,
