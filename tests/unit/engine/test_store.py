@@ -126,3 +126,17 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     st.close()
     with pytest.raises(VirtbenchError, match="newer than this virtbench supports"):
         Store(str(tmp_path / "s.db"))
+
+
+def test_series_rows_extract_the_series_label(store: Store) -> None:
+    run_id = _run(store)
+    record = TrialRecord("a", "w", 0, 0, False, "ok", "", 1.0, 2.0, "local", None, {})
+    store.record_trial(run_id, record, [
+        Measurement("time_s", 0.5, t=1.0, labels={"series": "interval", "url": "/a"}),
+        Measurement("time_s", 0.7, t=2.0, labels={"url": "/b"}),
+        Measurement("time_s", None, t=3.0, status="timeout"),
+        Measurement("time_s", 0.9),
+    ], {"time_s": "s"})
+    rows = store.series_rows(run_id)
+    assert [(r[5], r[6], r[7]) for r in rows] == [(1.0, 0.5, "interval"), (2.0, 0.7, None)]
+    assert list(store.scalar_values(run_id)) == [("a", "w", "time_s", 0.9)]
