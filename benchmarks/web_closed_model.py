@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,6 +76,7 @@ def main() -> None:
             failures["vb-python"] += s.failures
     finally:
         lab.down()
+        shutil.rmtree(root, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
 
     def row(name: str, key: str) -> str:

@@ -6,6 +6,7 @@ Run: `.venv/bin/python benchmarks/web_lab_start.py`.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +37,7 @@ def main() -> None:
             rows.append((storage, ready, dict(lab.startup_s)))
         finally:
             lab.down()
+    shutil.rmtree(root, ignore_errors=True)
     lines = ["Static multisite, study defaults: 3 sites × 100 pages of 2 MB (600 MB generated), "
              "Varnish 1G; ready = first page answered through Varnish.", "",
              "| storage | ready | generate pages | origin up | varnishd up | floor (≤ 10 s) |",

@@ -12,6 +12,7 @@ whole VM is descheduled. Run: `.venv/bin/python benchmarks/web_open_model.py`.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,7 @@ def main() -> None:
                          os.getloadavg()[0]))
     finally:
         lab.down()
+        shutil.rmtree(root, ignore_errors=True)
     lines = [
         f"{RATE:.0f} req/s for {DURATION_S:.0f} s of 1 KB cached pages (1 × 100 pages) through "
         f"Varnish 7.1 (malloc) on 127.0.0.1; send lag = send start − scheduled time; floor: "

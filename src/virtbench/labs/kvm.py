@@ -74,12 +74,17 @@ class KvmGuestLab(Lab):
 
     def check(self) -> list[str]:
         problems = super().check()
+        conn: Any = None
         try:
-            open_connection(self.params.connect).lookupByName(self.params.domain)
+            conn = open_connection(self.params.connect)
+            conn.lookupByName(self.params.domain)
         except VirtbenchError as exc:
             problems.append(f"lab {self.name}: {exc}")
         except Exception as exc:  # libvirtError: the named domain does not exist
             problems.append(f"lab {self.name}: domain '{self.params.domain}': {exc}")
+        finally:
+            if conn is not None:
+                conn.close()
         if self.access.describe() == "none":
             problems.append(f"lab {self.name}: no way into the guest; set ssh, agent or "
                             "console_log in the lab params")

@@ -172,7 +172,7 @@ def _cpio(root: Path, names: Sequence[str], out: Path) -> None:
 
 def _tree_names(root: Path) -> list[str]:
     # Parents before children, as cpio extraction needs; symlinks are not followed.
-    return ["."] + sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    return [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*"))]
 
 
 def _trim(root: Path) -> None:
@@ -411,6 +411,20 @@ def _signals_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def _run_command(command: list[str], env: dict[str, str]) -> int:
+    """Run the command to its end. A terminal's Ctrl-C reaches it directly (same process
+    group) and it cleans up by itself (virtbench restores the guest), so we ignore SIGINT
+    meanwhile instead of killing it mid-cleanup; SIGTERM sent to us is passed on."""
+    proc = subprocess.Popen(command, env=env)
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, lambda _s, _f: proc.send_signal(signal.SIGTERM))
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -445,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"guest {EXAMPLE_DOMAIN} answers over ssh {guest.ssh_spec} after "
                   f"{time.monotonic() - booted:.1f} s; LIBVIRT_DEFAULT_URI={uri}", flush=True)
             env = dict(os.environ, LIBVIRT_DEFAULT_URI=uri)
-            return subprocess.run(command, env=env, check=False).returncode
+            return _run_command(command, env)
         finally:
             if conn is not None:
                 conn.close()
