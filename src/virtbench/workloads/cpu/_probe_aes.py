@@ -3,7 +3,7 @@
 
 Study method (mode study): AES-128-ECB + PKCS7 of a ~2 KB text, a fresh Cipher per operation,
 encryption and decryption (update+finalize) timed separately, as study 000's code did.
-Bulk mode: one encryptor over a large buffer in 16 KiB chunks, like `openssl speed -evp`.
+Bulk mode: one encryptor over a large buffer in CHUNK-byte calls, like `openssl speed -evp`.
 Kept free of virtbench imports so a target only needs the `cryptography` package.
 """
 
@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 mode, ops, bulk_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 plaintext = bytes.fromhex(sys.argv[4])
-chunk = int(sys.argv[5]) if len(sys.argv) > 5 else 16 * 1024
+chunk = int(sys.argv[5]) if len(sys.argv) > 5 else 64 * 1024
 key = b"sixteenbytekey12"
 result = {}
 
