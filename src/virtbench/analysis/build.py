@@ -153,8 +153,10 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
             groups = {frozenset(map(str, v.knobs[factor_knob])): values[(v.name, wid, mname)]
                       for v in present}
             if len(groups) == len(present):
-                effects[(wid, mname)] = main_effects(groups, metric.better, confidence,
-                                                     seed=seed)
+                measured = [e for e in main_effects(groups, metric.better, confidence,
+                                                    seed=seed) if e.pairs > 0]
+                if measured:  # a factor never toggled alone has no main effect to show
+                    effects[(wid, mname)] = measured
         means = {v.name: float(np.mean(values[(v.name, wid, mname)])) for v in present}
         pick = min if metric.better.value == "lower" else max
         name = pick(means, key=lambda n: means[n])

@@ -125,9 +125,13 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                           f"{f['error']}", highlight=False)
 
 
+TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them
+
+
 def _details(analysis: Analysis, console: Console, wid: str, metric: Metric) -> None:
     per_rep = analysis.per_repetition.get((wid, metric.name))
-    if per_rep:
+    reps_shown = max((len(v) for v in per_rep.values()), default=0) if per_rep else 0
+    if per_rep and reps_shown <= TERMINAL_MAX_REPETITIONS:
         reps = sorted({rep for values in per_rep.values() for rep, _v in values})
         table = Table("variant", *(f"rep {r + 1}" for r in reps), "mean",
                       title=f"{metric.name} per repetition (the studies' per-loop / per-run "

@@ -1,5 +1,5 @@
 """Standalone AES timing probe; runs on the target as
-`python3 -c SRC MODE OPS BULK_BYTES HEXTEXT CHUNK`.
+`python3 -c SRC MODE OPS BULK_BYTES HEXTEXT CHUNK SUMMARY`.
 
 Study method (mode study): AES-128-ECB + PKCS7 of a ~2 KB text, a fresh Cipher per operation,
 encryption and decryption (update+finalize) timed separately, as study 000's code did.
@@ -9,6 +9,7 @@ Kept free of virtbench imports so a target only needs the `cryptography` package
 
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -18,27 +19,32 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 mode, ops, bulk_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 plaintext = bytes.fromhex(sys.argv[4])
 chunk = int(sys.argv[5]) if len(sys.argv) > 5 else 64 * 1024
+summary = sys.argv[6] if len(sys.argv) > 6 else "median"
 key = b"sixteenbytekey12"
 result = {}
 
 if mode in ("study", "both"):
-    enc_total = dec_total = 0.0
+    enc_times, dec_times = [], []
     for _ in range(ops):
         encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
         padder = padding.PKCS7(128).padder()
         padded = padder.update(plaintext) + padder.finalize()
         start = time.perf_counter()
         ciphertext = encryptor.update(padded) + encryptor.finalize()
-        enc_total += time.perf_counter() - start
+        enc_times.append(time.perf_counter() - start)
         decryptor = Cipher(algorithms.AES(key), modes.ECB()).decryptor()
         start = time.perf_counter()
         padded_back = decryptor.update(ciphertext) + decryptor.finalize()
-        dec_total += time.perf_counter() - start
+        dec_times.append(time.perf_counter() - start)
         unpadder = padding.PKCS7(128).unpadder()
         if unpadder.update(padded_back) + unpadder.finalize() != plaintext:
             raise SystemExit("AES round trip failed")
-    result["encrypt_time_s"] = enc_total / ops
-    result["decrypt_time_s"] = dec_total / ops
+    if summary == "mean":  # the study's estimator
+        result["encrypt_time_s"] = sum(enc_times) / ops
+        result["decrypt_time_s"] = sum(dec_times) / ops
+    else:
+        result["encrypt_time_s"] = statistics.median(enc_times)
+        result["decrypt_time_s"] = statistics.median(dec_times)
     result["plaintext_bytes"] = len(plaintext)
 
 if mode in ("bulk", "both"):
