@@ -114,9 +114,9 @@ def run(
         outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:
         # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
-        err.print(f"[yellow]interrupted[/] ({exc or 'SIGINT'}): the samples measured so far are "
-                  f"stored in {store}; continue with `virtbench run {experiment} --resume latest`",
-                  highlight=False)
+        err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'}): the samples measured so "
+                  f"far are stored in {store}; continue with "
+                  f"`virtbench run {experiment} --resume latest`", highlight=False)
         raise typer.Exit(130) from exc
     err.print(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
               f"{outcome.trials} trials, {outcome.failures} failed; store {store}",

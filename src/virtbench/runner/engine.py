@@ -80,15 +80,18 @@ def check_experiment(exp: Experiment) -> list[str]:
     """Every problem that would stop the run, found before anything runs."""
     target = make_target(exp.target)
     problems: list[str] = []
-    lab = _make_lab(exp, Path("/tmp"), target)
-    problems += lab.check()
-    for workload in _instantiate(exp).values():
-        problems += workload.check(target)
-        for variant in exp.all_variants():
-            try:
-                workload.realise(variant.knobs)
-            except VirtbenchError as exc:
-                problems.append(f"variant {variant.name}: {exc}")
+    try:
+        lab = _make_lab(exp, Path("/tmp"), target)
+        problems += lab.check()
+        for workload in _instantiate(exp).values():
+            problems += workload.check(target)
+            for variant in exp.all_variants():
+                try:
+                    workload.realise(variant.knobs)
+                except VirtbenchError as exc:
+                    problems.append(f"variant {variant.name}: {exc}")
+    finally:
+        target.close()
     return problems
 
 
@@ -131,6 +134,7 @@ class Runner:
         self.lab = _make_lab(exp, self.workdir, self.target)
         self._values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         self._setup_done: set[Pair] = set()
+        self._setup_states: dict[Pair, LabState] = {}
         self._realisations: dict[Pair, Realisation] = {}
         self._order_index = 0
         self._failures_in_a_row = 0
@@ -154,18 +158,23 @@ class Runner:
                 outcome.status = "complete"
             except KeyboardInterrupt as exc:
                 outcome.status = "interrupted"
-                outcome.stop_reason = f"interrupted ({exc or 'SIGINT'}); resume with --resume"
+                outcome.stop_reason = f"interrupted ({str(exc) or 'SIGINT'}); resume with --resume"
                 raise
             except BaseException as exc:
                 outcome.status = "failed"
                 outcome.stop_reason = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                self._cleanup()
-                self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
-                with contextlib.suppress(Exception):
-                    self.store.add_facts(run_id, "after", collect_facts(self.target))
-                self.progress.stop()
+                try:
+                    self._cleanup()
+                finally:
+                    # Even a second Ctrl-C during a slow lab.down() must not leave the run
+                    # marked as running.
+                    self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
+                    with contextlib.suppress(Exception):
+                        self.store.add_facts(run_id, "after", collect_facts(self.target))
+                    self.target.close()
+                    self.progress.stop()
         return outcome
 
     # ---- internals -----------------------------------------------------------------------
@@ -288,8 +297,14 @@ class Runner:
         pair = (key.variant, key.workload_id)
         if pair not in self._setup_done:
             self._record_realisation(run_id, pair, state)
+            if state.target is not None:  # the lab's own target (a guest): check it there too
+                problems = workload.check(state.target)
+                if problems:
+                    raise VirtbenchError("cannot run; fix these first:\n  "
+                                         + "\n  ".join(problems))
             workload.setup(ctx)
             self._setup_done.add(pair)
+            self._setup_states[pair] = state
         started = time.time()
         error = ""
         measurements = []
@@ -342,7 +357,9 @@ class Runner:
     def _cleanup(self) -> None:
         errors: list[str] = []
         for variant, workload_id in sorted(self._setup_done):
-            ctx, workload = self._context(TrialKey(variant, workload_id, 0), LabState())
+            # Teardown runs where setup ran: on the lab's target of that variant, if any.
+            state = self._setup_states.get((variant, workload_id), LabState())
+            ctx, workload = self._context(TrialKey(variant, workload_id, 0), state)
             _try(errors, functools.partial(workload.teardown, ctx))
         _try(errors, self.lab.down)
         for error in errors:

@@ -69,3 +69,6 @@ class Target(abc.ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections (an SSH master, a libvirt connection); idempotent."""
