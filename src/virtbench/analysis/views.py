@@ -93,9 +93,12 @@ def metric_views(analysis: Analysis) -> list[MetricView]:
 @dataclass(frozen=True)
 class GridLine:
     label: str
-    """e.g. 'switch=ovs'; '' when the numeric knob is the only one that varies"""
+    """e.g. 'switch=ovs', 'kvm-host, switch=ovs' when runs are compared; '' when the numeric
+    knob is the only one that varies"""
     points: list[tuple[float, str]]
     """(x value, variant name), sorted by x"""
+    run_id: str = ""
+    """the run the line's variants come from, when several runs are compared"""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class KnobGrid:
     x_knob: str
     line_knobs: list[str]
     lines: list[GridLine]
+    per_run: bool = False
+    """several runs compared: each run (host) has its own lines, named by its run label"""
 
 
 def _is_scalar(value: Any) -> bool:
@@ -141,18 +146,22 @@ def knob_grid(analysis: Analysis) -> KnobGrid | None:
     all_knobs = sorted({k for v in members for k in v.knobs} - {x_knob})
     line_knobs = [k for k in all_knobs
                   if len({_knob_text(v.knobs.get(k)) for v in members}) > 1]
-    several_runs = len(analysis.runs) > 1
-    lines: dict[str, dict[float, str]] = {}
+    several_runs = len({v.run_id for v in members}) > 1
+    # Lines are keyed by run as well as by label, so two runs never merge into one line even
+    # if their labels collide; compare mode names variants 'run-label/variant'.
+    lines: dict[tuple[str, str], dict[float, str]] = {}
     for v in members:
         parts = [f"{k}={_knob_text(v.knobs.get(k, '–'))}" for k in line_knobs]
-        if several_runs and "/" in v.name:
-            parts.insert(0, v.name.split("/", 1)[0])
-        points = lines.setdefault(", ".join(parts), {})
+        run = v.run_id if several_runs else ""
+        if several_runs:
+            parts.insert(0, v.name.split("/", 1)[0] if "/" in v.name else v.run_id[:8])
+        points = lines.setdefault((run, ", ".join(parts)), {})
         points.setdefault(float(v.knobs[x_knob]), v.name)  # duplicates: the first one wins
-    result = [GridLine(label, sorted(points.items())) for label, points in lines.items()]
+    result = [GridLine(label, sorted(points.items()), run)
+              for (run, label), points in lines.items()]
     if not any(len(line.points) >= 2 for line in result):
         return None
-    return KnobGrid(x_knob, line_knobs, result)
+    return KnobGrid(x_knob, line_knobs, result, several_runs)
 
 
 # ---- time series ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ __all__ = [
     "distribution_chart",
     "effects_chart",
     "grid_chart",
+    "grid_lines",
     "mean_chart",
     "speedup_chart",
     "timeseries_chart",
@@ -313,9 +314,13 @@ def effects_chart(view: MetricView, factor_knob: str | None) -> str | None:
         return _markup(fig, f"main effects on {view.metric.name}")
 
 
-def grid_chart(view: MetricView, grid: KnobGrid) -> str | None:
-    """The metric's mean against the grid's numeric knob, one line per value of the other
-    knobs, with a CI band."""
+GridPoint = tuple[float, float, float, float]
+"""(x, mean, CI low, CI high) in the metric's unit."""
+
+
+def grid_lines(view: MetricView, grid: KnobGrid) -> list[tuple[str, list[GridPoint]]]:
+    """What grid_chart draws: (legend label, points sorted by x) per line that has data —
+    one line per value of the other knobs, and per run (host) when runs are compared."""
     lines = []
     for line in grid.lines:
         pts = []
@@ -325,6 +330,13 @@ def grid_chart(view: MetricView, grid: KnobGrid) -> str | None:
                 pts.append((x, row.summary.mean, row.summary.ci_low, row.summary.ci_high))
         if pts:
             lines.append((line.label, pts))
+    return lines
+
+
+def grid_chart(view: MetricView, grid: KnobGrid) -> str | None:
+    """The metric's mean against the grid's numeric knob, one line per value of the other
+    knobs (and per run when runs are compared), with a CI band."""
+    lines = grid_lines(view, grid)
     if not any(len(p) >= 2 for _, p in lines):
         return None
     div, unit = axis_scale([p[3] if _finite(p[3]) else p[1] for _, pts in lines for p in pts],

@@ -155,10 +155,10 @@ def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
              "red: CI below 1."),
         ]
         if grid is not None:
+            per = (["host (run)"] if grid.per_run else []) + grid.line_knobs
             drawn.append((charts.grid_chart(view, grid),
                           f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
-                          + (f"; one line per {', '.join(grid.line_knobs)}."
-                             if grid.line_knobs else ".")))
+                          + (f"; one line per {' × '.join(per)}." if per else ".")))
         figures = [{"svg": Markup(svg), "caption": caption}  # our own SVG: trusted markup
                    for svg, caption in drawn if svg]
     compared = [r for r in view.rows if r.p_holm is not None and not math.isnan(r.p_holm)]

@@ -19,12 +19,22 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
     lab = VnfRouterLab(VnfRouterLab.Params(neighbour_cpu_cores=0.3), tmp_path, LocalTarget())
     try:
         lab.up()
+        assert lab.router_group is not None and lab.server is not None
+        router_procs = lab.router_group.procs_files()[0]
+        # the router's receiver is a sibling of the neighbours in the CPU scheduler
+        assert str(lab.server.pid) in router_procs.read_text().split()
+        assert router_procs.parent.parent == lab.router_group.dirs["cpu"].parent
+        router_dirs = list(lab.router_group.dirs.values())
         for count in (0, 2, 1):
             state = lab.enter(f"n{count}", {"neighbours": count})
             assert len(lab.neighbours) == count
             for nb in lab.neighbours:
                 assert nb.popen.poll() is None
                 assert nb.cgroup.procs_files()[0].read_text().split()  # stress-ng is inside
+                assert nb.cgroup.dirs["cpu"].parent == router_procs.parent.parent
+            # the workload's iperf3 client starts in the router's cgroup too
+            own = state.target.run(["cat", "/proc/self/cgroup"]).stdout
+            assert lab.router_group.name in own
             ctx = TrialContext(target=state.target, variant="v", knobs={}, workdir=tmp_path,
                                repetition=0, seed=1, services=state.services)
             values = {m.metric: m.value for m in
@@ -38,5 +48,6 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
         lab.down()
     for group in groups:
         assert all(not d.exists() for d in group.dirs.values())
+    assert all(not d.exists() for d in router_dirs)
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert lab.lab_id not in out

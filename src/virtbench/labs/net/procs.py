@@ -46,9 +46,11 @@ class LabProcess:
 
 
 def start_in_namespace(ns: str, argv: Sequence[str], manifest: Manifest,
-                       log: Path | None = None) -> LabProcess:
-    """Spawn ``argv`` inside namespace ``ns`` and record its PID in the manifest."""
-    target = NetnsTarget(ns)
+                       log: Path | None = None, target: NetnsTarget | None = None
+                       ) -> LabProcess:
+    """Spawn ``argv`` inside namespace ``ns`` (through ``target`` when given, e.g. one that
+    also starts it in a cgroup) and record its PID in the manifest."""
+    target = target or NetnsTarget(ns)
     out = open(log, "ab") if log is not None else None  # noqa: SIM115 - kept for the child
     try:
         popen = target.spawn(argv, stdout=out.fileno() if out else subprocess.DEVNULL,

@@ -1,12 +1,19 @@
 """Study 002's lab: a virtual router (a forwarding namespace) between two subnets, plus 0..N
 stressed neighbours (stress-ng, each in its own cgroup with a CPU quota).
 
+The router's traffic (the iperf3 sender and receiver, which also carry the forwarding work in
+their softirq context) runs in a cgroup of its own, a sibling of the neighbours' groups: the CPU
+scheduler weighs groups, not processes, so each neighbour then weighs as much as the router —
+as VNF guests on one hypervisor do. Were the router's processes left outside, all neighbours
+together would weigh as one group, and adding neighbours would add no CPU contention.
+
     vbnet-ID-snd (10.78.1.2) ── vbnet-ID-rtr (10.78.1.1 | 10.78.2.1, ip_forward) ── vbnet-ID-rcv
                                                                                      (10.78.2.2)
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -14,6 +21,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.cgroups import Cgroup, CgroupLimits
+from virtbench.labs.net.cgroup_target import CgroupNetnsTarget
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.neighbours import Neighbour, start_neighbour
 from virtbench.labs.net.netops import add_namespace, add_veth, set_address, wait_listening
@@ -38,6 +47,9 @@ class VnfRouterParams(BaseModel):
     neighbour_cpus: list[int] | None = Field(
         None, description="CPUs the neighbours may use (cpuset); None: all")
     max_neighbours: int = Field(16, ge=0, description="refuse larger 'neighbours' knobs")
+    router_cpu_cores: float | None = Field(
+        None, gt=0, description="CPU quota of the router's cgroup (router traffic: iperf3 "
+                                "sender and receiver), in cores; None: all CPUs (no cap)")
 
 
 class VnfRouterLab(Lab):
@@ -63,6 +75,7 @@ class VnfRouterLab(Lab):
         self.manifest: Manifest | None = None
         self.server: LabProcess | None = None
         self.neighbours: list[Neighbour] = []
+        self.router_group: Cgroup | None = None
 
     def up(self) -> None:
         self.rundir.mkdir(parents=True, exist_ok=True)
@@ -80,8 +93,13 @@ class VnfRouterLab(Lab):
         t.run(["ip", "-n", ns["snd"], "route", "add", "default", "via", "10.78.1.1"])
         t.run(["ip", "-n", ns["rcv"], "route", "add", "default", "via", "10.78.2.1"])
         t.run(["ip", "netns", "exec", ns["rtr"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        cores = self.params.router_cpu_cores or float(os.cpu_count() or 1)
+        self.router_group = Cgroup(f"{OUR_PREFIX}{self.lab_id}-router",
+                                   CgroupLimits(cpu_quota_cores=cores), self.manifest)
+        self.router_group.create()
         self.server = start_in_namespace(ns["rcv"], ["iperf3", "-s", "-p", str(ROUTER_PORT)],
-                                         self.manifest, self.rundir / "iperf3.log")
+                                         self.manifest, self.rundir / "iperf3.log",
+                                         target=CgroupNetnsTarget(ns["rcv"], self.router_group))
         wait_listening(t, ns["rcv"], ROUTER_PORT)
 
     def _set_neighbours(self, count: int) -> None:
@@ -109,11 +127,17 @@ class VnfRouterLab(Lab):
         services = {"sender_ns": self.ns["snd"], "router_ns": self.ns["rtr"],
                     "receiver_ns": self.ns["rcv"], "receiver_ip": "10.78.2.2",
                     "iperf3_port": ROUTER_PORT, "neighbours": raw}
-        notes = {"router": "namespace with ip_forward=1 between 10.78.1.0/24 and 10.78.2.0/24",
+        cap = self.params.router_cpu_cores
+        notes = {"router": "namespace with ip_forward=1 between 10.78.1.0/24 and 10.78.2.0/24; "
+                           "iperf3 sender and receiver in the router's own cgroup ("
+                           + (f"{cap:g} cores" if cap else "no CPU cap")
+                           + "), a sibling of the neighbours' groups",
                  "neighbours": f"{raw} × stress-ng --cpu 1 --cpu-load "
                                f"{self.params.neighbour_load_pct}, each cgroup-limited to "
                                f"{self.params.neighbour_cpu_cores:g} cores"}
-        return LabState(target=NetnsTarget(self.ns["snd"]), services=services, notes=notes)
+        assert self.router_group is not None
+        return LabState(target=CgroupNetnsTarget(self.ns["snd"], self.router_group),
+                        services=services, notes=notes)
 
     def leave(self, variant: str) -> None:
         """Neighbours stay for the next variant (adding/removing only the difference)."""
@@ -126,10 +150,15 @@ class VnfRouterLab(Lab):
             if self.server is not None:
                 self.server.stop()
                 self.server = None
-            if self.manifest is not None:
-                clean_manifest(self.target, self.manifest)
-                self.manifest.delete()
-                self.manifest = None
+            try:
+                if self.router_group is not None:
+                    self.router_group.remove()  # kills what the workload left in it
+                    self.router_group = None
+            finally:
+                if self.manifest is not None:
+                    clean_manifest(self.target, self.manifest)
+                    self.manifest.delete()
+                    self.manifest = None
 
     @classmethod
     def clean(cls, manifest: Manifest) -> list[str]:
