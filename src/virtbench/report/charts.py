@@ -20,7 +20,8 @@ import numpy as np
 from matplotlib import rc_context, rcParams
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.transforms import blended_transform_factory
 
 from virtbench.analysis.views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
 from virtbench.model import Better
@@ -155,8 +156,14 @@ def _categories(ax: Any, labels: Sequence[str]) -> None:
         ax.text(-0.012, i, label, transform=where, ha="right", va="center", fontsize=8.5)
 
 
-def _title(ax: Any, text: str) -> None:
+def _title(ax: Any, text: str, from_figure_left: bool = False) -> None:
+    """The chart's title above the axes; ``from_figure_left`` starts it at the figure's left
+    edge rather than the axes' (bar charts, whose long row labels push the axes right)."""
     # A plain text: Axes.set_title re-measures every tick label to place itself.
+    if from_figure_left:
+        where = blended_transform_factory(ax.figure.transFigure, ax.transAxes)
+        ax.text(0.015, 1.025, text, transform=where, ha="left", va="bottom", fontsize=10)
+        return
     ax.text(0.0, 1.025, text, transform=ax.transAxes, ha="left", va="bottom", fontsize=10)
 
 
@@ -181,7 +188,12 @@ def _finite(x: float | None) -> bool:
 
 
 def _short(label: str, limit: int = 34) -> str:
-    return label if len(label) <= limit else label[: limit - 1] + "…"
+    """At most ``limit`` characters, cut in the middle: compared runs' variants
+    ('kvm-host/neighbours=3') share long beginnings and differ at both ends."""
+    if len(label) <= limit:
+        return label
+    head = limit // 2
+    return label[:head] + "…" + label[len(label) - (limit - 1 - head):]
 
 
 def _bar_height(count: int) -> float:
@@ -225,7 +237,7 @@ def mean_chart(view: MetricView, baseline: str) -> str | None:
                     va="center", fontsize=7.5, color="#374151")
         ax.set_xlim(right=top / div * 1.18 if top > 0 else None)
         _title(ax, f"{view.workload_id} · {view.metric.name}: mean with "
-                     f"{_conf(view)} CI")
+                     f"{_conf(view)} CI", from_figure_left=True)
         return _markup(fig, f"mean {view.metric.name} per configuration")
 
 
@@ -276,7 +288,8 @@ def speedup_chart(view: MetricView) -> str | None:
             low, high = ax.get_xlim()
             ax.set_xlim(low, high + (high - low) * 0.08)
         ax.set_xlabel("speedup over the baseline (> 1: better)")
-        _title(ax, f"{view.workload_id} · {view.metric.name}: speedup with {_conf(view)} CI")
+        _title(ax, f"{view.workload_id} · {view.metric.name}: speedup with {_conf(view)} CI",
+               from_figure_left=True)
         return _markup(fig, f"speedup of {view.metric.name} per configuration")
 
 
@@ -310,7 +323,8 @@ def effects_chart(view: MetricView, factor_knob: str | None) -> str | None:
         ax.set_xlim(low, high + (high - low) * 0.16)
         ax.set_xlabel("speedup from enabling the flag (geometric mean over pairs)")
         knob = f"{factor_knob} " if factor_knob else ""
-        _title(ax, f"{view.workload_id} · {view.metric.name}: main effect of each {knob}flag")
+        _title(ax, f"{view.workload_id} · {view.metric.name}: main effect of each {knob}flag",
+               from_figure_left=True)
         return _markup(fig, f"main effects on {view.metric.name}")
 
 
@@ -354,6 +368,8 @@ def grid_chart(view: MetricView, grid: KnobGrid) -> str | None:
                     label=_short(label or view.metric.name, 40))
             ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, linewidth=0)
         ax.set_xlabel(grid.x_knob)
+        if all(float(p[0]).is_integer() for _, pts in lines for p in pts):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 0.5 ticks
         ax.set_ylabel(f"{view.metric.name} ({unit})" if unit else view.metric.name)
         if len(lines) > 1 or lines[0][0]:
             ax.legend(loc="best", fontsize=7)

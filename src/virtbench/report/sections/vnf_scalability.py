@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from virtbench.analysis import Analysis, VariantInfo
-from virtbench.net_qos.scalability import Scalability, degradation_range, scalability
+from virtbench.net_qos.scalability import Scalability, scalability
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_value
 from virtbench.report.sections import Section
 from virtbench.report.sections._common import (
@@ -15,7 +15,6 @@ from virtbench.report.sections._common import (
     fmt_change,
     fmt_mean_ci,
     metric_of,
-    one_line,
     run_blocks,
     workload_ids,
 )
@@ -120,9 +119,10 @@ def vnf_sections(analysis: Analysis) -> list[Section]:
             if fit is not None:
                 f = fit.fit
                 paragraphs.append(
-                    f"Degradation range: the smallest and largest drop of mean throughput "
-                    f"between consecutive neighbour counts: {fmt_value(fit.drop_min, unit)} to "
-                    f"{fmt_value(fit.drop_max, unit)} ({one_line(degradation_range.__doc__)})")
+                    f"Degradation range (study 002's term): the smallest and largest drop of "
+                    f"mean throughput from one neighbour count to the next: "
+                    f"{fmt_value(fit.drop_min, unit)} to {fmt_value(fit.drop_max, unit)} (a "
+                    "rise counts as a negative drop).")
                 paragraphs.append(
                     f"Linear fit of throughput on neighbours over all {f.n} repetitions "
                     f"(ordinary least squares, not on the means): slope "
