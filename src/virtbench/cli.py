@@ -202,11 +202,12 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
     import datetime as dt
 
     st = _store(store)
-    table = Table("id", "experiment", "status", "started", "host", "samples", "stop reason")
+    table = Table("experiment", "status", "started", "host", "samples", "stop reason")
+    table.add_column("id", no_wrap=True, min_width=12)  # must stay copyable for export
     for r in st.runs():
         started = dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M")
-        table.add_row(r.id, r.experiment, r.status, started, r.host,
-                      str(st.sample_count(r.id)), r.stop_reason[:60])
+        table.add_row(r.experiment, r.status, started, r.host, str(st.sample_count(r.id)),
+                      r.stop_reason[:60], r.id)
     console.print(table)
 
 

@@ -64,9 +64,12 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                        "out"]
             if analysis.compare_knob:
                 columns.insert(6, "vs")
+            if console.width < 110:  # keep the variant names readable on narrow terminals
+                columns = [c for c in columns if c not in ("median", "CV")]
             for column in columns:
                 table.add_column(column, justify="left" if column == "variant" else "right",
-                                 no_wrap=column != "variant")
+                                 no_wrap=column != "variant",
+                                 min_width=14 if column == "variant" else None)
             best = analysis.best.get((wid, metric.name), (None, 0))[0]
             for r in rows:
                 s = r.summary
@@ -76,18 +79,19 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                             style="bold" if r.variant == best else "")
                 unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
                 half = (s.ci_high - s.ci_low) / 2 if s else float("nan")
-                cells: list[Text | str] = [
-                    name, str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
-                    fmt_value(s.mean if s else None, metric.unit),
-                    f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
-                    fmt_value(s.median if s else None, metric.unit),
-                    f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
-                    fmt_ratio(r.speedup.ratio, r.speedup.ci_low, r.speedup.ci_high)
-                    if r.speedup else "–",
-                    fmt_p(r.p_holm) + ("*" if r.significant else ""), str(r.outliers)]
-                if analysis.compare_knob:
-                    cells.insert(6, r.reference or "–")
-                table.add_row(*cells)
+                by_column: dict[str, Text | str] = {
+                    "variant": name,
+                    "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
+                    "mean": fmt_value(s.mean if s else None, metric.unit),
+                    "±CI": f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
+                    "median": fmt_value(s.median if s else None, metric.unit),
+                    "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
+                    "vs": r.reference or "–",
+                    "speedup [CI]": fmt_ratio(r.speedup.ratio, r.speedup.ci_low,
+                                              r.speedup.ci_high) if r.speedup else "–",
+                    "p Holm": fmt_p(r.p_holm) + ("*" if r.significant else ""),
+                    "out": str(r.outliers)}
+                table.add_row(*(by_column[c] for c in columns))
             console.print(table)
             effects = analysis.main_effects.get((wid, metric.name))
             if effects:
