@@ -452,42 +452,6 @@ class Store:
             assert cursor is not None
             return list(cursor.fetchall())
 
-    def per_trial_rows(self, run_id: str
-                       ) -> Iterator[tuple[str, str, str, int, float | None, str]]:
-        """(variant, workload_id, metric, repetition, value, status) of every per-trial sample.
-
-        The report's hot path: rows come straight from the DBAPI cursor in large batches,
-        skipping SQLAlchemy's per-row processing (1,000,000 rows in about a second).
-        """
-        query = (
-            select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
-                   s.samples.c.repetition, s.samples.c.value, s.samples.c.status)
-            .where(s.samples.c.run_id == run_id, s.samples.c.t.is_(None))
-        )
-        with self.engine.connect() as conn:
-            cursor = conn.execute(query).cursor
-            assert cursor is not None
-            while True:
-                batch = cursor.fetchmany(100_000)
-                if not batch:
-                    break
-                yield from batch
-
-    def repetition_means(self, run_id: str) -> list[tuple[str, str, str, int, float, int]]:
-        """(variant, workload_id, metric, repetition, mean value, count) of per-trial samples."""
-        query = (
-            select(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
-                   s.samples.c.repetition, func.avg(s.samples.c.value), func.count())
-            .where(s.samples.c.run_id == run_id, s.samples.c.value.is_not(None),
-                   s.samples.c.t.is_(None))
-            .group_by(s.samples.c.variant, s.samples.c.workload_id, s.samples.c.metric,
-                      s.samples.c.repetition)
-            .order_by(s.samples.c.repetition)
-        )
-        with self.engine.connect() as conn:
-            return [(r[0], r[1], r[2], int(r[3]), float(r[4]), int(r[5]))
-                    for r in conn.execute(query)]
-
     def samples(self, run_id: str, *, workload_id: str | None = None, metric: str | None = None,
                 series_only: bool = False) -> list[SampleRow]:
         query = select(s.samples).where(s.samples.c.run_id == run_id)
