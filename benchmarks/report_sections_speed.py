@@ -86,7 +86,7 @@ def main() -> None:
             f"| `build_sections` (study sections: {len(sections)}) | {min(sections_s):.3f} s |\n"
             f"\nSections built: {keys}.\n\nFloor: the whole report ≤ 10 s.\n")
     record("report: study sections over 1,000,000 samples",
-           "python benchmarks/report_sections_speed.py", body)
+           ".venv/bin/python benchmarks/report_sections_speed.py", body)
     print(body)
 
 
