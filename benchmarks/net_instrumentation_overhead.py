@@ -16,11 +16,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
 from virtbench.labs.net.vswitch import VSwitchLab
+from virtbench.stats import percent_change_ci
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_transfer import QosTransfer
 
-PAIRS = 6
+PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 16
 DURATION_S = 5
 
 
@@ -49,6 +50,8 @@ def main() -> None:
     m_alone, m_inst = statistics.mean(alone), statistics.mean(instrumented)
     overhead = 100.0 * (m_alone - m_inst) / m_alone
     ratios = [100.0 * (a - b) / a for a, b in zip(alone, instrumented, strict=True)]
+    change = percent_change_ci(alone, instrumented, seed=1)  # % change of mean throughput
+    ci_text = f"95 % CI of the overhead [{-change.ci_high:+.1f}, {-change.ci_low:+.1f}] %"
     verdict = "PASS" if overhead <= 10.0 else "FAIL"
     body = (
         f"Linux bridge, {DURATION_S} s TCP transfers, {PAIRS} alternating pairs. Instrumented = "
@@ -56,7 +59,7 @@ def main() -> None:
         "| configuration | mean Mbit/s | sd |\n|---|---|---|\n"
         f"| iperf3 alone | {m_alone:,.0f} | {statistics.stdev(alone):,.0f} |\n"
         f"| instrumented | {m_inst:,.0f} | {statistics.stdev(instrumented):,.0f} |\n\n"
-        f"Overhead of means: {overhead:+.1f} % (per pair: "
+        f"Overhead of means: {overhead:+.1f} %, {ci_text} (per pair: "
         f"{', '.join(f'{r:+.1f}' for r in ratios)} %). Floor ≤ 10 %: **{verdict}**\n"
     )
     print(body)
