@@ -43,7 +43,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kvm_guest_image import _download, _kernel_package, _run
+from kvm_guest_image import GuestImage, _download, _kernel_package, _run
+from kvm_guest_image import domain_xml as base_domain_xml
 
 from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
 
@@ -333,44 +334,19 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
 
 def domain_xml(name: str, guest: GuestInstance, console_log: Path, memory_mib: int = 768) -> str:
     """A TCG domain with qemu64 (QEMU's default CPU) and user-mode networking on loopback."""
-    return f"""<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
-  <name>{name}</name>
-  <memory unit='MiB'>{memory_mib}</memory>
-  <vcpu placement='static'>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>{guest.kernel}</kernel>
-    <initrd>{guest.initrd}</initrd>
-    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>
-  </os>
-  <features>
-    <acpi/>
-  </features>
-  <cpu mode='custom' match='exact' check='none'>
-    <model fallback='allow'>qemu64</model>
-  </cpu>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>restart</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <serial type='file'>
-      <source path='{console_log}'/>
-      <target port='0'/>
-    </serial>
-    <rng model='virtio'>
+    return base_domain_xml(
+        name, GuestImage(guest.kernel, guest.initrd), console_log, memory_mib=memory_mib,
+        cmdline="console=ttyS0 panic=-1 quiet",
+        extra_devices="""    <rng model='virtio'>
       <backend model='random'>/dev/urandom</backend>
     </rng>
-    <memballoon model='none'/>
-  </devices>
-  <qemu:commandline>
-    <qemu:arg value='-netdev'/>
+""",
+        qemu_commandline=f"""    <qemu:arg value='-netdev'/>
     <qemu:arg value='user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{guest.port}-:22'/>
     <!-- An explicit slot: QEMU places these before libvirt's own devices. -->
     <qemu:arg value='-device'/>
     <qemu:arg value='virtio-net-pci,netdev=vbnet0,addr=0x10'/>
-  </qemu:commandline>
-</domain>
-"""
+""")
 
 
 def wait_ssh(guest: GuestInstance, timeout: float = 180.0) -> None:

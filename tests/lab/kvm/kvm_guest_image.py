@@ -89,17 +89,27 @@ def build_guest(cache: Path = CACHE) -> GuestImage:
     return GuestImage(kernel, initrd)
 
 
-def domain_xml(name: str, image: GuestImage, console_log: Path) -> str:
-    """A TCG domain (this machine's /dev/kvm cannot run stock kernels) with qemu64."""
-    return f"""<domain type='qemu'>
+def domain_xml(name: str, image: GuestImage, console_log: Path, *, memory_mib: int = 256,
+               cmdline: str = "console=ttyS0 panic=-1", extra_devices: str = "",
+               qemu_commandline: str = "") -> str:
+    """A TCG domain (this machine's /dev/kvm cannot run stock kernels) with qemu64.
+
+    ``qemu_commandline`` holds ``<qemu:arg>`` elements passed straight to QEMU (e.g. user-mode
+    networking, which libvirt 9.0 only offers through passt).
+    """
+    namespace = (" xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'"
+                 if qemu_commandline else "")
+    trailer = (f"  <qemu:commandline>\n{qemu_commandline}  </qemu:commandline>\n"
+               if qemu_commandline else "")
+    return f"""<domain type='qemu'{namespace}>
   <name>{name}</name>
-  <memory unit='MiB'>256</memory>
+  <memory unit='MiB'>{memory_mib}</memory>
   <vcpu placement='static'>1</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>{image.kernel}</kernel>
     <initrd>{image.initrd}</initrd>
-    <cmdline>console=ttyS0 panic=-1</cmdline>
+    <cmdline>{cmdline}</cmdline>
   </os>
   <features>
     <acpi/>
@@ -115,7 +125,7 @@ def domain_xml(name: str, image: GuestImage, console_log: Path) -> str:
       <source path='{console_log}'/>
       <target port='0'/>
     </serial>
-    <memballoon model='none'/>
+{extra_devices}    <memballoon model='none'/>
   </devices>
-</domain>
+{trailer}</domain>
 """
