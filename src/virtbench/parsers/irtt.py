@@ -51,6 +51,8 @@ class IrttResult:
     packets_sent: int
     packets_received: int
     loss_pct: float
+    server_packets_received: int | None = None
+    """Probes the server received (and answered); None when the server did not report it."""
 
 
 def _stat_ms(stats: dict[str, Any], name: str, field: str = "mean") -> float:
@@ -104,6 +106,8 @@ def parse_irtt_json(text: str) -> IrttResult:
         packets_sent=sent,
         packets_received=received,
         loss_pct=100.0 * (sent - received) / sent,
+        server_packets_received=(int(stats["server_packets_received"])
+                                 if "server_packets_received" in stats else None),
     )
 
 

@@ -1,4 +1,5 @@
-"""Real network labs: need root, iproute2, iperf3, irtt, dumpcap, Open vSwitch, stress-ng."""
+"""Real network labs: need root, iproute2, iperf3, irtt, tcpdump, dumpcap, Open vSwitch,
+stress-ng."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-NEEDED = ("ip", "iperf3", "irtt", "dumpcap", "ovs-vsctl", "ovsdb-server", "stress-ng", "ethtool")
+NEEDED = ("ip", "iperf3", "irtt", "dumpcap", "tcpdump", "ovs-vsctl", "ovsdb-server", "stress-ng",
+          "ethtool")
 
 
 @pytest.fixture(autouse=True)

@@ -60,7 +60,7 @@ class VSwitchLab(Lab):
     Params = VSwitchParams
     tools = (
         Tool("ip", "iproute2"), Tool("ss", "iproute2"), Tool("ethtool", "ethtool"),
-        Tool("iperf3", "iperf3"), Tool("irtt", "irtt"), Tool("dumpcap", "wireshark-common"),
+        Tool("iperf3", "iperf3"), Tool("irtt", "irtt"),
         Tool("ovs-vsctl", "openvswitch-switch"), Tool("ovsdb-server", "openvswitch-switch"),
         Tool("ovs-vswitchd", "openvswitch-switch"),
     )

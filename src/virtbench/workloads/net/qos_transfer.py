@@ -1,11 +1,12 @@
 """Study 001's trial: a foreground TCP transfer (iperf3 -J, server → client) with a receiver
-capture, a sender capture and irtt latency probes alongside; QoS metrics and grading."""
+capture, a count of sent packets (interface counter or sender capture) and irtt latency probes
+alongside; QoS metrics and grading."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +19,8 @@ from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_j
 from virtbench.targets.base import Target
 from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.net.capture import Capture
+from virtbench.workloads.net.capture import CAPTURE_PACKAGES, Capture, CaptureTool
+from virtbench.workloads.net.counters import tx_packets
 
 __all__ = ["WORKLOADS", "QosTransfer", "service"]
 
@@ -33,12 +35,13 @@ STUDY_METRICS = (
            "studies' 'throughput': captured wire bits of the flow / capture time (first to last "
            "packet) / 10^6"),
     Metric("study_loss_pct", "%", Better.LOWER,
-           "studies' 'packet loss': (packets captured at the sender − at the receiver) / sent × "
-           "100, data direction of the foreground flow"),
+           "studies' 'packet loss': (packets sent − captured at the receiver) / sent × 100, data "
+           "direction of the foreground flow; sent = the server interface's tx packet counter "
+           "minus irtt replies (sent_count: counters) or a sender capture (sent_count: capture)"),
     Metric("capture_packets", "packets", Better.HIGHER,
            "foreground data packets in the receiver capture (GSO/GRO super-packets count once)"),
     Metric("capture_dropped", "packets", Better.LOWER,
-           "packets dumpcap reported dropped at the receiver (the study metrics then lack them)"),
+           "packets the receiver capture reported dropped (the study metrics then lack them)"),
     Metric("tcp_retransmit_pct", "%", Better.LOWER,
            "TCP loss estimate: retransmitted segments / (sent bytes / MSS) × 100"),
     Metric("tiphon_index", "index 1-4", Better.HIGHER,
@@ -57,8 +60,14 @@ class QosTransferParams(BaseModel):
 
     duration_s: int = Field(10, ge=1, le=3600,
                             description="foreground transfer length in s (the study: 20)")
-    capture: bool = Field(True, description="capture the flow at the receiver (and sender)")
-    sender_capture: bool = Field(True, description="also capture at the sender, for study loss")
+    capture: bool = Field(True, description="capture the flow at the receiver")
+    capture_tool: CaptureTool = Field(
+        "tcpdump", description="capture program: tcpdump (default, cheapest measured here) or "
+        "dumpcap (Wireshark's, as the studies used)")
+    sent_count: Literal["counters", "capture", "none"] = Field(
+        "counters", description="how study loss counts sent packets: 'counters' = the server "
+        "interface's tx counter minus irtt replies (no tap, nearly free); 'capture' = a second "
+        "capture at the sender as the studies did (costs throughput); 'none' = no study loss")
     snaplen: int = Field(96, ge=64, le=65535, description="bytes kept per captured packet")
     probe: bool = Field(True, description="run irtt latency probes alongside the transfer")
     probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
@@ -78,8 +87,17 @@ class QosTransfer(Workload):
                    "captures and irtt probes: throughput, the studies' capture QoS, RTT, one-way "
                    "delay, IPDV, RFC 3550 jitter, loss, TIPHON and E-model grading")
     metrics = (*IPERF3_METRICS[:3], *IPERF3_METRICS[5:], *IRTT_METRICS, *STUDY_METRICS)
-    tools = (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"), Tool("dumpcap", "wireshark-common"))
+    tools = (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"))
     Params: ClassVar[type[BaseModel]] = QosTransferParams
+
+    def check(self, target: Target) -> list[str]:
+        problems = super().check(target)
+        tool = self.params.capture_tool
+        if self.params.capture and target.which(tool) is None:
+            package = CAPTURE_PACKAGES[tool]
+            problems.append(f"{self.name}: '{tool}' not found on {target.describe()}; install "
+                            f"the Debian package '{package}' (apt-get install {package})")
+        return problems
 
     def active_metrics(self) -> list[Metric]:
         p = self.params
@@ -89,7 +107,7 @@ class QosTransfer(Workload):
         if p.capture:
             names |= {"study_delay_ms", "study_jitter_ms", "study_throughput_mbps",
                       "capture_packets", "capture_dropped"}
-            if p.sender_capture:
+            if p.sent_count != "none":
                 names |= {"study_loss_pct", "tiphon_index"}
         return [m for m in self.metrics if m.name in names]
 
@@ -104,16 +122,22 @@ class QosTransfer(Workload):
         captures: list[Capture] = []
         if p.capture:
             captures.append(Capture(client, str(service(ctx, "client_iface")),
-                                    ctx.workdir / f"{tag}-receiver.pcap", p.snaplen, bpf))
-            if p.sender_capture:
+                                    ctx.workdir / f"{tag}-receiver.pcap", p.snaplen, bpf,
+                                    p.capture_tool))
+            if p.sent_count == "capture":
                 captures.append(Capture(server, str(service(ctx, "server_iface")),
-                                        ctx.workdir / f"{tag}-sender.pcap", p.snaplen, bpf))
+                                        ctx.workdir / f"{tag}-sender.pcap", p.snaplen, bpf,
+                                        p.capture_tool))
+        count_tx = p.capture and p.sent_count == "counters"
         irtt_out = ctx.workdir / f"{tag}-irtt.json"
         irtt: subprocess.Popen[bytes] | None = None
         artifacts: list[Artifact] = []
+        tx_before = tx_after = 0
         try:
             for cap in captures:
                 cap.start()
+            if count_tx:
+                tx_before = tx_packets(server, str(service(ctx, "server_iface")))
             if p.probe:
                 irtt_out.unlink(missing_ok=True)
                 irtt = client.spawn(["irtt", "client", "-i", f"{p.probe_interval_ms:g}ms",
@@ -124,6 +148,8 @@ class QosTransfer(Workload):
                              timeout=p.duration_s + 60, check=False)
             if irtt is not None:
                 irtt.wait(timeout=p.duration_s + 30)
+            if count_tx:
+                tx_after = tx_packets(server, str(service(ctx, "server_iface")))
         finally:
             stats = [cap.stop() for cap in captures]
             if irtt is not None and irtt.poll() is None:
@@ -146,14 +172,21 @@ class QosTransfer(Workload):
             model = emodel(probe.receive_delay_ms, jitter, probe.loss_pct)
             out += [Measurement("emodel_r", model.r_factor), Measurement("emodel_mos", model.mos)]
         if captures:
-            out += self._capture_metrics(captures, stats)
+            sent: int | None = None
+            if count_tx:
+                # irtt's replies leave the same interface; the server answers each probe it got
+                # plus the session's open request.
+                replies = 0 if probe is None else (probe.server_packets_received or 0) + 1
+                sent = tx_after - tx_before - replies
+            out += self._capture_metrics(captures, stats, sent)
             if not p.keep_pcaps:
                 for cap in captures:
                     cap.path.unlink(missing_ok=True)
                     cap.log.unlink(missing_ok=True)
         return TrialResult(out, artifacts)
 
-    def _capture_metrics(self, captures: list[Capture], stats: list[Any]) -> list[Measurement]:
+    def _capture_metrics(self, captures: list[Capture], stats: list[Any],
+                         sent: int | None) -> list[Measurement]:
         received = read_pcap(captures[0].path)
         out = [Measurement("capture_packets", float(received.packets))]
         if stats[0].dropped is not None:
@@ -166,11 +199,10 @@ class QosTransfer(Workload):
                 Measurement("study_throughput_mbps", qos.throughput_mbps)]
         if len(captures) > 1:
             sent = read_pcap(captures[1].path).packets
-            if sent > 0:
-                loss = study_loss_percent(sent, received.packets)
-                out += [Measurement("study_loss_pct", loss),
-                        Measurement("tiphon_index",
-                                    tiphon_index(qos.delay_ms, qos.jitter_ms, loss))]
+        if sent is not None and sent > 0:
+            loss = study_loss_percent(sent, received.packets)
+            out += [Measurement("study_loss_pct", loss),
+                    Measurement("tiphon_index", tiphon_index(qos.delay_ms, qos.jitter_ms, loss))]
         return out
 
 

@@ -1,0 +1,22 @@
+"""Interface packet counters read with ``ip -s -j link`` (no tap, so free during a transfer)."""
+
+from __future__ import annotations
+
+import json
+
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
+
+__all__ = ["tx_packets"]
+
+
+def tx_packets(target: Target, iface: str) -> int:
+    """Packets ``iface`` has transmitted so far (stats64.tx.packets) as seen in ``target``."""
+    res = target.run(["ip", "-s", "-j", "link", "show", "dev", iface], check=False)
+    if res.returncode != 0:
+        raise VirtbenchError(f"cannot read counters of interface {iface}: {res.stderr.strip()}")
+    try:
+        return int(json.loads(res.stdout)[0]["stats64"]["tx"]["packets"])
+    except (ValueError, LookupError, TypeError) as exc:
+        raise VirtbenchError(f"interface {iface}: no stats64.tx.packets in 'ip -s -j link' "
+                             f"output ({exc})") from exc
