@@ -1,13 +1,16 @@
 """Which part of the QoS instrumentation costs TCP throughput through the Linux bridge.
 
-Rotates iperf3 alone, + receiver capture, + receiver and sender capture, + irtt probes only,
-in the vswitch lab (same flow, same path), and records the mean throughput of each.
+Rotates iperf3 alone, + a receiver capture with tcpdump, + one with dumpcap, + tcpdump at
+receiver and sender (the studies' two taps), + irtt probes only, in the vswitch lab (same flow,
+same path); records the mean throughput of each and the CPU time the capture programs used.
 Run as root: `.venv/bin/python benchmarks/net_instrumentation_breakdown.py [ROUNDS]`.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -15,48 +18,83 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
+from virtbench.labs.base import LabState
 from virtbench.labs.net.vswitch import VSwitchLab
-from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
-from virtbench.workloads.net.qos_transfer import QosTransfer
+from virtbench.parsers.iperf3 import parse_iperf3_json
+from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.workloads.net.capture import Capture, CaptureTool
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 DURATION_S = 4
+# configuration → capture taps as (tool, at the sender?); irtt is a separate flag
+CONFIGS: dict[str, tuple[list[tuple[CaptureTool, bool]], bool]] = {
+    "iperf3 alone": ([], False),
+    "+ receiver capture, tcpdump": ([("tcpdump", False)], False),
+    "+ receiver capture, dumpcap": ([("dumpcap", False)], False),
+    "+ receiver and sender capture, tcpdump": ([("tcpdump", False), ("tcpdump", True)], False),
+    "+ irtt probes only (10 ms)": ([], True),
+}
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _trial(state: LabState, workdir: Path, taps: list[tuple[CaptureTool, bool]],
+           irtt: bool) -> tuple[float, float]:
+    """Throughput (Mbit/s) of one transfer and the CPU seconds its capture programs used."""
+    s = state.services
+    client, server = state.target, NetnsTarget(s["server_ns"])
+    assert client is not None
+    bpf = f"tcp and src host {s['server_ip']} and src port {s['iperf3_port']}"
+    captures = [Capture(server if at_sender else client,
+                        s["server_iface"] if at_sender else s["client_iface"],
+                        workdir / f"cap{i}.pcap", 96, bpf, tool)
+                for i, (tool, at_sender) in enumerate(taps)]
+    for cap in captures:
+        cap.start()
+    probe = (client.spawn(["irtt", "client", "-i", "10ms", "-d", f"{DURATION_S}s", "-Q",
+                           f"{s['server_ip']}:{s['irtt_port']}"], stdout=subprocess.DEVNULL)
+             if irtt else None)
+    res = client.run(["iperf3", "-c", s["server_ip"], "-p", str(s["iperf3_port"]), "-R",
+                      "-t", str(DURATION_S), "-J"], timeout=DURATION_S + 60)
+    if probe is not None:
+        probe.wait(DURATION_S + 30)
+    cpu = 0.0
+    for cap in captures:
+        assert cap.popen is not None
+        cpu += _cpu_seconds(cap.popen.pid)  # before stop: the drain wait is not transfer time
+        cap.stop()
+        cap.path.unlink(missing_ok=True)
+    return parse_iperf3_json(res.stdout).receiver_bps / 1e6, cpu
 
 
 def main() -> None:
-    params = QosTransfer.Params
-    configs = {
-        "iperf3 alone": params(duration_s=DURATION_S, capture=False, probe=False),
-        "+ receiver capture": params(duration_s=DURATION_S, capture=True, sender_capture=False,
-                                     probe=False),
-        "+ receiver and sender capture": params(duration_s=DURATION_S, capture=True,
-                                                sender_capture=True, probe=False),
-        "+ irtt probes only (10 ms)": params(duration_s=DURATION_S, capture=False, probe=True),
-    }
-    results: dict[str, list[float]] = {name: [] for name in configs}
+    tput: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    cpu: dict[str, list[float]] = {name: [] for name in CONFIGS}
     with tempfile.TemporaryDirectory(prefix="vbnet-cost-") as tmp:
         lab = VSwitchLab(None, Path(tmp), LocalTarget())
         try:
             lab.up()
             state = lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
-            for i in range(ROUNDS):
-                for name, p in configs.items():
-                    ctx = TrialContext(target=state.target, variant="bench", knobs={},
-                                       workdir=Path(tmp), repetition=i, seed=1,
-                                       services=state.services)
-                    value = next(m.value for m in QosTransfer(p).run(ctx).measurements
-                                 if m.metric == "throughput_mbps")
-                    assert value is not None
-                    results[name].append(value)
+            for _ in range(ROUNDS):
+                for name, (taps, irtt) in CONFIGS.items():
+                    mbps, cpu_s = _trial(state, Path(tmp), taps, irtt)
+                    tput[name].append(mbps)
+                    cpu[name].append(cpu_s)
         finally:
             lab.down()
-    base = statistics.mean(results["iperf3 alone"])
-    rows = [f"| {name} | {statistics.mean(v):,.0f} | {100 * (base - statistics.mean(v)) / base:+.1f} % |"
-            for name, v in results.items()]
-    body = (f"Linux bridge, {DURATION_S} s TCP transfers, {ROUNDS} rounds of the four "
-            "configurations in turn; 2 cores, both saturated by iperf3.\n\n"
-            "| configuration | mean Mbit/s | cost vs alone |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+    base = statistics.mean(tput["iperf3 alone"])
+    rows = [f"| {name} | {statistics.mean(v):,.0f} | {statistics.stdev(v):,.0f} | "
+            f"{100 * (base - statistics.mean(v)) / base:+.1f} % | "
+            f"{statistics.mean(cpu[name]):.3f} |" for name, v in tput.items()]
+    body = (f"Linux bridge, {DURATION_S} s TCP transfers, {ROUNDS} rounds of the configurations "
+            "in turn; 2 cores, both saturated by iperf3. Captures: snap length 96, BPF on the "
+            "flow, classic pcap. Capture CPU = user + system seconds of the capture processes "
+            "during the transfer (/proc/PID/stat); kernel work in softirq is not in it.\n\n"
+            "| configuration | mean Mbit/s | sd | cost vs alone | capture CPU s |\n"
+            "|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(body)
     record("net: instrumentation cost by component",
            ".venv/bin/python benchmarks/net_instrumentation_breakdown.py", body)

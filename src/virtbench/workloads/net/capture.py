@@ -1,8 +1,9 @@
 """A packet capture (tcpdump or dumpcap) started and stopped around a trial: classic pcap with a
 snap length and a BPF filter, plus the drop count the tool reports on exit.
 
-tcpdump is the default: on the Linux-bridge path here it used ~0.03 s of CPU per 4 s transfer
-against dumpcap's ~0.2 s (BENCHMARKS.md), CPU that a saturated 2-core host takes from the flow.
+tcpdump is the default: on the Linux-bridge path here it used 0.045 s of CPU per 4 s transfer
+against dumpcap's 0.239 s (BENCHMARKS.md, "instrumentation cost by component"), CPU that a
+saturated 2-core host takes from the flow.
 """
 
 from __future__ import annotations
