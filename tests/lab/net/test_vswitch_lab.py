@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.labs.base import Manifest
+from virtbench.labs.net.hugepages import sysfs_pool
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.base import TrialContext
@@ -112,3 +113,81 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     assert _namespaces() == before
     leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in leftover  # no ovsdb-server/ovs-vswitchd of ours survives
+
+
+def _hugetlbfs_mounts() -> set[str]:
+    lines = Path("/proc/mounts").read_text().splitlines()
+    return {line.split()[1] for line in lines if line.split()[2] == "hugetlbfs"}
+
+
+def _start_dpdk(lab: VSwitchLab, variant: str) -> object:
+    try:
+        return lab.enter(variant, {"switch": "ovs-dpdk", "background_mbps": 0})
+    except (RuntimeError, TimeoutError) as exc:
+        if "dpdk" in str(exc).lower():
+            pytest.skip(f"DPDK did not initialise here: {exc}")
+        raise
+
+
+def test_ovs_dpdk_on_hugepages_the_lab_reserves_and_gives_back(tmp_path: Path) -> None:
+    pool = sysfs_pool()
+    if not pool.exists():
+        pytest.skip("no 2 MiB hugepages in this kernel")
+    before, mounts = int(pool.read_text()), _hugetlbfs_mounts()
+    params = VSwitchLab.Params(dpdk_hugepages="reserve", dpdk_memory_mb=128)
+    lab = VSwitchLab(params, tmp_path, LocalTarget())
+    try:
+        lab.up()
+        state = _start_dpdk(lab, "dpdk")
+        assert int(pool.read_text()) == before + (128 + 64) // 2
+        assert len(_hugetlbfs_mounts() - mounts) == 1
+        # OVS runs DPDK --in-memory (memfd pages, no files): see the pool's use instead.
+        info = dict(line.split(":") for line in Path("/proc/meminfo").read_text().splitlines())
+        in_use = int(info["HugePages_Total"]) - int(info["HugePages_Free"])
+        assert in_use >= 128 // 2  # at least DPDK's -m 128 MiB in 2 MiB pages
+        transfer = QosTransfer(QosTransfer.Params(duration_s=2, capture=False, probe=False))
+        values = {m.metric: m.value for m in transfer.run(_ctx(state, tmp_path)).measurements}
+        assert values["throughput_mbps"] > 1
+        lab.enter("bridge", {"switch": "linux-bridge", "background_mbps": 0})
+        assert int(pool.read_text()) == before and _hugetlbfs_mounts() == mounts
+    finally:
+        lab.down()
+    assert int(pool.read_text()) == before and _hugetlbfs_mounts() == mounts
+
+
+
+def test_clean_gives_back_hugepages_a_killed_run_reserved(tmp_path: Path) -> None:
+    pool = sysfs_pool()
+    if not pool.exists():
+        pytest.skip("no 2 MiB hugepages in this kernel")
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from virtbench.labs.net.vswitch import VSwitchLab\n"
+        "from virtbench.targets.local import LocalTarget\n"
+        "p = VSwitchLab.Params(dpdk_hugepages='reserve', dpdk_memory_mb=128)\n"
+        "lab = VSwitchLab(p, Path(sys.argv[1]), LocalTarget())\n"
+        "lab.up()\n"
+        "try:\n"
+        "    lab.enter('v', {'switch': 'ovs-dpdk', 'background_mbps': 0})\n"
+        "except Exception as exc:\n"
+        "    print('failed', exc, flush=True); lab.down(); raise\n"
+        "print('ready', flush=True); time.sleep(120)\n"
+    )
+    before, mounts = int(pool.read_text()), _hugetlbfs_mounts()
+    child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+        if line.startswith("failed") and "dpdk" in line.lower():
+            pytest.skip(f"DPDK did not initialise here: {line}")
+        assert line == "ready"
+    finally:
+        child.kill()  # a crash: no down(); ovs-vswitchd-dpdk still holds the pages
+        child.wait()
+    assert int(pool.read_text()) > before and len(_hugetlbfs_mounts() - mounts) == 1
+    manifest = next((tmp_path / "labs").glob("vbnet-*.json"))
+    removed = VSwitchLab.clean(Manifest(manifest, "vswitch"))
+    assert any("hugepages returned" in r for r in removed)
+    assert int(pool.read_text()) == before and _hugetlbfs_mounts() == mounts

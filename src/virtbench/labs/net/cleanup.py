@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from virtbench.labs.base import Manifest
+from virtbench.labs.net.hugepages import release_recorded
 from virtbench.labs.net.netops import delete_namespace
 from virtbench.labs.net.procs import kill_recorded
 from virtbench.targets.base import Target
@@ -16,7 +17,8 @@ OUR_PREFIX = "vbnet-"
 
 
 def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
-    """Processes, namespaces (and so every interface and bridge in them), cgroups, mounts, dirs."""
+    """Processes, namespaces (and so every interface and bridge in them), cgroups, mounts,
+    hugepages the lab added to the kernel pool, directories."""
     removed = kill_recorded(target, manifest.items("pid"))
     for name in manifest.items("netns"):
         if str(name).startswith(OUR_PREFIX):  # never a namespace that is not ours
@@ -32,6 +34,7 @@ def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
         if target.run(["umount", str(mount)], check=False).returncode == 0:
             removed.append(f"mount {mount}")
         manifest.remove("mount", mount)
+    removed += release_recorded(manifest)  # after the unmounts, which free DPDK's page files
     for directory in manifest.items("dir"):
         if Path(directory).exists():
             shutil.rmtree(directory, ignore_errors=True)

@@ -29,16 +29,20 @@ def dpdk_runtime_dir(prefix: str) -> Path:
 
 @dataclass(frozen=True)
 class DpdkOptions:
-    """How OVS-DPDK initialises. ``hugepages`` False uses ``--no-huge -m MEM --legacy-mem``."""
+    """How OVS-DPDK initialises. ``hugepages`` False uses ``--no-huge -m MEM --legacy-mem``;
+    with ``huge_dir`` DPDK takes ``-m MEM`` from that hugetlbfs mount only."""
 
     file_prefix: str
     memory_mb: int = 512
     hugepages: bool = False
     pmd_cpu_mask: str = "0x2"
     lcore_mask: str = "0x1"
+    huge_dir: str | None = None
 
     def extra_args(self) -> str:
         base = f"--file-prefix={self.file_prefix}"
+        if self.hugepages and self.huge_dir:
+            return f"--huge-dir {self.huge_dir} -m {self.memory_mb} {base}"
         if self.hugepages:
             return base
         return f"--no-huge -m {self.memory_mb} --legacy-mem {base}"

@@ -121,7 +121,8 @@ class OvsDpdk(Switch):
                            f"options:dpdk-devargs=net_af_packet{index},iface={port}",
                            f"options:n_rxq={self.n_rxq}")
             set_address(self.target, host.namespace, host.role, host.cidr)
-        memory = "hugepages" if self.dpdk.hugepages else f"--no-huge -m {self.dpdk.memory_mb}"
+        memory = (f"hugepages from {self.dpdk.huge_dir or 'the system mounts'}"
+                  if self.dpdk.hugepages else f"--no-huge -m {self.dpdk.memory_mb}")
         self.notes["switch"] = (f"OVS-DPDK (ovs-vswitchd-dpdk), af_packet virtual devices on "
                                 f"veth, {memory}, pmd-cpu-mask={self.dpdk.pmd_cpu_mask}, "
                                 f"offloads off on the hosts")

@@ -13,13 +13,14 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.net.hugepages import HugepageReservation
 from virtbench.labs.net.netops import add_namespace, disable_offloads, wait_listening
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.procs import LabProcess, start_in_namespace
@@ -45,10 +46,12 @@ class VSwitchParams(BaseModel):
         True, description="keep TSO/GSO/GRO/checksum offloads on the hosts' interfaces; False "
         "puts MTU-sized packets on the wire (like the study's VMs; slower, but captures at "
         "sender and receiver then count the same packets)")
-    dpdk_memory_mb: int = Field(512, ge=64, description="DPDK memory without hugepages (MiB)")
-    dpdk_hugepages: bool = Field(
-        False, description="use hugepages already reserved and mounted (real hosts); "
-        "False: --no-huge --legacy-mem")
+    dpdk_memory_mb: int = Field(512, ge=64, description="DPDK memory (MiB), -m")
+    dpdk_hugepages: Literal["none", "system", "reserve"] = Field(
+        "none", description="DPDK memory: none = --no-huge --legacy-mem (works anywhere); "
+        "system = hugepages the host already reserved and mounted; reserve = the lab adds "
+        "dpdk_memory_mb + 64 MiB of 2 MiB pages to the kernel pool, mounts a private hugetlbfs "
+        "and gives both back when the switch goes (also via 'virtbench lab clean')")
     dpdk_pmd_cpu_mask: str = Field("0x2", description="CPUs of the DPDK poll-mode thread")
     dpdk_lcore_mask: str = Field("0x1", description="CPUs of DPDK's other threads")
 
@@ -88,6 +91,7 @@ class VSwitchLab(Lab):
         self.servers: list[LabProcess] = []
         self.background: LabProcess | None = None
         self.background_mbps = 0.0
+        self.hugepages: HugepageReservation | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def up(self) -> None:
@@ -120,9 +124,23 @@ class VSwitchLab(Lab):
 
     def _dpdk(self) -> DpdkOptions:
         p = self.params
+        huge_dir = None
+        if p.dpdk_hugepages == "reserve":
+            assert self.manifest is not None
+            # DPDK needs a little beyond -m for its own structures.
+            self.hugepages = HugepageReservation(self.manifest, self.rundir / "hugepages",
+                                                 p.dpdk_memory_mb + 64)
+            self.hugepages.acquire()
+            huge_dir = str(self.hugepages.mount_dir)
         return DpdkOptions(file_prefix=f"{OUR_PREFIX}{self.lab_id}", memory_mb=p.dpdk_memory_mb,
-                           hugepages=p.dpdk_hugepages, pmd_cpu_mask=p.dpdk_pmd_cpu_mask,
-                           lcore_mask=p.dpdk_lcore_mask)
+                           hugepages=p.dpdk_hugepages != "none",
+                           pmd_cpu_mask=p.dpdk_pmd_cpu_mask, lcore_mask=p.dpdk_lcore_mask,
+                           huge_dir=huge_dir)
+
+    def _release_hugepages(self) -> None:
+        if self.hugepages is not None:
+            self.hugepages.release()
+            self.hugepages = None
 
     def _set_switch(self, kind: str) -> None:
         assert self.manifest is not None
@@ -133,8 +151,9 @@ class VSwitchLab(Lab):
         if self.switch is not None:
             self.switch.destroy(list(self.hosts.values()))
             self.switch = None
+        self._release_hugepages()
         switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
-                             self._dpdk())
+                             self._dpdk() if kind == "ovs-dpdk" else None)
         self.switch = switch
         switch.build(list(self.hosts.values()))
         if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
@@ -212,6 +231,7 @@ class VSwitchLab(Lab):
                 self.switch.destroy(list(self.hosts.values()))
             finally:
                 self.switch = None
+        self._release_hugepages()
         if self.manifest is not None:
             clean_manifest(self.target, self.manifest)
             self.manifest.delete()
