@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +56,12 @@ def _download(package: str, into: Path) -> Path:
     return debs[-1]
 
 
-def build_guest(cache: Path = CACHE) -> GuestImage:
-    """The kernel and initramfs, downloaded and built once, then reused."""
+def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = ()) -> GuestImage:
+    """The kernel and initramfs, downloaded and built once, then reused.
+
+    ``init`` is the guest's /init script; ``modules`` (paths below the kernel package's
+    lib/modules/VERSION/kernel) are copied to /lib/modules/vb/ for it to insmod.
+    """
     cache.mkdir(parents=True, exist_ok=True)
     (cache.parent / ".gitignore").write_text("*\n")
     kernel, initrd = cache / "vmlinuz", cache / "initrd.cpio"
@@ -72,10 +77,14 @@ def build_guest(cache: Path = CACHE) -> GuestImage:
             _run(["dpkg-deb", "-x", str(deb), str(work / "x")])
         vmlinuz = sorted((work / "x" / "boot").glob("vmlinuz-*"))[-1]
         root = work / "root"
-        for sub in ("bin", "proc", "sys", "dev"):
+        for sub in ("bin", "proc", "sys", "dev", "lib/modules/vb"):
             (root / sub).mkdir(parents=True)
         shutil.copy2(work / "x" / "bin" / "busybox", root / "bin" / "busybox")
-        (root / "init").write_text(INIT)
+        if modules:
+            moddir = next((work / "x" / "lib" / "modules").iterdir()) / "kernel"
+            for module in modules:
+                shutil.copy2(moddir / module, root / "lib" / "modules" / "vb")
+        (root / "init").write_text(init)
         os.chmod(root / "init", 0o755)
         names = "\n".join(str(p.relative_to(root)) for p in sorted(root.rglob("*")))
         archive = subprocess.run(["cpio", "-o", "-H", "newc"], cwd=root, input=names.encode(),

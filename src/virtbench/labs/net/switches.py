@@ -15,6 +15,7 @@ from pathlib import Path
 from virtbench.labs.base import Manifest
 from virtbench.labs.net.netops import add_veth, disable_offloads, set_address
 from virtbench.labs.net.ovs import DpdkOptions, OvsDaemons
+from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 
 __all__ = ["SWITCH_KINDS", "Host", "Switch", "make_switch"]
@@ -102,11 +103,33 @@ class OvsDpdk(Switch):
     kind = "ovs-dpdk"
 
     def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path,
-                 dpdk: DpdkOptions | None = None, n_rxq: int = 1) -> None:
+                 dpdk: DpdkOptions | None = None, n_rxq: int = 1,
+                 vhost_user: Sequence[str] = ()) -> None:
         super().__init__(target, ns, manifest, rundir)
         self.dpdk = dpdk or DpdkOptions(file_prefix=f"{ns}-dpdk")
         self.n_rxq = n_rxq
         self.ovs = OvsDaemons(target, ns, rundir / "ovs-dpdk", manifest, self.dpdk)
+        self.vhost_user = tuple(vhost_user)
+
+    def vhost_socket(self, name: str) -> Path:
+        """Where the VM's QEMU listens (server mode) for vhost-user port ``name``."""
+        return self.ovs.rundir / f"vhu-{name}.sock"
+
+    def _add_vhost_user_ports(self) -> None:
+        # OVS is the vhost-user client: a VM (QEMU, server mode) may start, stop and restart
+        # at any time and OVS reconnects, as the OVS-DPDK documentation recommends.
+        for name in self.vhost_user:
+            if len(str(self.vhost_socket(name)).encode()) > 107:  # sun_path holds 108 bytes
+                raise VirtbenchError(
+                    f"vhost-user socket path {self.vhost_socket(name)} is longer than a unix "
+                    "socket allows (107 bytes); set VIRTBENCH_LAB_ROOT to a shorter directory")
+            port = f"vhu-{name}"
+            self.ovs.vsctl("add-port", BRIDGE, port, "--", "set", "interface", port,
+                           "type=dpdkvhostuserclient",
+                           f"options:vhost-server-path={self.vhost_socket(name)}")
+        if self.vhost_user:
+            self.notes["vhost-user"] = ", ".join(
+                f"{name}: {self.vhost_socket(name)}" for name in self.vhost_user)
 
     def build(self, hosts: Sequence[Host]) -> None:
         self.ovs.start()
@@ -121,6 +144,7 @@ class OvsDpdk(Switch):
                            f"options:dpdk-devargs=net_af_packet{index},iface={port}",
                            f"options:n_rxq={self.n_rxq}")
             set_address(self.target, host.namespace, host.role, host.cidr)
+        self._add_vhost_user_ports()
         memory = (f"hugepages from {self.dpdk.huge_dir or 'the system mounts'}"
                   if self.dpdk.hugepages else f"--no-huge -m {self.dpdk.memory_mb}")
         self.notes["switch"] = (f"OVS-DPDK (ovs-vswitchd-dpdk), af_packet virtual devices on "
@@ -135,12 +159,12 @@ class OvsDpdk(Switch):
 
 
 def make_switch(kind: str, target: Target, ns: str, manifest: Manifest, rundir: Path,
-                dpdk: DpdkOptions | None = None) -> Switch:
+                dpdk: DpdkOptions | None = None, vhost_user: Sequence[str] = ()) -> Switch:
     if kind == "linux-bridge":
         return LinuxBridge(target, ns, manifest, rundir)
     if kind == "ovs":
         return OvsNetdev(target, ns, manifest, rundir)
     if kind == "ovs-dpdk":
-        return OvsDpdk(target, ns, manifest, rundir, dpdk)
+        return OvsDpdk(target, ns, manifest, rundir, dpdk, vhost_user=vhost_user)
     known = ', '.join(SWITCH_KINDS)
     raise ValueError(f"knob 'switch': unknown switch '{kind}'; use one of {known}")

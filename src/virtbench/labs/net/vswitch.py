@@ -10,12 +10,13 @@ Topology (all inside namespaces this lab creates; nothing touches the host's net
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
@@ -24,7 +25,7 @@ from virtbench.labs.net.hugepages import HugepageReservation
 from virtbench.labs.net.netops import add_namespace, disable_offloads, wait_listening
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.procs import LabProcess, start_in_namespace
-from virtbench.labs.net.switches import SWITCH_KINDS, Host, Switch, make_switch
+from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
@@ -52,8 +53,23 @@ class VSwitchParams(BaseModel):
         "system = hugepages the host already reserved and mounted; reserve = the lab adds "
         "dpdk_memory_mb + 64 MiB of 2 MiB pages to the kernel pool, mounts a private hugetlbfs "
         "and gives both back when the switch goes (also via 'virtbench lab clean')")
+    vhost_user_ports: list[str] = Field(
+        default_factory=list, description="extra OVS-DPDK ports of type dpdkvhostuserclient, "
+        "one per name, for VMs on this host (QEMU/libvirt as vhost-user server on the socket "
+        "the lab reports in the variant's notes and the service 'vhost_user_sockets'); "
+        "switch ovs-dpdk only")
     dpdk_pmd_cpu_mask: str = Field("0x2", description="CPUs of the DPDK poll-mode thread")
     dpdk_lcore_mask: str = Field("0x1", description="CPUs of DPDK's other threads")
+
+    @field_validator("vhost_user_ports")
+    @classmethod
+    def _port_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z0-9_]{1,16}", name):
+                raise ValueError(f"vhost-user port name {name!r}: use 1-16 letters, digits, _")
+        if len(set(names)) != len(names):
+            raise ValueError("vhost-user port names must be unique")
+        return names
 
 
 class VSwitchLab(Lab):
@@ -153,7 +169,8 @@ class VSwitchLab(Lab):
             self.switch = None
         self._release_hugepages()
         switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
-                             self._dpdk() if kind == "ovs-dpdk" else None)
+                             self._dpdk() if kind == "ovs-dpdk" else None,
+                             vhost_user=self.params.vhost_user_ports)
         self.switch = switch
         switch.build(list(self.hosts.values()))
         if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
@@ -202,6 +219,9 @@ class VSwitchLab(Lab):
                                  f"(Mbit/s), got {knobs.get('background_mbps')!r}") from exc
         if rate < 0:
             raise VirtbenchError(f"variant {variant}: knob 'background_mbps' must be ≥ 0")
+        if self.params.vhost_user_ports and kind != "ovs-dpdk":
+            raise VirtbenchError(f"variant {variant}: lab param 'vhost_user_ports' needs switch "
+                                 f"ovs-dpdk (this variant uses {kind})")
         self._set_switch(kind)
         self._set_background(rate)
         assert self.switch is not None
@@ -213,6 +233,9 @@ class VSwitchLab(Lab):
             "switch": kind, "background_mbps": rate,
             "background_receiver_ns": self.hosts["bgr"].namespace,
             "background_receiver_iface": "bgr",
+            "vhost_user_sockets": ({name: str(self.switch.vhost_socket(name))
+                                    for name in self.params.vhost_user_ports}
+                                   if isinstance(self.switch, OvsDpdk) else {}),
         }
         notes = dict(self.switch.notes)
         notes["background"] = (f"iperf3 UDP {rate:g} Mbit/s payload, 1400 B datagrams, "
