@@ -12,6 +12,7 @@ import pytest
 from virtbench.labs.base import Manifest
 from virtbench.labs.net.hugepages import sysfs_pool
 from virtbench.labs.net.vswitch import VSwitchLab
+from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_probe import QosProbe
@@ -191,3 +192,15 @@ def test_clean_gives_back_hugepages_a_killed_run_reserved(tmp_path: Path) -> Non
     removed = VSwitchLab.clean(Manifest(manifest, "vswitch"))
     assert any("hugepages returned" in r for r in removed)
     assert int(pool.read_text()) == before and _hugetlbfs_mounts() == mounts
+
+
+def test_physical_port_that_dpdk_cannot_open_is_named_with_the_fix(tmp_path: Path) -> None:
+    # No NIC here is bound to a DPDK driver: OVS reports the port's error, the lab explains it.
+    params = VSwitchLab.Params(dpdk_physical_ports={"uplink": "0000:ff:1f.7"})
+    lab = VSwitchLab(params, tmp_path, LocalTarget())
+    try:
+        lab.up()
+        with pytest.raises(VirtbenchError, match=r"port uplink \(0000:ff:1f.7\).*vfio-pci"):
+            lab.enter("dpdk", {"switch": "ovs-dpdk", "background_mbps": 0})
+    finally:
+        lab.down()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,12 +104,14 @@ class OvsDpdk(Switch):
 
     def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path,
                  dpdk: DpdkOptions | None = None, n_rxq: int = 1,
-                 vhost_user: Sequence[str] = ()) -> None:
+                 vhost_user: Sequence[str] = (), physical: Mapping[str, str] | None = None
+                 ) -> None:
         super().__init__(target, ns, manifest, rundir)
         self.dpdk = dpdk or DpdkOptions(file_prefix=f"{ns}-dpdk")
         self.n_rxq = n_rxq
         self.ovs = OvsDaemons(target, ns, rundir / "ovs-dpdk", manifest, self.dpdk)
         self.vhost_user = tuple(vhost_user)
+        self.physical = dict(physical or {})
 
     def vhost_socket(self, name: str) -> Path:
         """Where the VM's QEMU listens (server mode) for vhost-user port ``name``."""
@@ -131,6 +133,21 @@ class OvsDpdk(Switch):
             self.notes["vhost-user"] = ", ".join(
                 f"{name}: {self.vhost_socket(name)}" for name in self.vhost_user)
 
+    def _add_physical_ports(self) -> None:
+        for name, devargs in self.physical.items():
+            port = f"dpdk-{name}"
+            self.ovs.vsctl("add-port", BRIDGE, port, "--", "set", "interface", port, "type=dpdk",
+                           f"options:dpdk-devargs={devargs}", f"options:n_rxq={self.n_rxq}")
+            error = self.ovs.vsctl("get", "interface", port, "error").strip().strip('"')
+            if error and error != "[]":
+                raise VirtbenchError(
+                    f"OVS-DPDK cannot open physical port {name} ({devargs}): {error}; bind the "
+                    f"NIC to a DPDK driver first (dpdk-devbind.py -b vfio-pci {devargs}, package "
+                    "dpdk) and check the PCI address (dpdk-devbind.py --status)")
+        if self.physical:
+            self.notes["physical ports"] = ", ".join(
+                f"{name}: {devargs}" for name, devargs in self.physical.items())
+
     def build(self, hosts: Sequence[Host]) -> None:
         self.ovs.start()
         self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
@@ -145,6 +162,7 @@ class OvsDpdk(Switch):
                            f"options:n_rxq={self.n_rxq}")
             set_address(self.target, host.namespace, host.role, host.cidr)
         self._add_vhost_user_ports()
+        self._add_physical_ports()
         memory = (f"hugepages from {self.dpdk.huge_dir or 'the system mounts'}"
                   if self.dpdk.hugepages else f"--no-huge -m {self.dpdk.memory_mb}")
         self.notes["switch"] = (f"OVS-DPDK (ovs-vswitchd-dpdk), af_packet virtual devices on "
@@ -159,12 +177,14 @@ class OvsDpdk(Switch):
 
 
 def make_switch(kind: str, target: Target, ns: str, manifest: Manifest, rundir: Path,
-                dpdk: DpdkOptions | None = None, vhost_user: Sequence[str] = ()) -> Switch:
+                dpdk: DpdkOptions | None = None, vhost_user: Sequence[str] = (),
+                physical: Mapping[str, str] | None = None) -> Switch:
     if kind == "linux-bridge":
         return LinuxBridge(target, ns, manifest, rundir)
     if kind == "ovs":
         return OvsNetdev(target, ns, manifest, rundir)
     if kind == "ovs-dpdk":
-        return OvsDpdk(target, ns, manifest, rundir, dpdk, vhost_user=vhost_user)
+        return OvsDpdk(target, ns, manifest, rundir, dpdk, vhost_user=vhost_user,
+                       physical=physical)
     known = ', '.join(SWITCH_KINDS)
     raise ValueError(f"knob 'switch': unknown switch '{kind}'; use one of {known}")

@@ -58,17 +58,21 @@ class VSwitchParams(BaseModel):
         "one per name, for VMs on this host (QEMU/libvirt as vhost-user server on the socket "
         "the lab reports in the variant's notes and the service 'vhost_user_sockets'); "
         "switch ovs-dpdk only")
+    dpdk_physical_ports: dict[str, str] = Field(
+        default_factory=dict, description="extra OVS-DPDK ports on physical NICs, name → DPDK "
+        "devargs (a PCI address such as 0000:03:00.0, the NIC bound to vfio-pci beforehand); "
+        "joins machines behind those NICs to the switch; switch ovs-dpdk only")
     dpdk_pmd_cpu_mask: str = Field("0x2", description="CPUs of the DPDK poll-mode thread")
     dpdk_lcore_mask: str = Field("0x1", description="CPUs of DPDK's other threads")
 
-    @field_validator("vhost_user_ports")
+    @field_validator("vhost_user_ports", "dpdk_physical_ports")
     @classmethod
-    def _port_names(cls, names: list[str]) -> list[str]:
+    def _port_names(cls, names: Any) -> Any:
         for name in names:
             if not re.fullmatch(r"[A-Za-z0-9_]{1,16}", name):
-                raise ValueError(f"vhost-user port name {name!r}: use 1-16 letters, digits, _")
-        if len(set(names)) != len(names):
-            raise ValueError("vhost-user port names must be unique")
+                raise ValueError(f"port name {name!r}: use 1-16 letters, digits, _")
+        if len(set(names)) != len(list(names)):
+            raise ValueError("port names must be unique")
         return names
 
 
@@ -170,7 +174,8 @@ class VSwitchLab(Lab):
         self._release_hugepages()
         switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
                              self._dpdk() if kind == "ovs-dpdk" else None,
-                             vhost_user=self.params.vhost_user_ports)
+                             vhost_user=self.params.vhost_user_ports,
+                             physical=self.params.dpdk_physical_ports)
         self.switch = switch
         switch.build(list(self.hosts.values()))
         if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
@@ -219,9 +224,10 @@ class VSwitchLab(Lab):
                                  f"(Mbit/s), got {knobs.get('background_mbps')!r}") from exc
         if rate < 0:
             raise VirtbenchError(f"variant {variant}: knob 'background_mbps' must be ≥ 0")
-        if self.params.vhost_user_ports and kind != "ovs-dpdk":
-            raise VirtbenchError(f"variant {variant}: lab param 'vhost_user_ports' needs switch "
-                                 f"ovs-dpdk (this variant uses {kind})")
+        for extra in ("vhost_user_ports", "dpdk_physical_ports"):
+            if getattr(self.params, extra) and kind != "ovs-dpdk":
+                raise VirtbenchError(f"variant {variant}: lab param '{extra}' needs switch "
+                                     f"ovs-dpdk (this variant uses {kind})")
         self._set_switch(kind)
         self._set_background(rate)
         assert self.switch is not None
