@@ -80,7 +80,9 @@ def qos_improvement(
             continue
         boots[i] = aggregate(bm, vm)
     alpha = (1 - confidence) / 2
-    lo, hi = np.nanquantile(boots, [alpha, 1 - alpha])
+    # Every resample can hit a zero baseline mean (e.g. no loss at all): then there is no CI.
+    lo, hi = ((np.nan, np.nan) if np.isnan(boots).all()
+              else np.nanquantile(boots, [alpha, 1 - alpha]))
     per_cell = {
         c: _improvement(b, v, higher_is_better[c[0]]) * 100.0
         for c, b, v in zip(cells, b_mean, v_mean, strict=True)

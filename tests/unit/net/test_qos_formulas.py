@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -109,6 +110,18 @@ def test_aggregate_ci_covers_point() -> None:
     assert r.ci_low < r.percent < r.ci_high
     with pytest.raises(ValueError, match="direction"):
         qos_improvement(base, var, {})
+
+
+def test_aggregate_without_any_usable_resample_has_no_ci() -> None:
+    # Loss seen once in ten repetitions per cell: nearly every resample has a zero baseline.
+    rare = [0.0] * 9 + [0.001]
+    base = {("loss", rate): rare for rate in range(20)}
+    var = {("loss", rate): [0.002] * 10 for rate in range(20)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's All-NaN warning would fail here
+        r = qos_improvement(base, var, {"loss": False}, resamples=50)
+    assert r.percent == pytest.approx(-1900.0)  # (0.0001 − 0.002) / 0.0001
+    assert math.isnan(r.ci_low) and math.isnan(r.ci_high)
 
 
 def test_degradation_range_matches_study_002() -> None:
