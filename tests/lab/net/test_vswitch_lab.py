@@ -73,6 +73,10 @@ def test_switch_change_and_background_rate(tmp_path: Path) -> None:
         lab.up()
         lab.enter("a", {"switch": "linux-bridge", "background_mbps": 0})
         state = lab.enter("b", {"switch": "ovs", "background_mbps": 40})
+        # rebuilt switch, new interfaces: the hosts' ARP entries are pinned again, no IPv6
+        neigh = state.target.run(["ip", "neigh", "show", "10.77.0.1"]).stdout
+        assert "PERMANENT" in neigh
+        assert not state.target.run(["ip", "-6", "addr", "show", "dev", "cli"]).stdout.strip()
         bgr = NetnsTarget(state.services["background_receiver_ns"])
         path = f"/sys/class/net/{state.services['background_receiver_iface']}/statistics/rx_bytes"
         first = int(bgr.run(["cat", path]).stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 
@@ -14,7 +15,9 @@ __all__ = [
     "delete_namespace",
     "disable_offloads",
     "listening",
+    "mac_address",
     "namespace_exists",
+    "pin_neighbours",
     "set_address",
     "wait_listening",
 ]
@@ -25,6 +28,11 @@ def add_namespace(target: Target, manifest: Manifest, name: str) -> None:
     manifest.add("netns", name)
     target.run(["ip", "netns", "add", name])
     target.run(["ip", "-n", name, "link", "set", "lo", "up"])
+    # No IPv6: its neighbour discovery, MLD and router solicitations would add packets that no
+    # workload asked for to the interface counters the QoS metrics read (IPv4-only labs).
+    target.run(["ip", "netns", "exec", name, "sysctl", "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
+               check=False)
 
 
 def namespace_exists(target: Target, name: str) -> bool:
@@ -64,6 +72,22 @@ def add_veth(target: Target, ns_a: str, name_a: str, ns_b: str, name_b: str) -> 
 def set_address(target: Target, ns: str, iface: str, cidr: str) -> None:
     target.run(["ip", "-n", ns, "addr", "replace", cidr, "dev", iface])
     target.run(["ip", "-n", ns, "link", "set", iface, "up"])
+
+
+def mac_address(target: Target, ns: str, iface: str) -> str:
+    return str(json.loads(target.run(["ip", "-n", ns, "-j", "link", "show", "dev",
+                                      iface]).stdout)[0]["address"])
+
+
+def pin_neighbours(target: Target, hosts: Sequence[tuple[str, str, str]]) -> None:
+    """Permanent ARP entries between ``hosts`` (namespace, interface, IPv4 address), so no ARP
+    request or reply crosses the switch during a measurement."""
+    macs = [mac_address(target, ns, iface) for ns, iface, _ in hosts]
+    for ns, iface, _ in hosts:
+        for (other_ns, _, address), mac in zip(hosts, macs, strict=True):
+            if other_ns != ns:
+                target.run(["ip", "-n", ns, "neigh", "replace", address, "lladdr", mac,
+                            "dev", iface, "nud", "permanent"])
 
 
 def disable_offloads(target: Target, ns: str, iface: str,

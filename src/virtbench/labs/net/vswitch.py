@@ -22,7 +22,12 @@ from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.hugepages import HugepageReservation
-from virtbench.labs.net.netops import add_namespace, disable_offloads, wait_listening
+from virtbench.labs.net.netops import (
+    add_namespace,
+    disable_offloads,
+    pin_neighbours,
+    wait_listening,
+)
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.procs import LabProcess, start_in_namespace
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
@@ -182,6 +187,9 @@ class VSwitchLab(Lab):
             for host in self.hosts.values():
                 disable_offloads(self.target, host.namespace, host.role)
             switch.notes["offloads"] = "off on the hosts (tso gso gro tx)"
+        pin_neighbours(self.target, [(h.namespace, h.role, h.address)
+                                     for h in self.hosts.values()])
+        switch.notes["neighbours"] = "permanent ARP entries between the hosts; IPv6 off"
         self._start_servers()
 
     def _stop_background(self) -> None:
