@@ -66,7 +66,7 @@ def _trial(state: LabState, workdir: Path, taps: list[tuple[CaptureTool, bool]],
         assert cap.popen is not None
         cpu += _cpu_seconds(cap.popen.pid)  # before stop: the drain wait is not transfer time
         cap.stop()
-        cap.path.unlink(missing_ok=True)
+        cap.discard()
     return parse_iperf3_json(res.stdout).receiver_bps / 1e6, cpu
 
 

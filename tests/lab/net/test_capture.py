@@ -48,6 +48,10 @@ def test_capture_keeps_the_last_packets_and_matches_the_counter(
     sender.run(["ping", "-c", "40", "-i", "0.002", "-q", "10.78.0.2"], timeout=30)
     after = tx_packets(sender, "va")
     stats = capture.stop()
+    assert not capture.path.is_relative_to(Path.home())  # AppArmor: tcpdump may not write ~/.*
     assert read_pcap(capture.path).packets == 40
     assert stats.dropped == 0
     assert 40 <= after - before <= 42  # the pings, and at most an ARP exchange
+    kept = capture.keep()
+    assert kept == tmp_path / "rx.pcap" and read_pcap(kept).packets == 40
+    assert not capture.spool.exists()

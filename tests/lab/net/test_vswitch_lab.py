@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
             raise
         assert state.services["switch"] == switch
         transfer = QosTransfer(QosTransfer.Params(duration_s=2))
+        started = time.time()
         result = transfer.run(_ctx(state, tmp_path))
         values = {m.metric: m.value for m in result.measurements}
         declared = {m.name for m in transfer.active_metrics()}
@@ -60,6 +62,8 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         pv = {m.metric: m.value for m in probe.run(_ctx(state, tmp_path)).measurements}
         assert pv["rtt_mean_ms"] > 0
         assert not list(tmp_path.glob("*.pcap"))  # captures are deleted unless kept
+        assert not [p for p in Path(tempfile.gettempdir()).glob("virtbench-capture-*")
+                    if p.stat().st_mtime > started]
         lab.leave(switch)
     finally:
         lab.down()

@@ -1,6 +1,10 @@
 """A packet capture (tcpdump or dumpcap) started and stopped around a trial: classic pcap with a
 snap length and a BPF filter, plus the drop count the tool reports on exit.
 
+The file is written to a private directory outside the home directory and moved to the trial
+directory only when kept: Debian's AppArmor profile for tcpdump denies writes below ~/.*
+(virtbench's default trial directories live in ~/.cache).
+
 tcpdump is the default: on the Linux-bridge path here it used 0.045 s of CPU per 4 s transfer
 against dumpcap's 0.239 s (BENCHMARKS.md, "instrumentation cost by component"), CPU that a
 saturated 2-core host takes from the flow.
@@ -9,8 +13,10 @@ saturated 2-core host takes from the flow.
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,23 +47,39 @@ class CaptureStats:
 
 
 class Capture:
-    """Capture ``iface`` on ``target`` (a namespace) into the classic pcap file ``path``."""
+    """Capture ``iface`` on ``target`` (a namespace) into a classic pcap file: ``path`` while
+    it exists, ``destination`` after :meth:`keep`; :meth:`discard` removes it."""
 
-    def __init__(self, target: Target, iface: str, path: Path, snaplen: int, bpf: str,
+    def __init__(self, target: Target, iface: str, destination: Path, snaplen: int, bpf: str,
                  tool: CaptureTool = "tcpdump", buffer_mib: int = 32) -> None:
         self.target = target
-        self.path = path
+        self.destination = destination
+        self.spool = Path(tempfile.mkdtemp(prefix="virtbench-capture-"))
+        self.path = self.spool / destination.name
         self.tool = tool
-        self.log = path.with_suffix(f".{tool}.log")
+        self.log = self.path.with_suffix(f".{tool}.log")
         if tool == "tcpdump":
             # -Z root: tcpdump would otherwise switch to user tcpdump, which cannot write into
-            # root's trial directory; nanosecond stamps because packets arrive µs apart.
+            # root's private spool directory; nanosecond stamps because packets arrive µs apart.
             self.argv = ["tcpdump", "-i", iface, "-s", str(snaplen), "-B", str(buffer_mib * 1024),
-                         "-n", "-Z", "root", "--time-stamp-precision=nano", "-w", str(path), bpf]
+                         "-n", "-Z", "root", "--time-stamp-precision=nano",
+                         "-w", str(self.path), bpf]
         else:
             self.argv = ["dumpcap", "-i", iface, "-s", str(snaplen), "-P", "-B", str(buffer_mib),
-                         "-f", bpf, "-w", str(path)]
+                         "-f", bpf, "-w", str(self.path)]
         self.popen: subprocess.Popen[bytes] | None = None
+
+    def keep(self) -> Path:
+        """Move the pcap (and the tool's log) to ``destination``; returns it."""
+        self.destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(self.path, self.destination)
+        if self.log.exists():
+            shutil.move(self.log, self.destination.with_suffix(self.log.suffixes[-2] + ".log"))
+        self.discard()
+        return self.destination
+
+    def discard(self) -> None:
+        shutil.rmtree(self.spool, ignore_errors=True)
 
     def _ready(self) -> bool:
         if self.tool == "tcpdump":  # its pcap header sits in a stdio buffer until much later

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -131,7 +132,6 @@ class QosTransfer(Workload):
         count_tx = p.capture and p.sent_count == "counters"
         irtt_out = ctx.workdir / f"{tag}-irtt.json"
         irtt: subprocess.Popen[bytes] | None = None
-        artifacts: list[Artifact] = []
         tx_before = tx_after = 0
         try:
             for cap in captures:
@@ -150,39 +150,53 @@ class QosTransfer(Workload):
                 irtt.wait(timeout=p.duration_s + 30)
             if count_tx:
                 tx_after = tx_packets(server, str(service(ctx, "server_iface")))
+        except BaseException:
+            for cap in captures:
+                cap.stop()
+                cap.discard()
+            raise
         finally:
-            stats = [cap.stop() for cap in captures]
             if irtt is not None and irtt.poll() is None:
                 irtt.kill()
                 irtt.wait()
-        artifacts.append(Artifact(f"{tag}-iperf3.json", res.stdout.encode(), "application/json"))
-        transfer = parse_iperf3_json(res.stdout)
+        stats = [cap.stop() for cap in captures]
+        try:
+            sent_tx = tx_after - tx_before if count_tx else None
+            return self._results(tag, res.stdout, irtt_out if p.probe else None, captures,
+                                 stats, sent_tx)
+        finally:
+            for cap in captures:
+                if p.keep_pcaps:
+                    cap.keep()
+                else:
+                    cap.discard()
+
+    def _results(self, tag: str, iperf3_json: str, irtt_out: Path | None,
+                 captures: list[Capture], stats: list[Any], tx_packets_sent: int | None
+                 ) -> TrialResult:
+        artifacts = [Artifact(f"{tag}-iperf3.json", iperf3_json.encode(), "application/json")]
+        transfer = parse_iperf3_json(iperf3_json)
         out = [m for m in iperf3_measurements(transfer) if m.metric != "udp_loss_pct"]
-        mss = _mss(res.stdout)
+        mss = _mss(iperf3_json)
         if transfer.retransmits is not None and mss:
             segments = transfer.sent_bytes / mss
             out.append(Measurement("tcp_retransmit_pct", 100.0 * transfer.retransmits / segments))
         probe = None
-        if p.probe:
+        if irtt_out is not None:
             text = irtt_out.read_text()
             artifacts.append(Artifact(f"{tag}-irtt.json", text.encode(), "application/json"))
             probe = parse_irtt_json(text)
             out += irtt_measurements(probe)
-            jitter = probe.jitter_down_ms or 0.0
-            model = emodel(probe.receive_delay_ms, jitter, probe.loss_pct)
+            model = emodel(probe.receive_delay_ms, probe.jitter_down_ms or 0.0, probe.loss_pct)
             out += [Measurement("emodel_r", model.r_factor), Measurement("emodel_mos", model.mos)]
         if captures:
-            sent: int | None = None
-            if count_tx:
-                # irtt's replies leave the same interface; the server answers each probe it got
+            sent = None
+            if tx_packets_sent is not None:
+                # irtt's replies leave the same interface: the server answers each probe it got
                 # plus the session's open request.
                 replies = 0 if probe is None else (probe.server_packets_received or 0) + 1
-                sent = tx_after - tx_before - replies
+                sent = tx_packets_sent - replies
             out += self._capture_metrics(captures, stats, sent)
-            if not p.keep_pcaps:
-                for cap in captures:
-                    cap.path.unlink(missing_ok=True)
-                    cap.log.unlink(missing_ok=True)
         return TrialResult(out, artifacts)
 
     def _capture_metrics(self, captures: list[Capture], stats: list[Any],
