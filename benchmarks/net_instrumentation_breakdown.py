@@ -85,14 +85,23 @@ def main() -> None:
                     cpu[name].append(cpu_s)
         finally:
             lab.down()
-    base = statistics.mean(tput["iperf3 alone"])
+    alone = tput["iperf3 alone"]
+    base = statistics.mean(alone)
+
+    def half_width(v: list[float]) -> float:
+        """Normal-approximation 95 % half-width of the cost, in % of the alone mean."""
+        se = (statistics.variance(alone) / len(alone) + statistics.variance(v) / len(v)) ** 0.5
+        return 100 * 1.96 * se / base
+
     rows = [f"| {name} | {statistics.mean(v):,.0f} | {statistics.stdev(v):,.0f} | "
-            f"{100 * (base - statistics.mean(v)) / base:+.1f} % | "
+            f"{100 * (base - statistics.mean(v)) / base:+.1f} ± {half_width(v):.1f} % | "
             f"{statistics.mean(cpu[name]):.3f} |" for name, v in tput.items()]
     body = (f"Linux bridge, {DURATION_S} s TCP transfers, {ROUNDS} rounds of the configurations "
             "in turn; 2 cores, both saturated by iperf3. Captures: snap length 96, BPF on the "
             "flow, classic pcap. Capture CPU = user + system seconds of the capture processes "
-            "during the transfer (/proc/PID/stat); kernel work in softirq is not in it.\n\n"
+            "during the transfer (/proc/PID/stat); kernel work in softirq is not in it. Cost ± "
+            "the 95 % half-width (normal approximation): throughput here varies by ~10 % from "
+            "run to run, so only the capture CPU separates the tools clearly at this size.\n\n"
             "| configuration | mean Mbit/s | sd | cost vs alone | capture CPU s |\n"
             "|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     print(body)

@@ -5,8 +5,8 @@ The file is written to a private directory outside the home directory and moved 
 directory only when kept: Debian's AppArmor profile for tcpdump denies writes below ~/.*
 (virtbench's default trial directories live in ~/.cache).
 
-tcpdump is the default: on the Linux-bridge path here it used 0.045 s of CPU per 4 s transfer
-against dumpcap's 0.239 s (BENCHMARKS.md, "instrumentation cost by component"), CPU that a
+tcpdump is the default: on the Linux-bridge path here it used 0.043 s of CPU per 4 s transfer
+against dumpcap's 0.217 s (BENCHMARKS.md, "instrumentation cost by component"), CPU that a
 saturated 2-core host takes from the flow.
 """
 
