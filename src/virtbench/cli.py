@@ -277,14 +277,37 @@ def _params_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @app.command()
-def labs() -> None:
-    """Every lab and the variant knobs it understands."""
+def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every lab: the variant knobs it understands, its parameters and defaults, its tools."""
     from virtbench.labs.registry import all_labs
 
+    described: list[dict[str, Any]] = []
     for name, cls in all_labs().items():
-        console.print(f"[bold]{name}[/] — {cls.description} (switch cost: {cls.switch_cost})")
-        for knob, text in cls.knobs.items():
-            console.print(f"  knob {knob}: {text}", highlight=False)
+        params = _params_of(cls.Params.model_json_schema())
+        for key, field in cls.Params.model_fields.items():
+            if field.is_required():
+                params[key]["default"] = "(required)"
+            elif field.default_factory is not None:  # absent from the JSON schema
+                params[key]["default"] = field.default_factory()  # type: ignore[call-arg]
+        described.append({
+            "name": name, "description": cls.description, "switch_cost": cls.switch_cost,
+            "knobs": dict(cls.knobs), "params": params,
+            "tools": [{"binary": t.binary, "debian_package": t.package} for t in cls.tools],
+        })
+    if as_json:
+        console.print_json(json.dumps(described))
+        return
+    for lab in described:
+        console.print(f"[bold]{lab['name']}[/] — {lab['description']} "
+                      f"(switch cost: {lab['switch_cost']})")
+        for knob, text in lab["knobs"].items():
+            console.print(f"  knob   {knob}: {text}", highlight=False)
+        for key, p in lab["params"].items():
+            console.print(f"  param  {key} = {p['default']!r}: {p['description']}",
+                          highlight=False)
+        for t in lab["tools"]:
+            console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
+                          highlight=False)
 
 
 @app.command()

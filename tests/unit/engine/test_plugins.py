@@ -34,3 +34,23 @@ def test_labs_and_parsers_are_discovered() -> None:
     assert "host" in all_labs()
     for tool, parser in all_parsers().items():
         assert parser.tool == tool and parser.metrics and parser.description
+
+
+def test_labs_command_lists_every_param_with_its_default() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+
+    result = CliRunner().invoke(app, ["labs", "--json"])
+    assert result.exit_code == 0, result.output
+    labs = {lab["name"]: lab for lab in json.loads(result.output)}
+    assert set(labs) == set(all_labs())
+    for name, cls in all_labs().items():
+        assert set(labs[name]["params"]) == set(cls.Params.model_fields), name
+        for param in labs[name]["params"].values():
+            assert param["description"], name
+    vswitch = labs["vswitch"]["params"]
+    assert vswitch["vhost_user_ports"]["default"] == []  # a default factory, shown all the same
+    assert labs["kvm-guest"]["params"]["domain"]["default"] == "(required)"

@@ -84,9 +84,10 @@ def service(ctx: TrialContext, key: str) -> Any:
 
 class QosTransfer(Workload):
     name = "net.qos-transfer"
-    description = ("foreground TCP transfer server → client (iperf3 -R -J) with receiver/sender "
-                   "captures and irtt probes: throughput, the studies' capture QoS, RTT, one-way "
-                   "delay, IPDV, RFC 3550 jitter, loss, TIPHON and E-model grading")
+    description = ("foreground TCP transfer server → client (iperf3 -R -J) with a receiver "
+                   "capture, the sender's packet counter and irtt probes: throughput, the "
+                   "studies' capture QoS, RTT, one-way delay, IPDV, RFC 3550 jitter, loss, "
+                   "TIPHON and E-model grading")
     metrics = (*IPERF3_METRICS[:3], *IPERF3_METRICS[5:], *IRTT_METRICS, *STUDY_METRICS)
     tools = (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"))
     Params: ClassVar[type[BaseModel]] = QosTransferParams
