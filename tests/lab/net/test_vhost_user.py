@@ -42,6 +42,7 @@ def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.Mon
             raise
         socket = Path(state.services["vhost_user_sockets"]["vm1"])
         assert "vhost-user" in state.notes
+        assert socket.parent.stat().st_mode & 0o7777 == 0o1777  # QEMU as libvirt-qemu writes it
         console = tmp_path / "console.log"
         guest = start_guest(image, socket, "10.77.0.9/24", console)
         wait_ready(guest, console)

@@ -115,11 +115,17 @@ class OvsDpdk(Switch):
 
     def vhost_socket(self, name: str) -> Path:
         """Where the VM's QEMU listens (server mode) for vhost-user port ``name``."""
-        return self.ovs.rundir / f"vhu-{name}.sock"
+        return self.ovs.rundir / "vhost-user" / f"vhu-{name}.sock"
 
     def _add_vhost_user_ports(self) -> None:
         # OVS is the vhost-user client: a VM (QEMU, server mode) may start, stop and restart
         # at any time and OVS reconnects, as the OVS-DPDK documentation recommends.
+        if self.vhost_user:
+            # QEMU creates the socket; under libvirt it runs as an unprivileged user
+            # (libvirt-qemu on Debian), so the directory is writable by all, sticky like /tmp.
+            socket_dir = self.ovs.rundir / "vhost-user"
+            socket_dir.mkdir(exist_ok=True)
+            socket_dir.chmod(0o1777)
         for name in self.vhost_user:
             if len(str(self.vhost_socket(name)).encode()) > 107:  # sun_path holds 108 bytes
                 raise VirtbenchError(
