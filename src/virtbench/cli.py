@@ -6,9 +6,10 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from importlib import import_module
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +25,11 @@ from rich.table import Table
 
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from virtbench.workloads.base import Tool
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
@@ -243,14 +249,13 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
     described: list[dict[str, Any]] = []
     for name, cls in all_workloads().items():
-        schema = cls.Params.model_json_schema()
         described.append({
             "name": name, "description": cls.description,
             "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
-            "params": _params_of(schema),
-            "tools": [{"binary": t.binary, "debian_package": t.package} for t in cls.tools],
+            "params": _params_of(cls.Params),
+            "tools": _tools_of(cls.tools),
             "python_modules": [{"module": m, "pip": p} for m, p in cls.python_modules],
         })
     if as_json:
@@ -262,18 +267,35 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             star = " (primary)" if m["primary"] else ""
             console.print(f"  metric {m['name']} [{m['unit']}, {m['better']} is better]{star}: "
                           f"{m['description']}", highlight=False)
-        for key, p in w["params"].items():
-            console.print(f"  param  {key} = {p['default']!r}: {p['description']}",
-                          highlight=False)
-        for t in w["tools"]:
-            console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
-                          highlight=False)
+        _print_params_and_tools(w)
 
 
-def _params_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    properties: dict[str, dict[str, Any]] = schema.get("properties", {})
-    return {k: {"default": v.get("default"), "description": v.get("description", "")}
-            for k, v in properties.items()}
+def _params_of(model: type[BaseModel]) -> dict[str, dict[str, Any]]:
+    """Each parameter's description and default ("(required)" when it has none)."""
+    properties: dict[str, dict[str, Any]] = model.model_json_schema().get("properties", {})
+    params: dict[str, dict[str, Any]] = {}
+    for key, field in model.model_fields.items():
+        if field.is_required():
+            default: Any = "(required)"
+        elif field.default_factory is not None:  # absent from the JSON schema
+            default = field.default_factory()  # type: ignore[call-arg]
+        else:
+            default = properties.get(key, {}).get("default", field.default)
+        params[key] = {"default": default,
+                       "description": properties.get(key, {}).get("description", "")}
+    return params
+
+
+def _tools_of(tools: Sequence[Tool]) -> list[dict[str, str]]:
+    return [{"binary": t.binary, "debian_package": t.package} for t in tools]
+
+
+def _print_params_and_tools(entry: dict[str, Any]) -> None:
+    for key, p in entry["params"].items():
+        console.print(f"  param  {key} = {p['default']!r}: {p['description']}", highlight=False)
+    for t in entry["tools"]:
+        console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
+                      highlight=False)
 
 
 @app.command()
@@ -283,16 +305,10 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
     described: list[dict[str, Any]] = []
     for name, cls in all_labs().items():
-        params = _params_of(cls.Params.model_json_schema())
-        for key, field in cls.Params.model_fields.items():
-            if field.is_required():
-                params[key]["default"] = "(required)"
-            elif field.default_factory is not None:  # absent from the JSON schema
-                params[key]["default"] = field.default_factory()  # type: ignore[call-arg]
         described.append({
             "name": name, "description": cls.description, "switch_cost": cls.switch_cost,
-            "knobs": dict(cls.knobs), "params": params,
-            "tools": [{"binary": t.binary, "debian_package": t.package} for t in cls.tools],
+            "knobs": dict(cls.knobs), "params": _params_of(cls.Params),
+            "tools": _tools_of(cls.tools),
         })
     if as_json:
         console.print_json(json.dumps(described))
@@ -302,12 +318,7 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
                       f"(switch cost: {lab['switch_cost']})")
         for knob, text in lab["knobs"].items():
             console.print(f"  knob   {knob}: {text}", highlight=False)
-        for key, p in lab["params"].items():
-            console.print(f"  param  {key} = {p['default']!r}: {p['description']}",
-                          highlight=False)
-        for t in lab["tools"]:
-            console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
-                          highlight=False)
+        _print_params_and_tools(lab)
 
 
 @app.command()
