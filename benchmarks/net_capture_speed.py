@@ -19,20 +19,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import linux_bridge_lab
 from benchmarks.record import record
-from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.net_qos.pcap import read_pcap
 from virtbench.net_qos.study import capture_qos
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.local import NetnsTarget
 
 PACKETS = 1_000_000
 
 
 def make_capture(path: Path, workdir: Path) -> None:
-    lab = VSwitchLab(None, workdir, LocalTarget())
-    try:
-        lab.up()
-        state = lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
+    with linux_bridge_lab(workdir) as state:
         s = state.services
         cli, srv = state.target, NetnsTarget(s["server_ns"])
         dump = cli.spawn(["dumpcap", "-q", "-i", s["client_iface"], "-s", "96", "-P", "-B", "64",
@@ -45,8 +42,6 @@ def make_capture(path: Path, workdir: Path) -> None:
         sender.terminate()
         sender.wait(30)
         del srv
-    finally:
-        lab.down()
 
 
 def main() -> None:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import linux_bridge_lab
 from benchmarks.record import record
 from virtbench.labs.base import LabState
-from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.parsers.iperf3 import parse_iperf3_json
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.net.capture import Capture, CaptureTool
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 8
@@ -73,18 +73,13 @@ def _trial(state: LabState, workdir: Path, taps: list[tuple[CaptureTool, bool]],
 def main() -> None:
     tput: dict[str, list[float]] = {name: [] for name in CONFIGS}
     cpu: dict[str, list[float]] = {name: [] for name in CONFIGS}
-    with tempfile.TemporaryDirectory(prefix="vbnet-cost-") as tmp:
-        lab = VSwitchLab(None, Path(tmp), LocalTarget())
-        try:
-            lab.up()
-            state = lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
-            for _ in range(ROUNDS):
-                for name, (taps, irtt) in CONFIGS.items():
-                    mbps, cpu_s = _trial(state, Path(tmp), taps, irtt)
-                    tput[name].append(mbps)
-                    cpu[name].append(cpu_s)
-        finally:
-            lab.down()
+    with tempfile.TemporaryDirectory(prefix="vbnet-cost-") as tmp, \
+            linux_bridge_lab(Path(tmp)) as state:
+        for _ in range(ROUNDS):
+            for name, (taps, irtt) in CONFIGS.items():
+                mbps, cpu_s = _trial(state, Path(tmp), taps, irtt)
+                tput[name].append(mbps)
+                cpu[name].append(cpu_s)
     alone = tput["iperf3 alone"]
     base = statistics.mean(alone)
 

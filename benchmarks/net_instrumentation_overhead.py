@@ -14,10 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import linux_bridge_lab
 from benchmarks.record import record
-from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.stats import percent_change_ci
-from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_transfer import QosTransfer
 
@@ -30,23 +29,18 @@ def main() -> None:
     full = QosTransfer(QosTransfer.Params(duration_s=DURATION_S))
     alone: list[float] = []
     instrumented: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="vbnet-bench-") as tmp:
-        lab = VSwitchLab(None, Path(tmp), LocalTarget())
-        try:
-            lab.up()
-            state = lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
-            for i in range(PAIRS):
-                order = (bare, full) if i % 2 == 0 else (full, bare)
-                for wl in order:
-                    ctx = TrialContext(target=state.target, variant="bench", knobs={},
-                                       workdir=Path(tmp), repetition=i, seed=1,
-                                       services=state.services)
-                    value = next(m.value for m in wl.run(ctx).measurements
-                                 if m.metric == "throughput_mbps")
-                    assert value is not None
-                    (alone if wl is bare else instrumented).append(value)
-        finally:
-            lab.down()
+    with tempfile.TemporaryDirectory(prefix="vbnet-bench-") as tmp, \
+            linux_bridge_lab(Path(tmp)) as state:
+        for i in range(PAIRS):
+            order = (bare, full) if i % 2 == 0 else (full, bare)
+            for wl in order:
+                ctx = TrialContext(target=state.target, variant="bench", knobs={},
+                                   workdir=Path(tmp), repetition=i, seed=1,
+                                   services=state.services)
+                value = next(m.value for m in wl.run(ctx).measurements
+                             if m.metric == "throughput_mbps")
+                assert value is not None
+                (alone if wl is bare else instrumented).append(value)
     m_alone, m_inst = statistics.mean(alone), statistics.mean(instrumented)
     overhead = 100.0 * (m_alone - m_inst) / m_alone
     ratios = [100.0 * (a - b) / a for a, b in zip(alone, instrumented, strict=True)]
