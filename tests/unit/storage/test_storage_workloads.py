@@ -66,3 +66,24 @@ def test_lab_rejects_unknown_knob(tmp_path: Path) -> None:
     lab = FilesystemLab(None, tmp_path, LocalTarget())
     with pytest.raises(VirtbenchError, match="unknown knob"):
         lab.enter("v", {"vm_sizes": "1x128"})
+
+
+def test_tool_failures_say_why(tmp_path: Path) -> None:
+    from virtbench.workloads.storage.common import run_tool
+
+    ctx = TrialContext(target=LocalTarget(), variant="v", knobs={}, workdir=tmp_path,
+                       repetition=0, seed=1, services={})
+
+    def explain(text: str) -> str | None:
+        return "the filesystem is full" if "No space left" in text else None
+
+    def fail(script: str) -> str:
+        with pytest.raises(VirtbenchError) as info:
+            run_tool(ctx, ["sh", "-c", script], 30, "storage.x", "xtool", explain)
+        return str(info.value)
+
+    assert fail("echo 'No space left on device' >&2; exit 1").startswith(
+        "storage.x: the filesystem is full: ")
+    assert "xtool was killed (SIGKILL), most likely by the OOM killer" in fail("kill -9 $$")
+    assert fail("exit 3").startswith("storage.x: xtool failed: ")
+    assert run_tool(ctx, ["true"], 30, "storage.x", "xtool", explain).returncode == 0

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from virtbench.model import Artifact, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.bonnie import BONNIE_METRICS, BONNIE_TESTS, parse_bonnie
-from virtbench.targets.base import CommandFailed
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.storage.common import (
     drop_caches,
@@ -17,6 +16,7 @@ from virtbench.workloads.storage.common import (
     fs_service,
     host_memory_mib,
     memory_limit_mib,
+    run_tool,
     work_dir,
 )
 
@@ -137,17 +137,12 @@ class BonnieWorkload(Workload):
             drop_caches(ctx)
         notes["caches"] = ("dropped before the trial (sync; vm.drop_caches=3)" if drop
                            else "not dropped")
-        try:
-            result = ctx.target.run(argv, timeout=self.params.timeout_s)
-        except CommandFailed as exc:
-            text = exc.result.stderr + exc.result.stdout
+        def explain(text: str) -> str | None:
             if "No space left" in text or "Can't write" in text:
-                raise VirtbenchError(f"storage.bonnie: the filesystem at {argv[3]} ran out of "
-                                     f"space: {exc}") from exc
-            if exc.result.returncode in (-9, 137):
-                raise VirtbenchError("storage.bonnie: bonnie++ was killed (SIGKILL), most likely "
-                                     "by the OOM killer of the vm_size memory limit") from exc
-            raise VirtbenchError(f"storage.bonnie: bonnie++ failed: {exc}") from exc
+                return f"the filesystem at {argv[3]} ran out of space"
+            return None
+
+        result = run_tool(ctx, argv, self.params.timeout_s, "storage.bonnie", "bonnie++", explain)
         try:
             measurements = parse_bonnie(result.stdout)
         except ParseError as exc:

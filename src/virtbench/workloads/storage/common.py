@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from virtbench.model import VirtbenchError
+from virtbench.targets.base import CommandFailed, ProcResult
 from virtbench.workloads.base import TrialContext
 
 __all__ = [
@@ -14,6 +16,7 @@ __all__ = [
     "fs_service",
     "host_memory_mib",
     "memory_limit_mib",
+    "run_tool",
     "work_dir",
 ]
 
@@ -68,3 +71,19 @@ def drop_caches(ctx: TrialContext) -> None:
     if result.returncode != 0:
         raise VirtbenchError("cannot drop caches (sysctl vm.drop_caches=3 needs root); "
                              "set params.drop_caches=false and read results as cached")
+
+
+def run_tool(ctx: TrialContext, argv: Sequence[str], timeout: float, workload: str, tool: str,
+             explain: Callable[[str], str | None]) -> ProcResult:
+    """Run the benchmark tool; a failure becomes a VirtbenchError that says why: ``explain``
+    (given the tool's output) names a known cause, else an OOM kill or the plain failure."""
+    try:
+        return ctx.target.run(argv, timeout=timeout)
+    except CommandFailed as exc:
+        cause = explain(exc.result.stderr + exc.result.stdout)
+        if cause is not None:
+            raise VirtbenchError(f"{workload}: {cause}: {exc}") from exc
+        if exc.result.returncode in (-9, 137):
+            raise VirtbenchError(f"{workload}: {tool} was killed (SIGKILL), most likely by the "
+                                 "OOM killer of the vm_size memory limit") from exc
+        raise VirtbenchError(f"{workload}: {tool} failed: {exc}") from exc

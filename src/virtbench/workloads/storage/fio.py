@@ -9,9 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from virtbench.model import Artifact, Metric, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import FIO_METRICS, parse_fio
-from virtbench.targets.base import CommandFailed
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.storage.common import free_mib, fs_service, work_dir
+from virtbench.workloads.storage.common import free_mib, fs_service, run_tool, work_dir
 
 __all__ = ["FioParams", "FioWorkload"]
 
@@ -100,19 +99,14 @@ class FioWorkload(Workload):
     def run(self, ctx: TrialContext) -> TrialResult:
         argv = self.argv(ctx)
         timeout = (self.params.runtime_s + self.params.ramp_s + 60) * len(self.params.patterns)
-        try:
-            result = ctx.target.run(argv, timeout=timeout)
-        except CommandFailed as exc:
-            text = exc.result.stderr + exc.result.stdout
+        def explain(text: str) -> str | None:
             if "No space left" in text:
-                raise VirtbenchError(f"storage.fio: the filesystem is full: {exc}") from exc
+                return "the filesystem is full"
             if self.params.direct and "Invalid argument" in text:
-                raise VirtbenchError("storage.fio: this filesystem refused O_DIRECT; set "
-                                     f"params.direct=false: {exc}") from exc
-            if exc.result.returncode in (-9, 137):
-                raise VirtbenchError("storage.fio: fio was killed (SIGKILL), most likely by the "
-                                     "OOM killer of the vm_size memory limit") from exc
-            raise VirtbenchError(f"storage.fio: fio failed: {exc}") from exc
+                return "this filesystem refused O_DIRECT; set params.direct=false"
+            return None
+
+        result = run_tool(ctx, argv, timeout, "storage.fio", "fio", explain)
         try:
             measurements = parse_fio(result.stdout)
         except ParseError as exc:
