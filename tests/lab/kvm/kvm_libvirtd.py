@@ -16,6 +16,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+
+def remove_domain(conn: Any, name: str) -> None:
+    """Stop and undefine domain ``name`` if it exists; never raises (used in cleanups)."""
+    import libvirt
+
+    try:
+        dom = conn.lookupByName(name)
+        if dom.isActive():
+            dom.destroy()
+        if dom.isPersistent():
+            dom.undefine()
+    except libvirt.libvirtError:
+        pass
+
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 CAPS_CACHE = REPO / ".cache" / "vbkvm-libvirt-qemu-cache"
@@ -92,13 +107,7 @@ class PrivateLibvirtd:
         except libvirt.libvirtError:
             return
         for dom in conn.listAllDomains():
-            try:
-                if dom.isActive():
-                    dom.destroy()
-                if dom.isPersistent():
-                    dom.undefine()
-            except libvirt.libvirtError:
-                pass
+            remove_domain(conn, dom.name())
         conn.close()
 
     def stop(self) -> None:

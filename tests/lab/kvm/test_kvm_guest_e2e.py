@@ -10,6 +10,7 @@ from typing import Any
 import libvirt
 import pytest
 from kvm_guest_image import GuestImage, domain_xml
+from kvm_libvirtd import remove_domain
 
 from virtbench.kvm.apply import DomainTuner, VerificationFailed
 from virtbench.kvm.cpumodels import ModelCatalog
@@ -34,14 +35,7 @@ def guest(private_libvirtd: str, guest_image: GuestImage, tmp_path: Path) -> Any
     dom = conn.defineXML(domain_xml(name, guest_image, log))
     dom.create()
     yield conn, name, log
-    # Never leave the domain behind, whatever happened.
-    try:
-        dom = conn.lookupByName(name)
-        if dom.isActive():
-            dom.destroy()
-        dom.undefine()
-    except libvirt.libvirtError:
-        pass
+    remove_domain(conn, name)  # never leave the domain behind, whatever happened
     conn.close()
 
 

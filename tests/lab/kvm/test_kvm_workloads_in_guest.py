@@ -33,6 +33,7 @@ from kvm_debian_guest import (
     make_instance,
     wait_ssh,
 )
+from kvm_libvirtd import remove_domain
 from ruamel.yaml import YAML
 
 from virtbench.kvm.domxml import read_cpu
@@ -93,14 +94,7 @@ def guest(private_libvirtd: str, debian_image: DebianGuestImage,
         wait_ssh(instance)
         yield Guest(conn, private_libvirtd, name, instance, tmp)
     finally:
-        # Never leave the domain behind, whatever happened.
-        try:
-            dom = conn.lookupByName(name)
-            if dom.isActive():
-                dom.destroy()
-            dom.undefine()
-        except libvirt.libvirtError:
-            pass
+        remove_domain(conn, name)  # never leave the domain behind, whatever happened
         conn.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
