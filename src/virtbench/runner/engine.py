@@ -30,7 +30,7 @@ from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
 from virtbench.workloads.registry import get_workload
 
-__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment"]
+__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "sigterm_as_interrupt"]
 
 MAX_CONSECUTIVE_FAILURES = 3
 
@@ -96,7 +96,7 @@ def check_experiment(exp: Experiment) -> list[str]:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP) clean up like Ctrl-C does, instead of killing us mid-write."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -150,7 +150,7 @@ class Runner:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.lab.workdir = self.workdir
         outcome = RunOutcome(run_id, "running", "", 0, 0)
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             try:
                 self._facts_id = self.store.add_facts(run_id, "before", collect_facts(self.target))
                 self.lab.up()

@@ -24,7 +24,6 @@ Run as a script to reproduce the example experiment by hand (see docs/kvm.md)::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
@@ -37,16 +36,16 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from kvm_guest_image import GuestImage, _download, _kernel_package, _run
 from kvm_guest_image import domain_xml as base_domain_xml
 
 from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+from virtbench.runner.engine import sigterm_as_interrupt
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache" / "vbkvm-debian"
@@ -374,19 +373,6 @@ EXAMPLE_DOMAIN = "vbkvm-debian"
 EXAMPLE_PORT = 2522
 
 
-@contextlib.contextmanager
-def _signals_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def _run_command(command: list[str], env: dict[str, str]) -> int:
     """Run the command to its end. A terminal's Ctrl-C reaches it directly (same process
     group) and it cleans up by itself (virtbench restores the guest), so we ignore SIGINT
@@ -423,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shutil.rmtree(SESSION, ignore_errors=True)
     daemon = PrivateLibvirtd()
     conn: Any = None
-    with _signals_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             guest = make_instance(image, SESSION, args.port)
             uri = daemon.start()
