@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench.targets.base import Target
-from virtbench.workloads.base import NoParams, Tool
+from virtbench.workloads.base import NoParams, Tool, missing_tools
 
 __all__ = ["Lab", "LabState", "Manifest", "lab_root"]
 
@@ -94,14 +94,7 @@ class Lab(abc.ABC):
         self.target = target
 
     def check(self) -> list[str]:
-        problems = []
-        for tool in self.tools:
-            if self.target.which(tool.binary) is None:
-                problems.append(
-                    f"lab {self.name}: '{tool.binary}' not found; "
-                    f"install the Debian package '{tool.package}'"
-                )
-        return problems
+        return missing_tools(f"lab {self.name}", self.target.which, self.tools)
 
     def up(self) -> None:  # noqa: B027 - optional hook
         """Build what every variant shares."""

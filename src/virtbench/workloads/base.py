@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +20,7 @@ __all__ = [
     "TrialContext",
     "TrialResult",
     "Workload",
+    "missing_tools",
 ]
 
 
@@ -30,6 +31,14 @@ class Tool:
     binary: str
     package: str
     purpose: str = ""
+
+
+def missing_tools(owner: str, which: Callable[[str], str | None], tools: Iterable[Tool],
+                  where: str = "") -> list[str]:
+    """One problem per tool ``which`` cannot find, naming the Debian package to install."""
+    return [f"{owner}: '{tool.binary}' not found{where}; install the Debian package "
+            f"'{tool.package}' (apt-get install {tool.package})"
+            for tool in tools if which(tool.binary) is None]
 
 
 class NoParams(BaseModel):
@@ -106,14 +115,7 @@ class Workload(abc.ABC):
 
     def check(self, target: Target) -> list[str]:
         """Problems that would stop this workload, each naming the package to install."""
-        problems = []
-        for tool in self.tools:
-            if target.which(tool.binary) is None:
-                problems.append(
-                    f"{self.name}: '{tool.binary}' not found on {target.describe()}; "
-                    f"install the Debian package '{tool.package}' (apt-get install {tool.package})"
-                )
-        return problems
+        return missing_tools(self.name, target.which, self.tools, f" on {target.describe()}")
 
     def setup(self, ctx: TrialContext) -> None:  # noqa: B027 - optional hook
         """Prepare inputs once per (variant, workload) before the first trial."""

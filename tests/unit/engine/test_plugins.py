@@ -54,3 +54,26 @@ def test_labs_command_lists_every_param_with_its_default() -> None:
     vswitch = labs["vswitch"]["params"]
     assert vswitch["vhost_user_ports"]["default"] == []  # a default factory, shown all the same
     assert labs["kvm-guest"]["params"]["domain"]["default"] == "(required)"
+
+
+def test_missing_tools_name_the_package_to_install() -> None:
+    from virtbench.workloads.base import Tool, missing_tools
+    from virtbench.workloads.net.qos_transfer import QosTransfer
+
+    found = {"iperf3": "/usr/bin/iperf3", "irtt": "/usr/bin/irtt"}
+    problems = missing_tools("lab x", found.get, [Tool("iperf3", "iperf3"), Tool("wrk", "wrk")])
+    assert problems == ["lab x: 'wrk' not found; install the Debian package 'wrk' "
+                        "(apt-get install wrk)"]
+
+    class Host:
+        which = staticmethod(found.get)
+
+        @staticmethod
+        def describe() -> str:
+            return "h"
+
+    dumpcap = QosTransfer(QosTransfer.Params(capture_tool="dumpcap"))
+    assert dumpcap.check(Host()) == [  # type: ignore[arg-type]
+        "net.qos-transfer: 'dumpcap' not found on h; install the Debian package "
+        "'wireshark-common' (apt-get install wireshark-common)"]
+    assert QosTransfer(QosTransfer.Params(capture=False)).check(Host()) == []  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from virtbench.labs.web import wpconfig
 from virtbench.labs.web.procs import free_port, wait_for_port
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
+from virtbench.workloads.base import Tool, missing_tools
 
 __all__ = ["HTTP_PORT", "WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "check_tools",
            "inline_png", "page_paths", "site_title", "start_nginx", "start_wordpress"]
@@ -76,13 +77,9 @@ def check_port_80_free() -> None:
 
 
 def check_tools(which: Callable[[str], str | None]) -> list[str]:
-    problems = []
-    for binary, package in (("mariadbd", "mariadb-server"), ("mariadb-install-db",
-                            "mariadb-server"), ("mariadb", "mariadb-client"),
-                            ("php-fpm8.2", "php-fpm"), ("php", "php-cli")):
-        if which(binary) is None:
-            problems.append(f"lab web: '{binary}' not found; install the Debian package "
-                            f"'{package}'")
+    problems = missing_tools("lab web", which, (
+        Tool("mariadbd", "mariadb-server"), Tool("mariadb-install-db", "mariadb-server"),
+        Tool("mariadb", "mariadb-client"), Tool("php-fpm8.2", "php-fpm"), Tool("php", "php-cli")))
     if not (WORDPRESS_TREE / "wp-settings.php").exists():
         problems.append("lab web: WordPress not found in /usr/share/wordpress; install the "
                         "Debian package 'wordpress'")

@@ -19,7 +19,7 @@ from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
 from virtbench.targets.local import NetnsTarget
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.net.capture import CAPTURE_PACKAGES, Capture, CaptureTool
 from virtbench.workloads.net.counters import tx_packets
 
@@ -93,13 +93,10 @@ class QosTransfer(Workload):
     Params: ClassVar[type[BaseModel]] = QosTransferParams
 
     def check(self, target: Target) -> list[str]:
-        problems = super().check(target)
         tool = self.params.capture_tool
-        if self.params.capture and target.which(tool) is None:
-            package = CAPTURE_PACKAGES[tool]
-            problems.append(f"{self.name}: '{tool}' not found on {target.describe()}; install "
-                            f"the Debian package '{package}' (apt-get install {package})")
-        return problems
+        capture = [Tool(tool, CAPTURE_PACKAGES[tool])] if self.params.capture else []
+        return super().check(target) + missing_tools(self.name, target.which, capture,
+                                                     f" on {target.describe()}")
 
     def active_metrics(self) -> list[Metric]:
         p = self.params

@@ -15,7 +15,7 @@ from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, Summary, read_records, summarise
 from virtbench.model import Artifact, Measurement, VirtbenchError
 from virtbench.parsers.varnishstat import timeline
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.web.metrics import WEB_LOAD_METRICS
 from virtbench.workloads.web.sampler import VarnishSampler
 from virtbench.workloads.web.urls import resolve_urls
@@ -79,9 +79,8 @@ class WebLoad(Workload):
 
     def check(self, target: Any) -> list[str]:
         # varnishstat is needed only with a Varnish lab; the lab itself checks for it.
-        if self.params.engine == "wrk" and target.which("wrk") is None:
-            return ["workload web.load: engine wrk needs 'wrk'; install the Debian package 'wrk'"]
-        return []
+        wrk = [t for t in self.tools if t.binary == "wrk" and self.params.engine == "wrk"]
+        return missing_tools("workload web.load", target.which, wrk, " (engine: wrk)")
 
     def run(self, ctx: TrialContext) -> TrialResult:
         p: WebLoadParams = self.params
