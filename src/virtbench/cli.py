@@ -29,7 +29,7 @@ from virtbench.runner.engine import ProgressHook
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from virtbench.workloads.base import Tool
+    from virtbench.contract import Knob, Tool
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
@@ -254,7 +254,7 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
-            "params": _params_of(cls.Params),
+            "knobs": _knobs_of(cls.knobs), "params": _params_of(cls.Params),
             "tools": _tools_of(cls.tools),
             "python_modules": [{"module": m, "pip": p} for m, p in cls.python_modules],
         })
@@ -286,11 +286,18 @@ def _params_of(model: type[BaseModel]) -> dict[str, dict[str, Any]]:
     return params
 
 
+def _knobs_of(knobs: Sequence[Knob]) -> dict[str, dict[str, str]]:
+    return {k.name: {"meaning": k.meaning, "values": k.accepts} for k in knobs}
+
+
 def _tools_of(tools: Sequence[Tool]) -> list[dict[str, str]]:
     return [{"binary": t.binary, "debian_package": t.package} for t in tools]
 
 
 def _print_params_and_tools(entry: dict[str, Any]) -> None:
+    for name, knob in entry["knobs"].items():
+        console.print(f"  knob   {name} ({knob['values']}): {knob['meaning']}",
+                      highlight=False, markup=False)
     for key, p in entry["params"].items():
         console.print(f"  param  {key} = {p['default']!r}: {p['description']}", highlight=False)
     for t in entry["tools"]:
@@ -307,7 +314,7 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     for name, cls in all_labs().items():
         described.append({
             "name": name, "description": cls.description, "switch_cost": cls.switch_cost,
-            "knobs": dict(cls.knobs), "params": _params_of(cls.Params),
+            "knobs": _knobs_of(cls.knobs), "params": _params_of(cls.Params),
             "tools": _tools_of(cls.tools),
         })
     if as_json:
@@ -316,8 +323,6 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     for lab in described:
         console.print(f"[bold]{lab['name']}[/] — {lab['description']} "
                       f"(switch cost: {lab['switch_cost']})")
-        for knob, text in lab["knobs"].items():
-            console.print(f"  knob   {knob}: {text}", highlight=False)
         _print_params_and_tools(lab)
 
 

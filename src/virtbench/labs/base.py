@@ -1,7 +1,8 @@
 """The lab contract: a real testbed (namespaces, switches, servers, guests, filesystems).
 
 A lab is brought up once per experiment, ``enter``-ed for each variant (apply the variant's
-knobs), ``leave``-d, and brought ``down`` at the end — also after failures, SIGINT and SIGTERM.
+knobs — only those the lab declares), ``leave``-d, and brought ``down`` at the end — also after
+failures, SIGINT and SIGTERM.
 Every object a lab creates is written to its manifest first, so ``virtbench lab clean`` can
 remove what a crashed run left behind.
 """
@@ -18,8 +19,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from virtbench.contract import Knob, NoParams, Tool, missing_tools
 from virtbench.targets.base import Target
-from virtbench.workloads.base import NoParams, Tool, missing_tools
 
 __all__ = ["Lab", "LabState", "Manifest", "lab_root"]
 
@@ -83,8 +84,8 @@ class Lab(abc.ABC):
     description: ClassVar[str]
     Params: ClassVar[type[BaseModel]] = NoParams
     tools: ClassVar[tuple[Tool, ...]] = ()
-    knobs: ClassVar[Mapping[str, str]] = {}
-    """Variant knobs this lab understands, with a description of each."""
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    """Variant knobs this lab realises; ``enter`` receives these and no others."""
     switch_cost: ClassVar[str] = "cheap"
     """'expensive' when entering a variant restarts something (a VM, a switch): blocked order."""
 
@@ -99,9 +100,15 @@ class Lab(abc.ABC):
     def up(self) -> None:  # noqa: B027 - optional hook
         """Build what every variant shares."""
 
+    @classmethod
+    def own_knobs(cls, knobs: Mapping[str, Any]) -> dict[str, Any]:
+        """The knobs of a variant that this lab declares (workloads realise the others)."""
+        declared = {knob.name for knob in cls.knobs}
+        return {name: value for name, value in knobs.items() if name in declared}
+
     @abc.abstractmethod
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
-        """Apply one variant's knobs."""
+        """Apply one variant's knobs (the runner passes only ``own_knobs``)."""
 
     def leave(self, variant: str) -> None:  # noqa: B027 - optional hook
         """Undo ``enter``."""

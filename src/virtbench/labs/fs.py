@@ -31,13 +31,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from virtbench.contract import Knob, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits, remove_cgroup_dir
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import Tool
 
 __all__ = ["LABS", "FilesystemLab", "FsParams", "MountedFs", "VmSize", "parse_filesystem",
            "parse_vm_size"]
@@ -196,12 +196,15 @@ class FilesystemLab(Lab):
         Tool("findmnt", "util-linux", "recording mount options"),
         Tool("nsenter", "util-linux", "unmounting copies pinned by other mount namespaces"),
     )
-    knobs: ClassVar[Mapping[str, str]] = {
-        "vm_size": "{vcpus: N, memory_mib: M} (or 'NxM', or 'host'): host = cgroup with a cpuset "
-        "of N CPUs, a quota of N cores and an M MiB memory limit (page cache included); in a "
-        "libvirt guest the domain's vCPUs and memory",
-        "filesystem": "dir:PATH | ext4[:MiB] | xfs[:MiB] | tmpfs — where the workload's files go",
-    }
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("vm_size", "on the host a cgroup with a cpuset of N CPUs, a quota of N cores and an "
+             "M MiB memory limit (page cache included); in a libvirt guest the domain's vCPUs "
+             "and memory", parsed_by(parse_vm_size),
+             values="{vcpus: N, memory_mib: M} | 'NxM' | host"),
+        Knob("filesystem", "where the workload's files go",
+             parsed_by(lambda value: parse_filesystem(value, 1024)),
+             values="dir:PATH | ext4[:MiB] | xfs[:MiB] | tmpfs"),
+    )
     # Filesystems persist across variants and a cgroup is a few mkdirs: switching is cheap, so
     # interleaved order (which the study lacked) costs nothing.
     switch_cost = "cheap"
@@ -227,10 +230,6 @@ class FilesystemLab(Lab):
         return self.manifest
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
-        unknown = set(knobs) - set(self.knobs) - {"cpu_features"}
-        if unknown:
-            raise VirtbenchError(f"lab fs: unknown knob(s) {sorted(unknown)} in variant "
-                                 f"{variant!r}; known: {sorted(self.knobs)}")
         spec = knobs.get("filesystem", self.params.default_filesystem)
         fs = self.filesystem(str(spec) if spec is not None else "")
         vm = parse_vm_size(knobs.get("vm_size"))

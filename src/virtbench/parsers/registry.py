@@ -1,21 +1,16 @@
-"""All parsers: every module under ``virtbench.parsers`` that exports PARSERS (a tuple)."""
+"""Parsers by tool name, from the one plugin registry (``virtbench.registry``)."""
 
 from __future__ import annotations
 
-from functools import cache
-
-from virtbench.discovery import discover
+from virtbench import registry
 from virtbench.model import VirtbenchError
 from virtbench.parsers.base import Parser
 
 __all__ = ["all_parsers", "get_parser"]
 
 
-@cache
 def all_parsers() -> dict[str, Parser]:
-    import virtbench.parsers as package
-
-    return {p.tool: p for p in sorted(discover(package, "PARSERS"), key=lambda p: p.tool)}
+    return registry.instances(Parser, lambda parser: parser.tool)
 
 
 def get_parser(tool: str) -> Parser:

@@ -23,6 +23,7 @@ from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
+from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import Store, TrialRecord
 from virtbench.targets.base import Target
@@ -82,8 +83,12 @@ def check_experiment(exp: Experiment) -> list[str]:
     problems: list[str] = []
     try:
         lab = _make_lab(exp, Path("/tmp"), target)
+        workloads = _instantiate(exp)
+        # The spec loader did this with file lines; an Experiment built in code gets it here.
+        problems += knob_problems(exp, [Declarer(f"lab {lab.name}", lab.knobs)] + [
+            Declarer(f"workload {w.name}", w.knobs) for w in workloads.values()], lambda _: "")
         problems += lab.check()
-        for workload in _instantiate(exp).values():
+        for workload in workloads.values():
             problems += workload.check(target)
             for variant in exp.all_variants():
                 try:
@@ -264,7 +269,7 @@ class Runner:
     def _entered(self, variant: str) -> Iterator[LabState]:
         if self.lab.switch_cost == "expensive":
             self.progress.message(f"entering variant {variant}")
-        state = self.lab.enter(variant, self.variants[variant])
+        state = self.lab.enter(variant, self.lab.own_knobs(self.variants[variant]))
         try:
             yield state
         finally:
@@ -280,7 +285,8 @@ class Runner:
         ctx = TrialContext(
             target=state.target or self.target, variant=key.variant,
             knobs=self.variants[key.variant], workdir=self.workdir, repetition=key.repetition,
-            seed=seed, env={**state.env, **realisation.env}, services=state.services)
+            seed=seed, env={**state.env, **realisation.env}, services=state.services,
+            realisation=realisation)
         return ctx, workload
 
     def _trial(self, run_id: str, key: TrialKey, state: LabState | None,

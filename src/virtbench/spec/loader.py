@@ -11,6 +11,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from virtbench.model import VirtbenchError
+from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment
 
 __all__ = ["SpecError", "load_experiment", "parse_experiment"]
@@ -86,12 +87,14 @@ def _describe(exc: ValidationError, tree: Any, source: str,
 
 
 def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str]:
-    """Workload names and parameters, lab kind and parameters, checked against the plugins."""
+    """Workload names and parameters, lab kind and parameters, and every variant knob, checked
+    against the plugins."""
     from virtbench.labs.registry import all_labs
     from virtbench.workloads.registry import all_workloads
 
     problems: list[str] = []
     workloads = all_workloads()
+    declarers: list[Declarer] = []
     for index, spec in enumerate(experiment.workloads):
         cls = workloads.get(spec.name)
         if cls is None:
@@ -99,6 +102,7 @@ def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str
             problems.append(f"{source}:{line}: workloads[{index}].name: unknown workload "
                             f"'{spec.name}'; known: {', '.join(workloads)}")
             continue
+        declarers.append(Declarer(f"workload {spec.name}", cls.knobs))
         try:
             cls.Params.model_validate(spec.params)
         except ValidationError as exc:
@@ -110,11 +114,20 @@ def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str
         problems.append(f"{source}:{line}: lab.kind: unknown lab '{experiment.lab.kind}'; "
                         f"known: {', '.join(labs)}")
     else:
+        declarers.insert(0, Declarer(f"lab {lab_cls.name}", lab_cls.knobs))
         try:
             lab_cls.Params.model_validate(experiment.lab.params)
         except ValidationError as exc:
             problems += _describe(exc, tree, source, ("lab", "params"))
+    if len(declarers) == len(experiment.workloads) + 1:  # judge knobs only if all plugins exist
+        problems += knob_problems(experiment, declarers,
+                                  lambda loc: _where(tree, source, loc) + ": ")
     return problems
+
+
+def _where(tree: Any, source: str, loc: tuple[int | str, ...]) -> str:
+    line = _line_of(tree, loc)
+    return f"{source}:{line}" if line else source
 
 
 def load_experiment(path: Path) -> tuple[Experiment, str]:

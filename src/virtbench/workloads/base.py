@@ -1,19 +1,25 @@
-"""The workload plugin contract: declared metrics, tools, parameters, setup/run/teardown."""
+"""The workload plugin contract: declared metrics, tools, parameters, knobs, setup/run/teardown.
+
+``Tool``, ``missing_tools``, ``NoParams`` and ``Realisation`` live in ``virtbench.contract`` (every
+kind of plugin shares them); they are re-exported here for plugins written against this module.
+"""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from virtbench.contract import Knob, NoParams, Realisation, Tool, missing_tools
 from virtbench.model import Artifact, Measurement, Metric
 from virtbench.targets.base import Target
 
 __all__ = [
+    "Knob",
     "NoParams",
     "Realisation",
     "Tool",
@@ -22,37 +28,6 @@ __all__ = [
     "Workload",
     "missing_tools",
 ]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """An external program a workload needs, and the Debian package that provides it."""
-
-    binary: str
-    package: str
-    purpose: str = ""
-
-
-def missing_tools(owner: str, which: Callable[[str], str | None], tools: Iterable[Tool],
-                  where: str = "") -> list[str]:
-    """One problem per tool ``which`` cannot find, naming the Debian package to install."""
-    return [f"{owner}: '{tool.binary}' not found{where}; install the Debian package "
-            f"'{tool.package}' (apt-get install {tool.package})"
-            for tool in tools if which(tool.binary) is None]
-
-
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-@dataclass
-class Realisation:
-    """How a variant's knobs were realised for one workload, and what could not be expressed."""
-
-    mechanism: str
-    env: dict[str, str | None] = field(default_factory=dict)
-    settings: dict[str, str] = field(default_factory=dict)
-    limitations: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +44,8 @@ class TrialContext:
     """Environment set by the lab for this variant (e.g. CPU-feature masks)."""
     services: dict[str, Any] = field(default_factory=dict)
     """What the lab provides (addresses, namespaces, URLs), keyed by name."""
+    realisation: Realisation = field(default_factory=Realisation)
+    """How the runner realised this variant's knobs for this workload (computed once)."""
 
 
 @dataclass
@@ -91,6 +68,8 @@ class Workload(abc.ABC):
     python_modules: ClassVar[tuple[tuple[str, str], ...]] = ()
     """(import name, pip package) pairs the workload's probe needs on the target."""
     Params: ClassVar[type[BaseModel]] = NoParams
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    """Variant knobs this workload realises (``realise``); undeclared knobs are refused."""
 
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params: Any = params if params is not None else self.Params()
@@ -110,8 +89,12 @@ class Workload(abc.ABC):
         return list(self.metrics)
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
-        """Translate variant knobs into this workload's mechanism (env vars, settings)."""
-        return Realisation(mechanism="none (the workload runs unchanged)")
+        """Translate variant knobs into this workload's mechanism (env vars, settings).
+
+        Called once per (variant, workload) by the runner; ``run`` reads the result from
+        ``ctx.realisation`` instead of calling this again.
+        """
+        return Realisation()
 
     def check(self, target: Target) -> list[str]:
         """Problems that would stop this workload, each naming the package to install."""

@@ -13,7 +13,8 @@ __all__ = ["WORKLOADS", "CommandWorkload", "InProcessNoopWorkload"]
 class CommandParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     argv: list[str] = Field(min_length=1, description="the command as an argument list")
-    timeout_s: float = Field(3600, gt=0)
+    timeout_s: float = Field(3600, gt=0, description="kill the command after this many seconds "
+                                                     "(the trial then fails)")
 
 
 class CommandWorkload(Workload):

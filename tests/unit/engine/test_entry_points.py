@@ -1,47 +1,127 @@
-"""Third-party workloads register through the `virtbench.workloads` entry-point group."""
+"""Third-party plugins of every kind register through the one `virtbench.plugins` entry point."""
 
 from __future__ import annotations
 
+import pkgutil
 import sys
+from collections.abc import Iterator
+from importlib import import_module
 from pathlib import Path
 
 import pytest
 
-from virtbench.workloads import registry
+import virtbench
+from virtbench import registry
+from virtbench.labs.registry import all_labs, get_lab
+from virtbench.model import VirtbenchError
+from virtbench.parsers.registry import get_parser
+from virtbench.report.sections import all_sections
+from virtbench.workloads.registry import all_workloads, get_workload
 
 PLUGIN = '''
+from virtbench.contract import Knob
+from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
+from virtbench.parsers.base import Parser
+from virtbench.report.sections import SectionPlugin
 from virtbench.workloads.base import TrialResult, Workload
+
+ANSWER = Metric("answer", "1", Better.HIGHER, "the answer", primary=True)
 
 
 class Answer(Workload):
     name = "thirdparty.answer"
     description = "always 42"
-    metrics = (Metric("answer", "1", Better.HIGHER, "the answer", primary=True),)
+    metrics = (ANSWER,)
+    knobs = (Knob("question", "what is asked", str),)
 
     def run(self, ctx):
         return TrialResult([Measurement("answer", 42.0)])
 
 
+class Room(Lab):
+    name = "thirdparty.room"
+    description = "a room"
+
+    def enter(self, variant, knobs):
+        return LabState()
+
+
 def register():
-    return [Answer]
+    return [Answer, Room, Parser("answer", "42", (ANSWER,), lambda text: []),
+            SectionPlugin("thirdparty", lambda analysis: [])]
 '''
 
 
-def test_entry_point_plugin_is_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "vb_thirdparty.py").write_text(PLUGIN)
+def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    (tmp_path / "vb_thirdparty.py").write_text(source)
     dist = tmp_path / "vb_thirdparty-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vb-thirdparty\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[virtbench.workloads]\nanswer = vb_thirdparty:register\n")
+        f"[{registry.ENTRY_POINT_GROUP}]\nanswer = vb_thirdparty:register\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry.all_workloads.cache_clear()
-    try:
-        workloads = registry.all_workloads()
-        assert "thirdparty.answer" in workloads
-        assert "cpu.crc32c" in workloads  # built-ins still there
-        assert registry.get_workload("thirdparty.answer")().metrics[0].name == "answer"
-    finally:
-        sys.modules.pop("vb_thirdparty", None)
-        registry.all_workloads.cache_clear()
+    registry.clear_cache()
+
+
+@pytest.fixture(autouse=True)
+def _forget_plugins() -> Iterator[None]:
+    yield
+    sys.modules.pop("vb_thirdparty", None)
+    registry.clear_cache()
+
+
+def test_one_entry_point_registers_every_kind(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(tmp_path, monkeypatch, PLUGIN)
+    assert get_workload("thirdparty.answer")().metrics[0].name == "answer"
+    assert "cpu.crc32c" in all_workloads()  # built-ins still there
+    assert get_lab("thirdparty.room").description == "a room" and "host" in all_labs()
+    assert get_parser("answer").description == "42" and get_parser("fio").tool == "fio"
+    assert {"thirdparty", "net-qos"} <= set(all_sections())
+
+
+def test_a_plugin_knob_is_accepted_and_checked(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from virtbench.spec import SpecError, parse_experiment
+
+    _install(tmp_path, monkeypatch, PLUGIN)
+    text = ("name: x\nvariants:\n  - {name: a, knobs: {question: why}}\n"
+            "  - {name: b, knobs: {questoin: how}}\nworkloads: [{name: thirdparty.answer}]\n")
+    with pytest.raises(SpecError, match=r"x.yaml:4: .*unknown knob 'questoin'; "
+                                        r"did you mean 'question'\?"):
+        parse_experiment(text, "x.yaml")
+
+
+def test_a_plugin_of_no_known_kind_is_refused_by_name(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _install(tmp_path, monkeypatch, "def register():\n    return [object]\n")
+    with pytest.raises(VirtbenchError, match=r"entry point answer = vb_thirdparty:register "
+                                             r"returned <class 'object'>, which is none of"):
+        all_workloads()
+
+
+def test_a_name_taken_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = ("from virtbench.workloads.cpu.crc32c import Crc32cWorkload\n\n"
+              "class Copy(Crc32cWorkload):\n    pass\n\n"
+              "def register():\n    return [Copy]\n")
+    _install(tmp_path, monkeypatch, source)
+    with pytest.raises(VirtbenchError, match=r"two Workload plugins are named 'cpu\.crc32c'"):
+        all_workloads()
+
+
+def test_every_module_that_exports_plugins_is_listed() -> None:
+    """Built-ins are an explicit list: a new module that is not on it would be silently lost."""
+    exporting = set()
+    for package in ("workloads", "labs", "parsers", "report.sections"):
+        path = [str(Path(virtbench.__path__[0], *package.split(".")))]
+        for info in pkgutil.walk_packages(path, f"virtbench.{package}."):
+            if info.name.rsplit(".", 1)[-1].startswith("_"):
+                continue  # private: probes that run as scripts on a target
+            module = import_module(info.name)
+            if any(hasattr(module, name) for name in ("WORKLOADS", "LABS", "PARSERS", "SECTIONS")):
+                exporting.add(info.name)
+        if any(hasattr(import_module(f"virtbench.{package}"), name)
+               for name in ("WORKLOADS", "LABS", "PARSERS", "SECTIONS")):
+            exporting.add(f"virtbench.{package}")
+    assert exporting == set(registry.BUILTIN_MODULES)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from virtbench.labs.registry import all_labs
 from virtbench.parsers.registry import all_parsers
 from virtbench.workloads.registry import all_workloads
@@ -20,8 +22,60 @@ def test_every_workload_declares_its_contract() -> None:
         for tool in cls.tools:
             assert tool.binary and tool.package, name
         for field_name, field in cls.Params.model_fields.items():
-            if not field.is_required():
-                assert field.description or field_name, name
+            assert field.description, f"{name}: param {field_name} has no description"
+
+
+def test_every_declared_knob_has_a_meaning_and_says_what_it_accepts() -> None:
+    plugins = {**all_workloads(), **all_labs()}
+    declaring = {name for name, cls in plugins.items() if cls.knobs}
+    assert {"cpu.crc32c", "cpu.aes", "media.x265", "vnf-router", "vswitch", "fs", "web",
+            "kvm-guest"} <= declaring
+    for name, cls in plugins.items():
+        names = [knob.name for knob in cls.knobs]
+        assert len(names) == len(set(names)), f"{name} declares a knob twice"
+        for knob in cls.knobs:
+            assert knob.meaning.strip() and "\n" not in knob.meaning, f"{name}.{knob.name}"
+            assert knob.accepts and knob.accepts != "any value", f"{name}.{knob.name}"
+    # The listing a user reads: `virtbench labs --json` / `workloads --json` show every knob.
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+
+    for command, found in (("labs", all_labs()), ("workloads", all_workloads())):
+        result = CliRunner().invoke(app, [command, "--json"])
+        assert result.exit_code == 0, result.output
+        listed = {entry["name"]: entry["knobs"] for entry in json.loads(result.output)}
+        for name, cls in found.items():
+            assert {k: v["meaning"] for k, v in listed[name].items()} == {
+                knob.name: knob.meaning for knob in cls.knobs}, name
+    output = CliRunner().invoke(app, ["labs", "--json"]).output
+    labs = {lab["name"]: lab for lab in json.loads(output)}
+    assert labs["vnf-router"]["knobs"]["neighbours"]["values"] == "int ≥ 0"
+
+
+def test_a_knob_checks_values_by_type_choices_and_parser() -> None:
+    from pydantic import NonNegativeInt
+
+    from virtbench.contract import Knob, parsed_by
+    from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB
+
+    count = Knob("n", "a count", NonNegativeInt)
+    assert count.problem(2) is None
+    assert count.problem(-1) == "Input should be greater than or equal to 0"
+    assert count.problem(True) is not None and count.problem("2") is not None  # strict
+    switch = Knob("switch", "a switch", choices=("ovs", "linux-bridge"))
+    assert switch.problem("ovs") is None and switch.problem("vpp") == (
+        "must be one of ovs | linux-bridge")
+    assert CPU_FEATURES_KNOB.problem(["aes", "SSE4_2"]) is None
+    assert CPU_FEATURES_KNOB.problem("host") is None
+    assert "unknown CPU feature 'aex'" in (CPU_FEATURES_KNOB.problem(["aex"]) or "")
+
+    def even(value: int) -> None:
+        if value % 2:
+            raise ValueError("must be even")
+
+    assert Knob("e", "even", parsed_by(even, int)).problem(3) == "must be even"
+    assert Knob("e", "even", parsed_by(even, int)).accepts == "int"
 
 
 def test_every_workload_with_defaults_has_a_primary_metric() -> None:
@@ -57,7 +111,7 @@ def test_labs_command_lists_every_param_with_its_default() -> None:
 
 
 def test_missing_tools_name_the_package_to_install() -> None:
-    from virtbench.workloads.base import Tool, missing_tools
+    from virtbench.contract import Tool, missing_tools
     from virtbench.workloads.net.qos_transfer import QosTransfer
 
     found = {"iperf3": "/usr/bin/iperf3", "irtt": "/usr/bin/irtt"}

@@ -74,8 +74,9 @@ workloads: [{name: cpu.crc32c}]
 def test_matrix_expands_grid() -> None:
     exp = parse_experiment("""\
 name: m
+lab: {kind: vswitch}
 matrix: {switch: [linux-bridge, ovs], background_mbps: [0, 100]}
-workloads: [{name: cpu.crc32c}]
+workloads: [{name: net.qos-transfer}]
 """)
     names = [v.name for v in exp.all_variants()]
     assert names == ["switch=linux-bridge,background_mbps=0",
@@ -107,3 +108,114 @@ def test_unknown_workload_and_lab_are_named() -> None:
         parse_experiment(text, "u.yaml")
     assert "u.yaml:9: workloads[0].name: unknown workload 'cpu.crc33'" in str(info.value)
     assert "u.yaml:11: lab.kind: unknown lab 'moon'" in str(info.value)
+
+
+# ---- knobs: every variant knob must be declared by the lab or a workload of the experiment ----
+
+def _refusal(text: str, source: str = "k.yaml") -> str:
+    with pytest.raises(SpecError) as info:
+        parse_experiment(text, source)
+    return str(info.value)
+
+
+def test_misspelt_workload_knob_names_line_variant_and_closest_knob() -> None:
+    message = _refusal("""\
+name: typo
+variants:
+  - {name: a, knobs: {cpu_featurs: []}}
+  - {name: b, knobs: {cpu_features: [aes]}}
+workloads: [{name: cpu.crc32c}]
+""")
+    assert ("k.yaml:3: variants[0].knobs.cpu_featurs (variant 'a'): unknown knob 'cpu_featurs'; "
+            "did you mean 'cpu_features'? (knobs of lab host and workload cpu.crc32c: "
+            "cpu_features)") in message
+    assert "variant 'b'" not in message
+
+
+def test_misspelt_lab_knob_is_refused() -> None:
+    message = _refusal("""\
+name: router
+lab: {kind: vnf-router}
+variants:
+  - {name: none, knobs: {neighbours: 0}}
+  - name: two
+    knobs:
+      neighbors: 2
+workloads: [{name: net.router-throughput}]
+""")
+    assert ("k.yaml:7: variants[1].knobs.neighbors (variant 'two'): unknown knob 'neighbors'; "
+            "did you mean 'neighbours'?") in message
+
+
+def test_misspelt_matrix_key_is_refused() -> None:
+    message = _refusal("""\
+name: m
+lab: {kind: vswitch}
+matrix:
+  switch: [linux-bridge, ovs]
+  backgroud_mbps: [0, 100]
+workloads: [{name: net.qos-transfer}]
+""")
+    assert ("k.yaml:5: matrix.backgroud_mbps (variants 'switch=linux-bridge,backgroud_mbps=0', "
+            "'switch=linux-bridge,backgroud_mbps=100', … 4 in all): unknown knob "
+            "'backgroud_mbps'; did you mean 'background_mbps'?") in message
+
+
+def test_misspelt_factorial_knob_and_other_knob_are_refused() -> None:
+    message = _refusal("""\
+name: f
+factorial:
+  knob: cpu_feature
+  factors: [aes, sse4.2]
+  other_knobs: {filesystm: ext4}
+workloads: [{name: cpu.aes}]
+""")
+    assert ("k.yaml:3: factorial.knob (variants 'default', 'aes', … 4 in all): unknown knob "
+            "'cpu_feature'; did you mean 'cpu_features'?") in message
+    assert ("k.yaml:5: factorial.other_knobs.filesystm (variants 'default', 'aes', … 4 in all): "
+            "unknown knob 'filesystm'") in message
+
+
+def test_a_knob_with_no_declarer_says_nobody_declares_any() -> None:
+    message = _refusal("name: x\nvariants: [{name: a, knobs: {speed: 3}}]\n"
+                       "workloads: [{name: exec.noop}]\n")
+    assert ("k.yaml:2: variants[0].knobs.speed (variant 'a'): unknown knob 'speed'; lab host and "
+            "workload exec.noop declare no knobs") in message
+
+
+def test_knob_values_are_checked_against_the_declaration() -> None:
+    message = _refusal("""\
+name: v
+lab: {kind: vswitch}
+matrix:
+  switch: [linux-bridge, vpp]
+  background_mbps: [0, -5]
+workloads: [{name: net.qos-transfer}]
+""")
+    assert ("k.yaml:4: matrix.switch[1] (variants 'switch=linux-bridge,background_mbps=0', "
+            "'switch=linux-bridge,background_mbps=-5', … 4 in all): knob 'switch' = 'vpp' is "
+            "refused by lab vswitch (linux-bridge | ovs | ovs-dpdk): must be one of "
+            "linux-bridge | ovs | ovs-dpdk") in message
+    assert "k.yaml:5: matrix.background_mbps[1]" in message
+    assert "greater than or equal to 0" in message
+    features = _refusal(GOOD.replace("[aes]", "[aes, avx9]").replace(
+        "  - name: cpu.crc32c", "  - name: cpu.crc32c\n  - name: cpu.aes"))
+    assert ("k.yaml:7: variants[1].knobs.cpu_features (variant 'tuned'): knob 'cpu_features' = "
+            "['aes', 'avx9'] is refused by workload cpu.crc32c and workload cpu.aes (host | "
+            "list of ssse3,") in features
+    assert features.count("unknown CPU feature 'avx9'") == 1  # one declaration, judged once
+    storage = _refusal("""\
+name: s
+lab: {kind: fs}
+variants: [{name: a, knobs: {vm_size: "two", filesystem: btrfs}}]
+workloads: [{name: storage.fio}]
+""")
+    assert "variants[0].knobs.vm_size (variant 'a'): knob 'vm_size' = 'two'" in storage
+    assert "unknown kind 'btrfs'" in storage
+
+
+def test_a_knob_declared_by_the_lab_reaches_only_the_lab() -> None:
+    from virtbench.labs.fs import FilesystemLab
+
+    knobs = {"vm_size": "1x128", "filesystem": "tmpfs", "cpu_features": []}
+    assert FilesystemLab.own_knobs(knobs) == {"vm_size": "1x128", "filesystem": "tmpfs"}

@@ -18,8 +18,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
+from virtbench.contract import Knob, Tool
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.net.cgroup_target import CgroupNetnsTarget
@@ -30,7 +31,6 @@ from virtbench.labs.net.procs import LabProcess, start_in_namespace
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
-from virtbench.workloads.base import Tool
 
 __all__ = ["LABS", "VnfRouterLab"]
 
@@ -59,9 +59,10 @@ class VnfRouterLab(Lab):
     Params = VnfRouterParams
     tools = (Tool("ip", "iproute2"), Tool("ss", "iproute2"), Tool("iperf3", "iperf3"),
              Tool("stress-ng", "stress-ng"))
-    knobs: ClassVar[Mapping[str, str]] = {
-        "neighbours": "number of stressed neighbours running beside the router (0..N)",
-    }
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("neighbours", "number of CPU-stressed neighbours running beside the router "
+             "(at most the lab param max_neighbours)", NonNegativeInt),
+    )
     switch_cost = "cheap"
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:

@@ -16,8 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_validator
 
+from virtbench.contract import Knob, Tool
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
@@ -34,7 +35,6 @@ from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, mak
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
-from virtbench.workloads.base import Tool
 
 __all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
 
@@ -92,11 +92,12 @@ class VSwitchLab(Lab):
         Tool("ovs-vsctl", "openvswitch-switch"), Tool("ovsdb-server", "openvswitch-switch"),
         Tool("ovs-vswitchd", "openvswitch-switch"),
     )
-    knobs: ClassVar[Mapping[str, str]] = {
-        "switch": "the virtual switch: linux-bridge | ovs (userspace netdev) | ovs-dpdk",
-        "background_mbps": "background UDP payload rate in Mbit/s (10^6 bit/s) between the "
-                           "background pair; 0 = none",
-    }
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("switch", "the virtual switch joining the namespaces (ovs: Open vSwitch with the "
+             "userspace netdev datapath)", choices=SWITCH_KINDS),
+        Knob("background_mbps", "background UDP payload rate in Mbit/s (10^6 bit/s) between the "
+             "background pair; 0 = none", NonNegativeFloat),
+    )
     switch_cost = "expensive"
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from virtbench.contract import Knob, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import varnish as varnish_cfg
@@ -30,7 +31,6 @@ from virtbench.labs.web.sitegen import generate_site
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import Tool
 
 __all__ = ["WebLab", "WebLabParams"]
 
@@ -82,10 +82,12 @@ class WebLab(Lab):
         Tool("varnishd", "varnish", "HTTP cache"),
         Tool("varnishstat", "varnish", "cache counters"),
     )
-    knobs: ClassVar[Mapping[str, str]] = {
-        "cache_storage": "malloc | file-disk | file-tmpfs | file:/DIR (e.g. a SAN/iSCSI mount)",
-        "cache_size": "Varnish storage size, e.g. 1G",
-    }
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("cache_storage", "where Varnish keeps cached objects (file:/DIR: e.g. a SAN or "
+             "iSCSI mount)", parsed_by(lambda value: varnish_cfg.parse_storage(value, "1M"), str),
+             values="malloc | file-disk | file-tmpfs | file:/DIR"),
+        Knob("cache_size", "Varnish storage size, e.g. 1G", parsed_by(varnish_cfg.parse_size, str)),
+    )
     switch_cost: ClassVar[str] = "expensive"
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
@@ -191,11 +193,6 @@ class WebLab(Lab):
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
         if self.manifest is None:
             raise VirtbenchError("lab web: enter() before up()")
-        unknown = set(knobs) - set(self.knobs) - {"cpu_features"}
-        if unknown:
-            raise VirtbenchError(
-                f"variant {variant}: knob(s) {', '.join(sorted(unknown))} not understood by "
-                f"lab web (knobs: {', '.join(self.knobs)})")
         try:
             choice = varnish_cfg.parse_storage(
                 str(knobs.get("cache_storage", self.p.cache_storage)),

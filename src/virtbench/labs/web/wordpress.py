@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from virtbench.contract import Tool, missing_tools
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import wpconfig
 from virtbench.labs.web.procs import free_port, wait_for_port
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
-from virtbench.workloads.base import Tool, missing_tools
 
 __all__ = ["HTTP_PORT", "WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "check_tools",
            "inline_png", "page_paths", "site_title", "start_nginx", "start_wordpress"]

@@ -1,8 +1,9 @@
 """Study-specific report sections (QoS grading, scalability fits, per-run web tables...).
 
-A module in this package that exports ``SECTIONS`` — a tuple of functions
-``(analysis: Analysis) -> list[Section]`` — contributes sections to every report format. A
-builder returns [] when its study's workloads are not in the analysis.
+A ``SectionPlugin`` — a name and a function ``(analysis: Analysis) -> list[Section]`` —
+contributes sections to every report format; it is registered like every other plugin
+(``virtbench.registry``: built-in modules export ``SECTIONS``). A builder returns [] when its
+study's workloads are not in the analysis.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from virtbench import registry
 from virtbench.analysis import Analysis
 
-__all__ = ["Section", "SectionBuilder", "build_sections"]
+__all__ = ["Section", "SectionBuilder", "SectionPlugin", "all_sections", "build_sections"]
 
 
 @dataclass
@@ -31,11 +33,22 @@ class Section:
 SectionBuilder = Callable[[Analysis], list[Section]]
 
 
-def build_sections(analysis: Analysis) -> list[Section]:
-    import virtbench.report.sections as package
-    from virtbench.discovery import discover
 
+
+@dataclass(frozen=True)
+class SectionPlugin:
+    """A report-section plugin: ``build`` returns its sections ([] when its study is absent)."""
+
+    name: str
+    build: SectionBuilder
+
+
+def all_sections() -> dict[str, SectionPlugin]:
+    return registry.instances(SectionPlugin, lambda plugin: plugin.name)
+
+
+def build_sections(analysis: Analysis) -> list[Section]:
     sections: list[Section] = []
-    for builder in discover(package, "SECTIONS"):
-        sections.extend(builder(analysis))
+    for plugin in all_sections().values():
+        sections.extend(plugin.build(analysis))
     return sections

@@ -26,7 +26,7 @@ from virtbench.net_qos.grading import (
     tiphon_loss,
 )
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_value
-from virtbench.report.sections import Section
+from virtbench.report.sections import Section, SectionPlugin
 from virtbench.report.sections._common import (
     change_from_row,
     fmt_change,
@@ -386,4 +386,4 @@ def qos_sections(analysis: Analysis) -> list[Section]:
             + qos_improvement_sections(analysis))
 
 
-SECTIONS = (qos_sections,)
+SECTIONS = (SectionPlugin("net-qos", qos_sections),)

@@ -12,7 +12,7 @@ from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
 from virtbench.parsers.bonnie import BONNIE_METRICS, BONNIE_TESTS, BonnieTest
 from virtbench.report.formatting import fmt_num, fmt_p
-from virtbench.report.sections import Section
+from virtbench.report.sections import Section, SectionPlugin
 from virtbench.report.sections._common import (
     change_from_row,
     fmt_change,
@@ -200,4 +200,4 @@ def storage_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
-SECTIONS = (storage_sections,)
+SECTIONS = (SectionPlugin("storage", storage_sections),)

@@ -9,7 +9,7 @@ import numpy as np
 from virtbench.analysis import Analysis, VariantInfo
 from virtbench.net_qos.scalability import Scalability, scalability
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_value
-from virtbench.report.sections import Section
+from virtbench.report.sections import Section, SectionPlugin
 from virtbench.report.sections._common import (
     change_from_row,
     fmt_change,
@@ -163,4 +163,4 @@ def vnf_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
-SECTIONS = (vnf_sections,)
+SECTIONS = (SectionPlugin("vnf-scalability", vnf_sections),)

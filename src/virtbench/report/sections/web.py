@@ -11,7 +11,7 @@ from virtbench.analysis import Analysis
 from virtbench.analysis.model import FirstVsRest
 from virtbench.model import Metric
 from virtbench.report.formatting import fmt_num, fmt_value
-from virtbench.report.sections import Section
+from virtbench.report.sections import Section, SectionPlugin
 from virtbench.report.sections._common import metric_of, workload_ids
 from virtbench.stats import percentile_ci, summarize
 
@@ -170,4 +170,4 @@ def web_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
-SECTIONS = (web_sections,)
+SECTIONS = (SectionPlugin("web", web_sections),)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
-from virtbench.workloads.cpu.features import feature_set, openssl_realisation
+from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, openssl_realisation
 from virtbench.workloads.probe import run_probe
 
 __all__ = ["WORKLOADS", "AesWorkload", "study_plaintext"]
@@ -56,6 +56,7 @@ class AesWorkload(Workload):
     )
     python_modules = (("cryptography", "cryptography"),)
     Params = AesParams
+    knobs = (CPU_FEATURES_KNOB,)
 
     def active_metrics(self) -> list[Metric]:
         study = self.params.mode in ("study", "both")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
-from virtbench.workloads.cpu.features import crc32c_realisation, feature_set
+from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, crc32c_realisation, feature_set
 from virtbench.workloads.probe import run_probe
 
 __all__ = ["WORKLOADS", "Crc32cWorkload"]
@@ -37,6 +37,7 @@ class Crc32cWorkload(Workload):
     )
     python_modules = (("crc32c", "crc32c"),)
     Params = Crc32cParams
+    knobs = (CPU_FEATURES_KNOB,)
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return crc32c_realisation(feature_set(knobs), self.name)

@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from virtbench.contract import Knob, Realisation, parsed_by
 from virtbench.model import VirtbenchError
-from virtbench.workloads.base import Realisation
 
 __all__ = [
+    "CPU_FEATURES_KNOB",
     "KNOWN_FEATURES",
     "FeatureSet",
     "crc32c_realisation",
@@ -88,6 +89,13 @@ def feature_set(knobs: Mapping[str, Any]) -> FeatureSet:
             )
         allowed.add(name)
     return FeatureSet(frozenset(allowed))
+
+
+CPU_FEATURES_KNOB = Knob(
+    "cpu_features", "CPU features beyond the x86-64 baseline (SSE, SSE2, SSE3) the workload may "
+    "use, each masked by the workload's own mechanism; host = no masking",
+    parsed_by(lambda value: feature_set({"cpu_features": value})),
+    values=f"host | list of {', '.join(KNOWN_FEATURES)}")
 
 
 def _unused_note(features: FeatureSet, used: Iterable[str], workload: str) -> list[str]:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.workloads.base import Realisation, Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.cpu.features import feature_set, x265_realisation
+from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, x265_realisation
 
 __all__ = ["WORKLOADS", "X265Workload"]
 
@@ -24,10 +24,13 @@ class X265Params(BaseModel):
     clip: Literal["quick", "hd", "study"] = Field(
         "quick", description="clip preset: quick 640x360 25 fps 2 s; hd 1080p 30 fps 2 s; "
                              "study 3840x2160 30 fps 10 s (the study's 4K clip)")
-    width: int | None = Field(None, ge=16, le=8192)
-    height: int | None = Field(None, ge=16, le=8192)
+    width: int | None = Field(None, ge=16, le=8192,
+                              description="clip width in pixels; None: the preset's")
+    height: int | None = Field(None, ge=16, le=8192,
+                               description="clip height in pixels; None: the preset's")
     rate: int | None = Field(None, ge=1, le=240, description="frames per second")
-    duration_s: float | None = Field(None, gt=0, le=600)
+    duration_s: float | None = Field(None, gt=0, le=600,
+                                     description="clip length in seconds; None: the preset's")
     preset: str = Field("medium", description="x265 preset (study: medium)")
     crf: int = Field(32, ge=0, le=51, description="constant rate factor (study: 32)")
     threads: int = Field(0, ge=0, le=256, description="x265 frame threads; 0 = x265 default")
@@ -53,6 +56,7 @@ class X265Workload(Workload):
     )
     tools = (Tool("ffmpeg", "ffmpeg", "H.265 encoding with libx265"),)
     Params = X265Params
+    knobs = (CPU_FEATURES_KNOB,)
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return x265_realisation(feature_set(knobs), self.name)
@@ -73,7 +77,7 @@ class X265Workload(Workload):
         ], timeout=3600)
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        realisation = self.realise(ctx.knobs)
+        realisation = ctx.realisation  # realised once by the runner, not again here
         x265_params = ["log-level=error"]
         if "asm" in realisation.settings and realisation.settings["asm"] != "auto":
             x265_params.append(f"asm={realisation.settings['asm']}")

@@ -1,0 +1,156 @@
+"""The plugin contract every kind of plugin shares: tools, parameters, knobs and realisations.
+
+Workloads, labs, parsers and report sections all build on these names; they sit on the bottom
+floor beside ``model`` so that no plugin family imports another to reach them.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+from virtbench.model import VirtbenchError
+
+__all__ = [
+    "Knob",
+    "NoParams",
+    "Realisation",
+    "Tool",
+    "missing_tools",
+    "parsed_by",
+]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An external program a plugin needs, and the Debian package that provides it."""
+
+    binary: str
+    package: str
+    purpose: str = ""
+
+
+def missing_tools(owner: str, which: Callable[[str], str | None], tools: Iterable[Tool],
+                  where: str = "") -> list[str]:
+    """One problem per tool ``which`` cannot find, naming the Debian package to install."""
+    return [f"{owner}: '{tool.binary}' not found{where}; install the Debian package "
+            f"'{tool.package}' (apt-get install {tool.package})"
+            for tool in tools if which(tool.binary) is None]
+
+
+class NoParams(BaseModel):
+    """The parameters of a plugin that takes none (any given parameter is an error)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Realisation:
+    """How a variant's knobs were realised for one workload, and what could not be expressed.
+
+    The runner computes it once per (variant, workload), hands it whole to every trial
+    (``TrialContext.realisation``) and stores it with the run.
+    """
+
+    mechanism: str = "none (the workload runs unchanged)"
+    env: dict[str, str | None] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    limitations: list[str] = field(default_factory=list)
+
+
+def parsed_by(parse: Callable[[Any], object], base: Any = Any) -> Any:
+    """A knob type: ``base`` (checked strictly), then the realiser's own parser must accept it.
+
+    The parser's error (a ``VirtbenchError`` or ``ValueError``) becomes the problem reported.
+    """
+
+    def check(value: Any) -> Any:
+        try:
+            parse(value)
+        except VirtbenchError as exc:  # the parser's own words, as a validation message
+            raise ValueError(str(exc)) from None
+        return value
+
+    return Annotated[base, AfterValidator(check)]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A variant knob a lab or workload understands, declared once by whoever realises it.
+
+    ``virtbench run`` refuses a variant knob that no plugin of the experiment declares, and a
+    value that the declaring plugin's ``type`` or ``choices`` do not accept, before anything
+    starts.
+    """
+
+    name: str
+    meaning: str
+    """One line: what the knob changes, with its unit."""
+    type: Any = Any
+    """What pydantic accepts, strictly (``int``, ``NonNegativeFloat``, ``parsed_by(f)``...)."""
+    choices: tuple[Any, ...] = ()
+    """When given, the only accepted values."""
+    values: str = ""
+    """How to write a value, for listings; derived from ``choices`` or ``type`` when empty."""
+    _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_adapter", TypeAdapter(self.type))
+
+    @property
+    def accepts(self) -> str:
+        """The accepted values in words: ``linux-bridge | ovs``, ``int ≥ 0``."""
+        if self.values:
+            return self.values
+        if self.choices:
+            return " | ".join(str(choice) for choice in self.choices)
+        return describe_type(self.type)
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not accepted, or None when it is."""
+        if self.choices:
+            if value in self.choices:
+                return None
+            return f"must be one of {self.accepts}"
+        try:
+            self._adapter.validate_python(value, strict=True)
+        except ValidationError as exc:
+            return "; ".join(_message(error) for error in exc.errors())
+        return None
+
+
+def _message(error: Any) -> str:
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
+_BOUNDS = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"))
+
+
+def describe_type(annotation: Any) -> str:
+    """A short reading of a type annotation for listings: ``int ≥ 0``, ``list of str``."""
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if annotation is Any:
+        return "any value"
+    if origin is Annotated:
+        bounds = [f"{sign} {getattr(meta, name)}" for meta in args[1:]
+                  for name, sign in _BOUNDS if getattr(meta, name, None) is not None]
+        return " ".join([describe_type(args[0]), *bounds])
+    if origin is Literal:
+        return " | ".join(str(arg) for arg in args)
+    if origin in (Union, types.UnionType):
+        return " | ".join(describe_type(arg) for arg in args)
+    if origin in (list, tuple) and args:
+        return f"list of {describe_type(args[0])}"
+    if origin is dict:
+        return "mapping"
+    if annotation is type(None):
+        return "null"
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation)
