@@ -302,7 +302,7 @@ class Runner:
         ctx, workload = self._context(key, state)
         pair = (key.variant, key.workload_id)
         if pair not in self._setup_done:
-            self._record_realisation(run_id, pair, state)
+            self._record_realisation(run_id, pair, state, ctx.env)
             if state.target is not None:  # the lab's own target (a guest): check it there too
                 problems = workload.check(state.target)
                 if problems:
@@ -353,12 +353,13 @@ class Runner:
                 if m.t is None and m.value is not None:
                     self._values[(key.variant, key.workload_id, m.metric)].append(m.value)
 
-    def _record_realisation(self, run_id: str, pair: Pair, state: LabState) -> None:
+    def _record_realisation(self, run_id: str, pair: Pair, state: LabState,
+                            env: dict[str, str | None]) -> None:
         realisation = self._realisations[pair]
         settings: dict[str, Any] = dict(realisation.settings)
         settings.update({f"lab.{k}": v for k, v in state.notes.items()})
         self.store.add_realisation(run_id, pair[0], pair[1], realisation.mechanism, settings,
-                                   realisation.limitations)
+                                   realisation.limitations, env)
 
     def _cleanup(self) -> None:
         errors: list[str] = []

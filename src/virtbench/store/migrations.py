@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, insert, inspect, select, update
+from sqlalchemy import Connection, insert, inspect, select, text, update
 
 from virtbench.model import VirtbenchError
 from virtbench.store import schema as s
@@ -23,8 +23,16 @@ def _v2_report_indexes(conn: Connection) -> None:
             index.create(conn)
 
 
+def _v3_realisation_env(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("realisations")}
+    if "env_json" not in columns:  # a store made by v1 create_all before the column existed
+        conn.execute(text("ALTER TABLE realisations ADD COLUMN env_json TEXT NOT NULL "
+                          "DEFAULT '{}'"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes]
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
+                                                  _v3_realisation_env]
 
 
 def current_version(conn: Connection) -> int:

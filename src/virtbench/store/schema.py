@@ -32,7 +32,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -108,6 +108,9 @@ realisations = Table(
     Column("mechanism", Text, nullable=False),
     Column("settings_json", Text, nullable=False),
     Column("limitations_json", Text, nullable=False),
+    # v3: the environment the trial processes got (lab and workload mechanism), e.g.
+    # CRC32C_SW_MODE, so the stored realisation is the whole of it.
+    Column("env_json", Text, nullable=False, default="{}", server_default="{}"),
 )
 
 trials = Table(

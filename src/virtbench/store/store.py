@@ -187,7 +187,9 @@ class Store:
             return int(key[0])
 
     def add_realisation(self, run_id: str, variant: str, workload_id: str, mechanism: str,
-                        settings: Mapping[str, Any], limitations: Sequence[str]) -> None:
+                        settings: Mapping[str, Any], limitations: Sequence[str],
+                        env: Mapping[str, str | None] | None = None) -> None:
+        """How a variant was realised for a workload; ``env`` is what its trials ran with."""
         with self.engine.begin() as conn:
             conn.execute(delete(s.realisations).where(
                 s.realisations.c.run_id == run_id, s.realisations.c.variant == variant,
@@ -195,7 +197,8 @@ class Store:
             conn.execute(insert(s.realisations).values(
                 run_id=run_id, variant=variant, workload_id=workload_id, mechanism=mechanism,
                 settings_json=json.dumps(settings, sort_keys=True),
-                limitations_json=json.dumps(list(limitations))))
+                limitations_json=json.dumps(list(limitations)),
+                env_json=json.dumps(dict(env or {}), sort_keys=True)))
 
     def record_trial(self, run_id: str, trial: TrialRecord, measurements: Sequence[Measurement],
                      units: Mapping[str, str], artifacts: Sequence[Artifact] = ()) -> int:
@@ -363,7 +366,7 @@ class Store:
         return [
             {"variant": r["variant"], "workload_id": r["workload_id"], "mechanism": r["mechanism"],
              "settings": json.loads(r["settings_json"]),
-             "limitations": json.loads(r["limitations_json"])}
+             "limitations": json.loads(r["limitations_json"]), "env": json.loads(r["env_json"])}
             for r in rows
         ]
 

@@ -1,0 +1,123 @@
+"""The runner realises each (variant, workload) once, hands it whole to the trial and stores it;
+a lab gets only the knobs it declares. Fake plugins: this is the runner's logic only."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import NonNegativeInt
+
+from virtbench.contract import Knob, Realisation
+from virtbench.labs.base import Lab, LabState
+from virtbench.model import Better, Measurement, Metric
+from virtbench.runner import Runner
+from virtbench.runner import engine as engine_module
+from virtbench.spec import parse_experiment
+from virtbench.store import Store
+from virtbench.workloads.base import TrialContext, TrialResult, Workload
+
+
+class Masked(Workload):
+    name = "test.masked"
+    description = "realises a 'level' knob as an environment variable"
+    metrics = (Metric("time_s", "s", Better.LOWER, "fake", primary=True),)
+    knobs = (Knob("level", "a level", NonNegativeInt),)
+    seen: ClassVar[list[tuple[str, Realisation, dict[str, str | None]]]] = []
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.realised = 0
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        self.realised += 1
+        level = str(knobs.get("level", 0))
+        return Realisation("level mask", env={"LEVEL": level}, settings={"level": level})
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        Masked.seen.append((ctx.variant, ctx.realisation, dict(ctx.env)))
+        return TrialResult([Measurement("time_s", 1.0)])
+
+
+class SizedLab(Lab):
+    name = "test.sized"
+    description = "records the knobs it is given"
+    knobs = (Knob("size", "a size", int),)
+    entered: ClassVar[list[dict[str, Any]]] = []
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        SizedLab.entered.append(dict(knobs))
+        return LabState(env={"LAB": variant})
+
+
+EXPERIMENT = """\
+name: realised
+lab: {kind: test.sized}
+variants:
+  - {name: a, knobs: {level: 1, size: 10}}
+  - {name: b, knobs: {level: 2, size: 20}}
+workloads: [{name: test.masked}]
+repetitions: 3
+warmup: 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from virtbench.labs import registry as lab_registry
+    from virtbench.workloads import registry as workload_registry
+
+    Masked.seen.clear()
+    SizedLab.entered.clear()
+    workloads = {**workload_registry.all_workloads(), "test.masked": Masked}
+    labs = {**lab_registry.all_labs(), "test.sized": SizedLab}
+    monkeypatch.setattr(workload_registry, "all_workloads", lambda: workloads)
+    monkeypatch.setattr(lab_registry, "all_labs", lambda: labs)
+    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+
+
+def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    runner = Runner(store, parse_experiment(EXPERIMENT), EXPERIMENT, workdir=tmp_path)
+    outcome = runner.run()
+    assert outcome.status == "complete" and len(Masked.seen) == 6
+    assert runner.workloads["test.masked"].realised == 2  # once per variant, not per trial
+    for variant, level in (("a", "1"), ("b", "2")):
+        given = [(r, env) for v, r, env in Masked.seen if v == variant]
+        assert len({id(r) for r, _env in given}) == 1  # the same object every repetition
+        realisation, env = given[0]
+        assert realisation.settings == {"level": level}
+        assert env == {"LAB": variant, "LEVEL": level}
+    # The lab never sees the workload's knob.
+    assert {tuple(k) for k in SizedLab.entered} == {("size",)}
+    stored = {r["variant"]: r for r in store.realisations(outcome.run_id)}
+    assert stored["a"]["mechanism"] == "level mask"
+    assert stored["a"]["env"] == {"LAB": "a", "LEVEL": "1"}
+    assert stored["b"]["settings"] == {"level": "2"}
+
+
+def test_an_experiment_built_in_code_is_knob_checked_too(tmp_path: Path) -> None:
+    from virtbench.runner.engine import check_experiment
+
+    exp = parse_experiment(EXPERIMENT)
+    exp.variants[1].knobs["levle"] = exp.variants[1].knobs.pop("level")
+    problems = check_experiment(exp)
+    assert ("variants[1].knobs.levle (variant 'b'): unknown knob 'levle'; did you mean "
+            "'level'?") in problems[0]
+
+
+def test_a_version_2_store_gains_the_realisation_environment(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    Store(str(path)).close()
+    with sqlite3.connect(path) as conn:  # what a store made before v3 looks like
+        conn.execute("ALTER TABLE realisations DROP COLUMN env_json")
+        conn.execute("UPDATE schema_version SET version = 2")
+    store = Store(str(path))
+    run_id = store.create_run(experiment="x", description="", spec_yaml="", spec_path="",
+                              seed=1, host="h", target="local", baseline="a", version="0")
+    store.add_variants(run_id, [("a", {})], "a")
+    store.add_realisation(run_id, "a", "w", "m", {}, [], {"CRC32C_SW_MODE": "force"})
+    assert store.realisations(run_id)[0]["env"] == {"CRC32C_SW_MODE": "force"}
