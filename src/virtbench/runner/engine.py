@@ -10,7 +10,7 @@ import signal
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -77,8 +77,25 @@ def _make_lab(exp: Experiment, workdir: Path, target: Target) -> Lab:
     return cls(params, workdir, target)
 
 
-def check_experiment(exp: Experiment) -> list[str]:
-    """Every problem that would stop the run, found before anything runs."""
+def realise_all(workloads: Mapping[str, Workload], variants: Mapping[str, Mapping[str, Any]],
+                ) -> tuple[dict[Pair, Realisation], list[str]]:
+    """Each (variant, workload)'s realisation, computed once; and the knobs it cannot realise."""
+    realisations: dict[Pair, Realisation] = {}
+    problems: list[str] = []
+    for workload_id, workload in workloads.items():
+        for variant, knobs in variants.items():
+            try:
+                realisations[(variant, workload_id)] = workload.realise(knobs)
+            except VirtbenchError as exc:
+                problems.append(f"variant {variant}: {exc}")
+    return realisations, problems
+
+
+def check_experiment(exp: Experiment, *, realise: bool = True) -> list[str]:
+    """Every problem that would stop the run, found before anything runs.
+
+    ``realise=False``: the caller (the runner) realises the variants itself, once.
+    """
     target = make_target(exp.target)
     problems: list[str] = []
     try:
@@ -90,11 +107,8 @@ def check_experiment(exp: Experiment) -> list[str]:
         problems += lab.check()
         for workload in workloads.values():
             problems += workload.check(target)
-            for variant in exp.all_variants():
-                try:
-                    workload.realise(variant.knobs)
-                except VirtbenchError as exc:
-                    problems.append(f"variant {variant.name}: {exc}")
+        if realise:
+            problems += realise_all(workloads, {v.name: v.knobs for v in exp.all_variants()})[1]
     finally:
         target.close()
     return problems
@@ -147,7 +161,9 @@ class Runner:
 
     # ---- public --------------------------------------------------------------------------
     def run(self, resume_run_id: str | None = None) -> RunOutcome:
-        problems = check_experiment(self.exp)
+        problems = check_experiment(self.exp, realise=False)
+        self._realisations, unrealisable = realise_all(self.workloads, self.variants)
+        problems += unrealisable
         if problems:
             raise VirtbenchError("cannot run; fix these first:\n  " + "\n  ".join(problems))
         run_id = self._open_run(resume_run_id)
@@ -278,8 +294,6 @@ class Runner:
     def _context(self, key: TrialKey, state: LabState) -> tuple[TrialContext, Workload]:
         workload = self.workloads[key.workload_id]
         pair = (key.variant, key.workload_id)
-        if pair not in self._realisations:
-            self._realisations[pair] = workload.realise(self.variants[key.variant])
         realisation = self._realisations[pair]
         seed = int(hashlib.sha256(f"{self.exp.seed}:{key}".encode()).hexdigest()[:8], 16)
         ctx = TrialContext(

@@ -27,13 +27,10 @@ class Masked(Workload):
     metrics = (Metric("time_s", "s", Better.LOWER, "fake", primary=True),)
     knobs = (Knob("level", "a level", NonNegativeInt),)
     seen: ClassVar[list[tuple[str, Realisation, dict[str, str | None]]]] = []
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.realised = 0
+    realised: ClassVar[list[str]] = []
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
-        self.realised += 1
+        Masked.realised.append(str(knobs.get("level")))
         level = str(knobs.get("level", 0))
         return Realisation("level mask", env={"LEVEL": level}, settings={"level": level})
 
@@ -71,6 +68,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     from virtbench.workloads import registry as workload_registry
 
     Masked.seen.clear()
+    Masked.realised.clear()
     SizedLab.entered.clear()
     workloads = {**workload_registry.all_workloads(), "test.masked": Masked}
     labs = {**lab_registry.all_labs(), "test.sized": SizedLab}
@@ -84,7 +82,8 @@ def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:
     runner = Runner(store, parse_experiment(EXPERIMENT), EXPERIMENT, workdir=tmp_path)
     outcome = runner.run()
     assert outcome.status == "complete" and len(Masked.seen) == 6
-    assert runner.workloads["test.masked"].realised == 2  # once per variant, not per trial
+    # Once per variant in the whole run (its pre-run check included), not once per trial.
+    assert sorted(Masked.realised) == ["1", "2"]
     for variant, level in (("a", "1"), ("b", "2")):
         given = [(r, env) for v, r, env in Masked.seen if v == variant]
         assert len({id(r) for r, _env in given}) == 1  # the same object every repetition
