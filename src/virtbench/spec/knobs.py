@@ -84,6 +84,8 @@ def _and(items: list[str]) -> str:
 
 def _names(variants: Sequence[VariantSpec]) -> str:
     names = [f"'{v.name}'" for v in variants]
+    if not names:
+        return "no variants"
     if len(names) == 1:
         return f"variant {names[0]}"
     if len(names) > 3:

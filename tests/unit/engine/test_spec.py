@@ -219,3 +219,24 @@ def test_a_knob_declared_by_the_lab_reaches_only_the_lab() -> None:
 
     knobs = {"vm_size": "1x128", "filesystem": "tmpfs", "cpu_features": []}
     assert FilesystemLab.own_knobs(knobs) == {"vm_size": "1x128", "filesystem": "tmpfs"}
+
+
+def test_run_check_refuses_a_misspelt_knob_before_anything_starts(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    spec = tmp_path / "router.yaml"
+    spec.write_text("name: r\nlab: {kind: vnf-router}\nvariants:\n"
+                    "  - {name: a, knobs: {neighbors: 2}}\n"
+                    "workloads: [{name: net.router-throughput}]\n")
+    for args in (["--check"], ["--store", str(tmp_path / "s.db")]):
+        result = subprocess.run([sys.executable, "-m", "virtbench.cli", "run", str(spec), *args],
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "COLUMNS": "300"})
+        assert result.returncode == 2, result.stderr
+        assert f"{spec}:4: variants[0].knobs.neighbors (variant 'a'): unknown knob " in (
+            result.stderr)
+        assert "did you mean 'neighbours'?" in result.stderr
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "s.db").exists()  # nothing ran, not even the store was opened

@@ -86,7 +86,8 @@ class WebLab(Lab):
         Knob("cache_storage", "where Varnish keeps cached objects (file:/DIR: e.g. a SAN or "
              "iSCSI mount)", parsed_by(lambda value: varnish_cfg.parse_storage(value, "1M"), str),
              values="malloc | file-disk | file-tmpfs | file:/DIR"),
-        Knob("cache_size", "Varnish storage size, e.g. 1G", parsed_by(varnish_cfg.parse_size, str)),
+        Knob("cache_size", "Varnish storage size (bytes, or k/M/G/T)",
+             parsed_by(varnish_cfg.parse_size, str), values="SIZE, e.g. 256M or 1G"),
     )
     switch_cost: ClassVar[str] = "expensive"
 
