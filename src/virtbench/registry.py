@@ -11,7 +11,8 @@ where ``register()`` returns an iterable of plugins of any kind: ``Workload`` an
 subclasses, ``Parser`` and ``SectionPlugin`` instances. A plugin's kind is its type, so built-ins
 and third parties are found the same way; a name registered twice is an error.
 
-This module imports no plugin family: callers pass the base type they want (``classes(Lab)``).
+This module imports no plugin family: callers pass the base type they want and the name built-ins
+export it under (``classes(Lab, "LABS", ...)``).
 """
 
 from __future__ import annotations
@@ -28,33 +29,42 @@ __all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "classes", "clear_cache", "in
 
 ENTRY_POINT_GROUP = "virtbench.plugins"
 
-BUILTIN_MODULES = (
-    "virtbench.workloads.command",
-    "virtbench.workloads.cpu.aes",
-    "virtbench.workloads.cpu.crc32c",
-    "virtbench.workloads.media.x265",
-    "virtbench.workloads.net.qos_probe",
-    "virtbench.workloads.net.qos_transfer",
-    "virtbench.workloads.net.router",
-    "virtbench.workloads.storage",
-    "virtbench.workloads.web",
-    "virtbench.labs.fs",
-    "virtbench.labs.host",
-    "virtbench.labs.kvm",
-    "virtbench.labs.net.router",
-    "virtbench.labs.net.vswitch",
-    "virtbench.labs.web",
-    "virtbench.parsers.bonnie",
-    "virtbench.parsers.fio",
-    "virtbench.parsers.iperf3",
-    "virtbench.parsers.irtt",
-    "virtbench.parsers.varnishstat",
-    "virtbench.report.sections.net_qos",
-    "virtbench.report.sections.storage",
-    "virtbench.report.sections.vnf_scalability",
-    "virtbench.report.sections.web",
-)
-_EXPORTS = ("WORKLOADS", "LABS", "PARSERS", "SECTIONS")
+# What each built-in module exports, by the name it exports it under. Grouped so that asking
+# for workloads imports no report module (the report's statistics take seconds to import).
+BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
+    "WORKLOADS": (
+        "virtbench.workloads.command",
+        "virtbench.workloads.cpu.aes",
+        "virtbench.workloads.cpu.crc32c",
+        "virtbench.workloads.media.x265",
+        "virtbench.workloads.net.qos_probe",
+        "virtbench.workloads.net.qos_transfer",
+        "virtbench.workloads.net.router",
+        "virtbench.workloads.storage",
+        "virtbench.workloads.web",
+    ),
+    "LABS": (
+        "virtbench.labs.fs",
+        "virtbench.labs.host",
+        "virtbench.labs.kvm",
+        "virtbench.labs.net.router",
+        "virtbench.labs.net.vswitch",
+        "virtbench.labs.web",
+    ),
+    "PARSERS": (
+        "virtbench.parsers.bonnie",
+        "virtbench.parsers.fio",
+        "virtbench.parsers.iperf3",
+        "virtbench.parsers.irtt",
+        "virtbench.parsers.varnishstat",
+    ),
+    "SECTIONS": (
+        "virtbench.report.sections.net_qos",
+        "virtbench.report.sections.storage",
+        "virtbench.report.sections.vnf_scalability",
+        "virtbench.report.sections.web",
+    ),
+}
 
 # The kinds a third-party plugin may be, by (module, class): checked only for entry points, so
 # listing workloads never imports the report.
@@ -71,12 +81,14 @@ Origin = str
 
 
 @cache
-def _plugins() -> tuple[tuple[object, Origin], ...]:
+def _builtin(export: str) -> tuple[tuple[object, Origin], ...]:
+    return tuple((plugin, name) for name in BUILTIN_MODULES[export]
+                 for plugin in getattr(import_module(name), export))
+
+
+@cache
+def _third_party() -> tuple[tuple[object, Origin], ...]:
     found: list[tuple[object, Origin]] = []
-    for name in BUILTIN_MODULES:
-        module = import_module(name)
-        for export in _EXPORTS:
-            found += [(plugin, name) for plugin in getattr(module, export, ())]
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         origin = f"entry point {ep.name} = {ep.value}"
         try:
@@ -91,6 +103,10 @@ def _plugins() -> tuple[tuple[object, Origin], ...]:
     return tuple(found)
 
 
+def _plugins(export: str) -> tuple[tuple[object, Origin], ...]:
+    return _builtin(export) + _third_party()
+
+
 def _check_kind(plugin: object, origin: Origin) -> None:
     bases = [getattr(import_module(module), name) for module, name in _KINDS]
     if any(isinstance(plugin, base) or (isinstance(plugin, type) and issubclass(plugin, base))
@@ -100,15 +116,15 @@ def _check_kind(plugin: object, origin: Origin) -> None:
                          f"{', '.join(name for _module, name in _KINDS)}")
 
 
-def classes(base: type[T], key: Callable[[type[T]], str]) -> dict[str, type[T]]:
-    """Every registered subclass of ``base``, by ``key`` (its name), sorted."""
-    return _unique([(p, origin) for p, origin in _plugins()
+def classes(base: type[T], export: str, key: Callable[[type[T]], str]) -> dict[str, type[T]]:
+    """Every registered subclass of ``base`` (built-ins export it as ``export``), by ``key``."""
+    return _unique([(p, origin) for p, origin in _plugins(export)
                     if isinstance(p, type) and issubclass(p, base)], key, base.__name__)
 
 
-def instances(base: type[T], key: Callable[[T], str]) -> dict[str, T]:
-    """Every registered instance of ``base``, by ``key`` (its name), sorted."""
-    return _unique([(p, origin) for p, origin in _plugins() if isinstance(p, base)], key,
+def instances(base: type[T], export: str, key: Callable[[T], str]) -> dict[str, T]:
+    """Every registered instance of ``base`` (built-ins export it as ``export``), by ``key``."""
+    return _unique([(p, origin) for p, origin in _plugins(export) if isinstance(p, base)], key,
                    base.__name__)
 
 
@@ -127,4 +143,5 @@ def _unique(found: Iterable[tuple[T, Origin]], key: Callable[[T], str],
 
 def clear_cache() -> None:
     """Forget what was loaded (tests that install a plugin on the fly)."""
-    _plugins.cache_clear()
+    _builtin.cache_clear()
+    _third_party.cache_clear()

@@ -10,7 +10,7 @@ __all__ = ["all_labs", "get_lab"]
 
 
 def all_labs() -> dict[str, type[Lab]]:
-    return registry.classes(Lab, lambda cls: cls.name)  # type: ignore[type-abstract]
+    return registry.classes(Lab, "LABS", lambda cls: cls.name)  # type: ignore[type-abstract]
 
 
 def get_lab(name: str) -> type[Lab]:

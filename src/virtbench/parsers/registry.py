@@ -10,7 +10,7 @@ __all__ = ["all_parsers", "get_parser"]
 
 
 def all_parsers() -> dict[str, Parser]:
-    return registry.instances(Parser, lambda parser: parser.tool)
+    return registry.instances(Parser, "PARSERS", lambda parser: parser.tool)
 
 
 def get_parser(tool: str) -> Parser:

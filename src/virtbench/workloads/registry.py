@@ -10,7 +10,7 @@ __all__ = ["all_workloads", "get_workload"]
 
 
 def all_workloads() -> dict[str, type[Workload]]:
-    return registry.classes(Workload, lambda cls: cls.name)  # type: ignore[type-abstract]
+    return registry.classes(Workload, "WORKLOADS", lambda cls: cls.name)  # type: ignore[type-abstract]
 
 
 def get_workload(name: str) -> type[Workload]:

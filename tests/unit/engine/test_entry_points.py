@@ -112,16 +112,15 @@ def test_a_name_taken_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_every_module_that_exports_plugins_is_listed() -> None:
     """Built-ins are an explicit list: a new module that is not on it would be silently lost."""
-    exporting = set()
+    exporting: dict[str, set[str]] = {export: set() for export in registry.BUILTIN_MODULES}
     for package in ("workloads", "labs", "parsers", "report.sections"):
         path = [str(Path(virtbench.__path__[0], *package.split(".")))]
-        for info in pkgutil.walk_packages(path, f"virtbench.{package}."):
-            if info.name.rsplit(".", 1)[-1].startswith("_"):
-                continue  # private: probes that run as scripts on a target
-            module = import_module(info.name)
-            if any(hasattr(module, name) for name in ("WORKLOADS", "LABS", "PARSERS", "SECTIONS")):
-                exporting.add(info.name)
-        if any(hasattr(import_module(f"virtbench.{package}"), name)
-               for name in ("WORKLOADS", "LABS", "PARSERS", "SECTIONS")):
-            exporting.add(f"virtbench.{package}")
-    assert exporting == set(registry.BUILTIN_MODULES)
+        names = [f"virtbench.{package}"] + [
+            info.name for info in pkgutil.walk_packages(path, f"virtbench.{package}.")
+            if not info.name.rsplit(".", 1)[-1].startswith("_")]  # private: probe scripts
+        for name in names:
+            module = import_module(name)
+            for export, found in exporting.items():
+                if hasattr(module, export):
+                    found.add(name)
+    assert exporting == {export: set(names) for export, names in registry.BUILTIN_MODULES.items()}

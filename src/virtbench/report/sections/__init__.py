@@ -44,7 +44,7 @@ class SectionPlugin:
 
 
 def all_sections() -> dict[str, SectionPlugin]:
-    return registry.instances(SectionPlugin, lambda plugin: plugin.name)
+    return registry.instances(SectionPlugin, "SECTIONS", lambda plugin: plugin.name)
 
 
 def build_sections(analysis: Analysis) -> list[Section]:
