@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from importlib import import_module
 from pathlib import Path
@@ -38,6 +39,15 @@ lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_h
 app.add_typer(lab_app, name="lab")
 console = Console()
 err = Console(stderr=True)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Deprecation notices (e.g. a renamed lab kind) as one line, not Python's source dump."""
+    err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+warnings.showwarning = _show_warning
 
 StoreOpt = Annotated[str, typer.Option(
     "--store", "-s", envvar="VIRTBENCH_STORE",

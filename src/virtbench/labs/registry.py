@@ -10,9 +10,11 @@ from virtbench.discovery import discover
 from virtbench.labs.base import Lab
 from virtbench.model import VirtbenchError
 
-__all__ = ["ENTRY_POINT_GROUP", "all_labs", "get_lab"]
+__all__ = ["ENTRY_POINT_GROUP", "RENAMED_LABS", "all_labs", "get_lab"]
 
 ENTRY_POINT_GROUP = "virtbench.labs"
+# Former lab kinds still accepted (with a deprecation notice) in experiment files and manifests.
+RENAMED_LABS = {"fs": "storage"}
 
 
 def _builtin() -> Iterable[type[Lab]]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.fs import FilesystemLab, parse_filesystem, parse_vm_size
+from virtbench.labs.storage import StorageLab, parse_filesystem, parse_vm_size
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
@@ -63,7 +63,7 @@ def test_fio_argv_one_stonewalled_job_per_pattern(tmp_path: Path) -> None:
 
 
 def test_lab_rejects_unknown_knob(tmp_path: Path) -> None:
-    lab = FilesystemLab(None, tmp_path, LocalTarget())
+    lab = StorageLab(None, tmp_path, LocalTarget())
     with pytest.raises(VirtbenchError, match="unknown knob"):
         lab.enter("v", {"vm_sizes": "1x128"})
 
