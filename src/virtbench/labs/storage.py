@@ -237,6 +237,11 @@ class StorageLab(Lab):
         target: Target = self.target
         limits = self._limits(vm)
         if limits.controllers():
+            if not isinstance(self.target, LocalTarget):
+                raise VirtbenchError(
+                    f"lab storage: variant {variant!r}: a vm_size is a cgroup on this machine, "
+                    f"but the target is {self.target.describe()}; use vm_size: host there (in "
+                    "a libvirt guest the kvm lab sizes the domain)")
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", variant)[:40]
             self.cgroup = Cgroup(f"{PREFIX}-{self.token}-{safe}", limits, self._manifest())
             try:

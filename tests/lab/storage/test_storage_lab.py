@@ -1,4 +1,4 @@
-"""The fs lab for real: a loop-mounted ext4 image, v1/v2 cgroups, bonnie++ and fio, cleanup."""
+"""The storage lab for real: a loop-mounted ext4 image, v1/v2 cgroups, bonnie++ and fio, cleanup."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from virtbench.labs.base import Manifest
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.storage import StorageLab, StorageParams
 from virtbench.model import VirtbenchError
+from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage import BonnieWorkload, FioWorkload
@@ -59,8 +60,8 @@ def test_cgroup_limits_reach_the_process() -> None:
     cg = Cgroup(f"vbfs-test-{os.getpid()}", CgroupLimits(cpus=[0], cpu_quota_cores=0.5,
                                                          memory_bytes=64 << 20))
     with cg:
-        out = subprocess.run(cg.wrap(["cat", "/proc/self/cgroup", "/proc/self/status"]),
-                             capture_output=True, text=True, check=True).stdout
+        out = CgroupTarget(LocalTarget(), cg).run(
+            ["cat", "/proc/self/cgroup", "/proc/self/status"]).stdout
         assert f"virtbench/{cg.name}" in out
         assert "Cpus_allowed_list:\t0\n" in out
     assert all(not d.exists() for d in cg.dirs.values())
