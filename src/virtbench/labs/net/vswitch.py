@@ -156,8 +156,8 @@ class VSwitchLab(Lab):
         if p.dpdk_hugepages == "reserve":
             assert self.manifest is not None
             # DPDK needs a little beyond -m for its own structures.
-            self.hugepages = HugepageReservation(self.manifest, self.rundir / "hugepages",
-                                                 p.dpdk_memory_mb + 64)
+            self.hugepages = HugepageReservation(self.target, self.manifest,
+                                                 self.rundir / "hugepages", p.dpdk_memory_mb + 64)
             self.hugepages.acquire()
             huge_dir = str(self.hugepages.mount_dir)
         return DpdkOptions(file_prefix=f"{OUR_PREFIX}{self.lab_id}", memory_mb=p.dpdk_memory_mb,
