@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
+from virtbench.targets.base import CommandFailed, Target
 
 __all__ = ["Daemon", "free_port", "is_ours", "listening", "start_daemon", "stop_pid",
            "wait_until"]
@@ -115,7 +115,13 @@ def wait_until(ready: Callable[[], bool], what: str, *, daemons: Sequence[Daemon
 def listening(target: Target, port: int, *, udp: bool = False) -> bool:
     """True when a socket listens on ``port`` on ``target`` (``ss``, from iproute2)."""
     proto = "-Hlun" if udp else "-Hltn"
-    result = target.run(["ss", proto, "sport", "=", f":{port}"], check=False)
+    try:
+        result = target.run(["ss", proto, "sport", "=", f":{port}"], check=False)
+    except CommandFailed as exc:  # a local target raises it even unchecked for a missing binary
+        result = exc.result
+    if result.returncode == 127:
+        raise VirtbenchError(f"cannot check port {port} on {target.describe()}: `ss` not found; "
+                             "install the Debian package iproute2")
     return bool(result.stdout.strip())
 
 

@@ -124,3 +124,10 @@ def test_stop_pid_touches_only_a_process_whose_command_line_matches(tmp_path: Pa
         stranger.stop()
         ours.stop()
     assert not is_ours(os.getpid(), marker)
+
+
+def test_missing_ss_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(VirtbenchError, match="`ss` not found; install the Debian package "
+                                             "iproute2"):
+        listening(LocalTarget(), free_port())

@@ -80,6 +80,7 @@ class WebLab(Lab):
         Tool("nginx", "nginx-light", "origin web server"),
         Tool("varnishd", "varnish", "HTTP cache"),
         Tool("varnishstat", "varnish", "cache counters"),
+        Tool("ss", "iproute2", "waiting until a server listens"),
     )
     knobs: ClassVar[Mapping[str, str]] = {
         "cache_storage": "malloc | file-disk | file-tmpfs | file:/DIR (e.g. a SAN/iSCSI mount)",
