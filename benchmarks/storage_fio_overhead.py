@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
-from virtbench.labs.fs import FilesystemLab, FsParams
+from virtbench.labs.storage import StorageLab, StorageParams
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage.fio import FioWorkload
@@ -30,7 +30,7 @@ PATTERNS = ["seqread", "randread"]
 
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="vbfs-bench-"))
-    lab = FilesystemLab(FsParams(image_size_mib=512), work, LocalTarget())
+    lab = StorageLab(StorageParams(image_size_mib=512), work, LocalTarget())
     lab.up()
     try:
         state = lab.enter("bench", {"filesystem": "ext4"})

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,7 +21,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
+from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
 
@@ -39,17 +40,25 @@ app.add_typer(lab_app, name="lab")
 console = Console()
 err = Console(stderr=True)
 
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Deprecation notices (e.g. a renamed lab kind) as one line, not Python's source dump."""
+    err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+warnings.showwarning = _show_warning
+
 StoreOpt = Annotated[str, typer.Option(
     "--store", "-s", envvar="VIRTBENCH_STORE",
     help="SQLite file or postgresql://user@host/db URL")]
 DEFAULT_STORE = "virtbench.db"
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
-# Optional command groups contributed by feature packages: (module, attribute, name).
-_SUBCOMMANDS = (("virtbench.kvm.cli", "app", "kvm"),)
-for _module, _attr, _name in _SUBCOMMANDS:
-    with contextlib.suppress(ImportError):  # a feature whose optional dependency is missing
-        app.add_typer(getattr(import_module(_module), _attr), name=_name)
+# The kvm commands import the optional libvirt binding only when they run: without it,
+# `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error of
+# the group is a bug that must surface, not a silently missing command.
+app.add_typer(kvm_app, name="kvm")
 
 
 def _store(location: str) -> Any:
@@ -384,36 +393,13 @@ def import_cmd(
 @lab_app.command("clean")
 def lab_clean() -> None:
     """Remove what crashed runs left behind (namespaces, bridges, daemons, mounts, cgroups)."""
-    from virtbench.labs.base import Manifest, lab_root
-    from virtbench.labs.registry import all_labs
+    from virtbench.labs.cleanup import clean_leftovers
 
-    labs_by_name = all_labs()
-    removed = left = 0
-    for path in sorted(lab_root().glob("*.json")):
-        manifest = Manifest(path, "?")
-        lab = manifest.data.get("lab", "?")
-        owner = manifest.data.get("pid")
-        if isinstance(owner, int) and owner != os.getpid() and Path(f"/proc/{owner}").exists():
-            console.print(f"skipping {path.name}: its run (pid {owner}) is still alive")
-            continue
-        cls = labs_by_name.get(lab)
-        if cls is None:
-            console.print(f"skipping {path.name}: unknown lab {lab!r}")
-            continue
-        for item in cls.clean(manifest):
-            console.print(f"removed {item}", highlight=False)
-            removed += 1
-        # Labs drop each object from the manifest once it is gone; keep what could not go.
-        remaining = {kind: items for kind, items in manifest.data["objects"].items() if items}
-        if remaining:
-            left += 1
-            console.print(f"[yellow]kept {path}[/]: could not remove {remaining}",
-                          highlight=False)
-        else:
-            manifest.delete()
-    console.print(f"lab clean: {removed} objects removed"
-                  + (f"; {left} manifests still list objects (see above)" if left else ""))
-    if left:
+    outcome = clean_leftovers()
+    for event in outcome.events:  # Text: paths and object lists are never read as markup
+        console.print(Text(event.text, style="yellow" if event.kind == "kept" else ""))
+    console.print(outcome.summary())
+    if not outcome.complete:
         raise typer.Exit(1)
 
 

@@ -44,7 +44,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.workloads.web",
     ),
     "LABS": (
-        "virtbench.labs.fs",
+        "virtbench.labs.storage",
         "virtbench.labs.host",
         "virtbench.labs.kvm",
         "virtbench.labs.net.router",

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from virtbench.kvm.connection import libvirt_module
 from virtbench.kvm.domxml import cpu_diff, read_cpu
 from virtbench.kvm.flags import linux_name
 from virtbench.kvm.state import SavedState
 from virtbench.model import VirtbenchError
+from virtbench.targets.libvirt_connection import libvirt_module
 
 __all__ = [
     "ApplyResult",

@@ -10,7 +10,6 @@ import typer
 
 from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, state_key
-from virtbench.kvm.connection import libvirt_module, open_connection
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CpuChange, domain_type
 from virtbench.kvm.flags import parse_flag_list
@@ -20,6 +19,7 @@ from virtbench.kvm.plan import make_plan
 from virtbench.kvm.probes import serial_log_path
 from virtbench.kvm.state import default_state
 from virtbench.model import VirtbenchError
+from virtbench.targets.libvirt_connection import libvirt_module, open_connection
 
 __all__ = ["app"]
 

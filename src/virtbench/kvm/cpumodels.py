@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from virtbench.kvm.connection import libvirt_module
 from virtbench.model import VirtbenchError
+from virtbench.targets.libvirt_connection import libvirt_module
 
 __all__ = ["CPU_MAP_DIR", "ModelCatalog", "known_features"]
 

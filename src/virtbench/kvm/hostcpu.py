@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from virtbench.kvm.connection import is_local, libvirt_module
 from virtbench.kvm.cpumodels import ModelCatalog, known_features
 from virtbench.kvm.domxml import CpuConfig
 from virtbench.kvm.flags import canonical
+from virtbench.targets.libvirt_connection import is_local, libvirt_module
 
 __all__ = ["HostCpu", "cpuinfo_flags", "read_host_cpu"]
 

@@ -4,8 +4,8 @@ A group lives under virtbench's own subtree only: ``<v2 root>/virtbench/NAME`` o
 directory per controller (``/sys/fs/cgroup/cpuset/virtbench/NAME``). Each controller is taken
 from v2 when the unified hierarchy offers it, else from its v1 mount (this machine: cpu, cpuset
 and memory exist only on v1). Nothing of the calling session is ever moved: processes join a
-group through :meth:`Cgroup.wrap`, a launcher that writes its own PID into the group and then
-``exec``s the command.
+group when a :class:`~virtbench.targets.cgroup.CgroupTarget` starts them (only targets spawn);
+this module makes, limits and removes the group.
 """
 
 from __future__ import annotations
@@ -27,12 +27,6 @@ __all__ = ["SUBTREE", "Cgroup", "CgroupLayout", "CgroupLimits", "remove_cgroup_d
 
 SUBTREE = "virtbench"
 CFS_PERIOD_US = 100_000
-# The launcher is a fixed script; the paths and the command arrive as arguments, never as text
-# inside the script, so nothing is ever interpreted by the shell.
-_LAUNCHER = (
-    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; '
-    'exec "$@"'
-)
 
 
 class CgroupLimits(BaseModel):
@@ -109,9 +103,9 @@ class CgroupLayout:
         return f"{kind} ({usable})"
 
 
-def _kill_members(directory: Path, spare: set[int]) -> None:
-    """SIGKILL processes left in a group virtbench made (they were started through wrap)."""
-    protected = spare | {os.getpid(), os.getppid()}
+def _kill_members(directory: Path) -> None:
+    """SIGKILL processes left in a group virtbench made (a CgroupTarget started them there)."""
+    protected = {os.getpid(), os.getppid()}
     try:
         pids = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
     except OSError:
@@ -123,17 +117,17 @@ def _kill_members(directory: Path, spare: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def remove_cgroup_dir(directory: Path, spare: set[int] | None = None) -> bool:
+def remove_cgroup_dir(directory: Path) -> bool:
     """Empty (kill leftovers started inside it) and rmdir one group; True when it is gone."""
     if not directory.exists():
         return True
     if SUBTREE not in directory.parts:
         raise VirtbenchError(f"refusing to remove {directory}: not under a '{SUBTREE}' subtree")
     for child in sorted((p for p in directory.iterdir() if p.is_dir()), reverse=True):
-        remove_cgroup_dir(child, spare)
+        remove_cgroup_dir(child)
     deadline = time.monotonic() + 5.0
     while True:
-        _kill_members(directory, spare or set())
+        _kill_members(directory)
         try:
             directory.rmdir()
             return True
@@ -156,7 +150,6 @@ class Cgroup:
         self.limits = limits
         self.manifest = manifest
         self.layout = layout or CgroupLayout.probe()
-        self._added: set[int] = set()
         self.dirs: dict[str, Path] = {}
         """controller → group directory (v2: the same directory for all controllers)."""
         for controller in limits.controllers():
@@ -258,30 +251,11 @@ class Cgroup:
     def procs_files(self) -> list[Path]:
         return [d / "cgroup.procs" for d in self._unique_dirs()]
 
-    def add_pid(self, pid: int) -> None:
-        """Move a process virtbench started into the group; refuses this process itself."""
-        if pid in (os.getpid(), os.getppid()):
-            raise VirtbenchError("refusing to move virtbench's own process (or its parent)")
-        for path in self.procs_files():
-            self._write(path.parent, path.name, str(pid))
-        self._added.add(pid)
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """argv that starts ``argv`` inside the group (unchanged when there are no limits)."""
-        files = [str(p) for p in self.procs_files()]
-        if not files:
-            return list(argv)
-        return ["sh", "-c", _LAUNCHER, "vb-cgroup", str(len(files)), *files, *argv]
-
     def remove(self) -> None:
-        """Remove the group's directories; leftover processes started through wrap are killed.
-
-        Processes added with :meth:`add_pid` are never killed; if one is still inside, the
-        directory stays and an error says so.
-        """
+        """Remove the group's directories; leftover processes started inside are killed."""
         failed = []
         for directory in self._unique_dirs():
-            if remove_cgroup_dir(directory, self._added):
+            if remove_cgroup_dir(directory):
                 if self.manifest is not None:
                     self.manifest.remove("cgroup", str(directory))
                 with contextlib.suppress(OSError):

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from virtbench.contract import Knob, parsed_by
 from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, GuestProbe
-from virtbench.kvm.connection import default_uri, open_connection
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CPU_MODES, CpuChange, cpu_diff, domain_type
 from virtbench.kvm.flags import parse_flag_list
@@ -28,6 +27,7 @@ from virtbench.kvm.state import default_state
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
+from virtbench.targets.libvirt_connection import default_uri, open_connection
 
 __all__ = ["LABS", "KvmGuestLab"]
 

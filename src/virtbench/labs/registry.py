@@ -6,7 +6,10 @@ from virtbench import registry
 from virtbench.labs.base import Lab
 from virtbench.model import VirtbenchError
 
-__all__ = ["all_labs", "get_lab"]
+__all__ = ["RENAMED_LABS", "all_labs", "get_lab"]
+
+# Former lab kinds still accepted (with a deprecation notice) in experiment files and manifests.
+RENAMED_LABS = {"fs": "storage"}
 
 
 def all_labs() -> dict[str, type[Lab]]:

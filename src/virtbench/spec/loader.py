@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
     except ValidationError as exc:
         raise SpecError("invalid experiment:\n  " + "\n  ".join(
             _describe(exc, tree, source, ()))) from exc
+    _follow_lab_rename(experiment, tree, source)
     problems = _plugin_problems(experiment, tree, source)
     if problems:
         raise SpecError("invalid experiment:\n  " + "\n  ".join(problems))
@@ -84,6 +86,19 @@ def _describe(exc: ValidationError, tree: Any, source: str,
         where = f"{source}:{line}" if line else source
         lines.append(f"{where}: {_field_path(loc)}: {err['msg']}")
     return lines
+
+
+def _follow_lab_rename(experiment: Experiment, tree: Any, source: str) -> None:
+    """A former lab kind still runs (as its new name), with a notice naming the file line."""
+    from virtbench.labs.registry import RENAMED_LABS
+
+    old = experiment.lab.kind
+    if old in RENAMED_LABS:
+        new = RENAMED_LABS[old]
+        line = _line_of(tree, ("lab", "kind"))
+        warnings.warn(f"{source}:{line}: lab.kind '{old}' is deprecated and will be refused "
+                      f"in a later release: write `kind: {new}`", FutureWarning, stacklevel=2)
+        experiment.lab.kind = new
 
 
 def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str]:

@@ -1,61 +1,67 @@
-"""A target whose commands run inside a cgroup (a host-side "VM size")."""
+"""A local (or namespace) target whose processes start inside a cgroup: a host-side "VM size",
+a VNF's CPU group, a stressed neighbour.
+
+Placing processes is the targets' job (only targets spawn); making the group, its limits and
+removing it is the labs' (``labs/cgroups.py``). The two meet in :class:`CgroupMembership`: the
+``cgroup.procs`` files a new process writes its own PID into.
+"""
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
-from virtbench.targets.base import ProcResult, Target
+from virtbench.targets.local import LocalTarget
 
-if TYPE_CHECKING:
-    from virtbench.labs.cgroups import Cgroup
+__all__ = ["CgroupMembership", "CgroupTarget", "cgroup_argv"]
 
-__all__ = ["CgroupTarget"]
+# A fixed script: the procs files and the command arrive as arguments, never as text inside the
+# script, so nothing is ever interpreted by the shell. Exit 125 when a write fails.
+_LAUNCHER = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; '
+    'exec "$@"'
+)
 
 
-class CgroupTarget(Target):
-    """Runs every command of ``inner`` (a local or namespace target) inside ``cgroup``.
+class CgroupMembership(Protocol):
+    """What a target needs of a group: its name and the files a process joins it through."""
 
-    The cgroup launcher is placed before the inner target's own prefix is added, so
-    ``ip netns exec`` (if any) runs outside and the workload itself inside the group.
+    @property
+    def name(self) -> str: ...
+
+    def procs_files(self) -> list[Path]:
+        """One ``cgroup.procs`` per hierarchy (v2: one; v1: one per controller)."""
+        ...
+
+
+def cgroup_argv(procs_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
+    """``argv`` started by a launcher that first joins every group file, then ``exec``s it
+    (same PID, so the command and all its children are inside); unchanged without files."""
+    if not procs_files:
+        return list(argv)
+    files = [str(p) for p in procs_files]
+    return ["sh", "-c", _LAUNCHER, "vb-cgroup", str(len(files)), *files, *argv]
+
+
+class CgroupTarget(LocalTarget):
+    """Every command of ``inner`` (this machine, or a network namespace on it) inside ``group``.
+
+    The launcher runs *outside* the inner prefix: ``ip netns exec`` remounts /sys for the
+    namespace, which hides /sys/fs/cgroup from the command it starts. Children inherit the
+    group, so the workload itself runs inside it.
     """
 
-    def __init__(self, inner: Target, cgroup: Cgroup) -> None:
+    def __init__(self, inner: LocalTarget, group: CgroupMembership) -> None:
         self.inner = inner
-        self.cgroup = cgroup
-        self.name = f"{inner.name}+cgroup:{cgroup.name}"
+        self.group = group
+        self.name = f"{inner.name}+cgroup:{group.name}"
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        env: Mapping[str, str | None] | None = None,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        input: str | None = None,
-        check: bool = True,
-    ) -> ProcResult:
-        return self.inner.run(self.cgroup.wrap(list(argv)), env=env, cwd=cwd, timeout=timeout,
-                              input=input, check=check)
-
-    def spawn(
-        self,
-        argv: Sequence[str],
-        *,
-        env: Mapping[str, str | None] | None = None,
-        cwd: str | None = None,
-        stdout: int | None = subprocess.DEVNULL,
-        stderr: int | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
-        return self.inner.spawn(self.cgroup.wrap(list(argv)), env=env, cwd=cwd, stdout=stdout,
-                                stderr=stderr)
+    def _wrap(self, argv: Sequence[str]) -> list[str]:
+        return cgroup_argv(self.group.procs_files(), self.inner._wrap(argv))
 
     def which(self, binary: str) -> str | None:
         return self.inner.which(binary)
 
     def python(self) -> list[str]:
         return self.inner.python()
-
-    def describe(self) -> str:
-        return self.name

@@ -20,6 +20,7 @@ from typing import Any
 
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, ProcResult, Target
+from virtbench.targets.libvirt_connection import open_connection
 from virtbench.targets.ssh import SSHTarget, remote_argv
 
 __all__ = ["LibvirtGuestTarget", "agent_channel_connected", "guest_address"]
@@ -80,8 +81,6 @@ class LibvirtGuestTarget(Target):
         if self.conn is not None:
             return self.conn
         if self._own_conn is None:
-            from virtbench.kvm.connection import open_connection
-
             self._own_conn = open_connection(self.connect)
         return self._own_conn
 

@@ -29,7 +29,7 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
             state = lab.enter(f"n{count}", {"neighbours": count})
             assert len(lab.neighbours) == count
             for nb in lab.neighbours:
-                assert nb.popen.poll() is None
+                assert nb.daemon.alive()
                 assert nb.cgroup.procs_files()[0].read_text().split()  # stress-ng is inside
                 assert nb.cgroup.dirs["cpu"].parent == router_procs.parent.parent
             # the workload's iperf3 client starts in the router's cgroup too

@@ -1,4 +1,4 @@
-"""The fs lab for real: a loop-mounted ext4 image, v1/v2 cgroups, bonnie++ and fio, cleanup."""
+"""The storage lab for real: a loop-mounted ext4 image, v1/v2 cgroups, bonnie++ and fio, cleanup."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
-from virtbench.labs.fs import FilesystemLab, FsParams
+from virtbench.labs.storage import StorageLab, StorageParams
 from virtbench.model import VirtbenchError
+from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage import BonnieWorkload, FioWorkload
@@ -23,7 +24,7 @@ if os.geteuid() != 0:
     pytest.skip("needs root (loop devices, mounts, cgroups)", allow_module_level=True)
 
 
-def _leftovers(lab: FilesystemLab) -> list[str]:
+def _leftovers(lab: StorageLab) -> list[str]:
     out = []
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     out += [line for line in loops.splitlines() if lab.token in line]
@@ -36,9 +37,9 @@ def _leftovers(lab: FilesystemLab) -> list[str]:
 
 
 @pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FilesystemLab]:
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StorageLab]:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labroot"))
-    lab = FilesystemLab(FsParams(image_size_mib=320), tmp_path / "work", LocalTarget())
+    lab = StorageLab(StorageParams(image_size_mib=320), tmp_path / "work", LocalTarget())
     lab.up()
     try:
         yield lab
@@ -47,7 +48,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FilesystemL
         assert _leftovers(lab) == []
 
 
-def _ctx(lab: FilesystemLab, variant: str, knobs: dict[str, object]) -> TrialContext:
+def _ctx(lab: StorageLab, variant: str, knobs: dict[str, object]) -> TrialContext:
     state = lab.enter(variant, knobs)
     assert state.target is not None
     return TrialContext(target=state.target, variant=variant, knobs=knobs,
@@ -59,8 +60,8 @@ def test_cgroup_limits_reach_the_process() -> None:
     cg = Cgroup(f"vbfs-test-{os.getpid()}", CgroupLimits(cpus=[0], cpu_quota_cores=0.5,
                                                          memory_bytes=64 << 20))
     with cg:
-        out = subprocess.run(cg.wrap(["cat", "/proc/self/cgroup", "/proc/self/status"]),
-                             capture_output=True, text=True, check=True).stdout
+        out = CgroupTarget(LocalTarget(), cg).run(
+            ["cat", "/proc/self/cgroup", "/proc/self/status"]).stdout
         assert f"virtbench/{cg.name}" in out
         assert "Cpus_allowed_list:\t0\n" in out
     assert all(not d.exists() for d in cg.dirs.values())
@@ -68,7 +69,7 @@ def test_cgroup_limits_reach_the_process() -> None:
     assert cg.name not in Path("/proc/self/cgroup").read_text()
 
 
-def test_ext4_variant_runs_bonnie_and_fio_in_the_vm_size(lab: FilesystemLab) -> None:
+def test_ext4_variant_runs_bonnie_and_fio_in_the_vm_size(lab: StorageLab) -> None:
     ctx = _ctx(lab, "1vcpu", {"vm_size": {"vcpus": 1, "memory_mib": 64}, "filesystem": "ext4"})
     fs = ctx.services["fs"]
     assert fs["kind"] == "ext4" and fs["mount"]["fstype"] == "ext4"
@@ -92,7 +93,7 @@ def test_ext4_variant_runs_bonnie_and_fio_in_the_vm_size(lab: FilesystemLab) -> 
     lab.leave("1vcpu")
 
 
-def test_too_small_filesystem_and_refused_size_are_clear(lab: FilesystemLab) -> None:
+def test_too_small_filesystem_and_refused_size_are_clear(lab: StorageLab) -> None:
     ctx = _ctx(lab, "big", {"vm_size": {"vcpus": 1, "memory_mib": 512}, "filesystem": "ext4"})
     with pytest.raises(VirtbenchError, match="MiB free"):
         BonnieWorkload().setup(ctx)
@@ -101,8 +102,8 @@ def test_too_small_filesystem_and_refused_size_are_clear(lab: FilesystemLab) -> 
     lab.leave("big")
 
 
-def test_image_larger_than_disk_is_refused(tmp_path: Path, lab: FilesystemLab) -> None:
-    lab.params = FsParams(image_size_mib=10**9)
+def test_image_larger_than_disk_is_refused(tmp_path: Path, lab: StorageLab) -> None:
+    lab.params = StorageParams(image_size_mib=10**9)
     with pytest.raises(VirtbenchError, match="does not fit"):
         lab.enter("huge", {"filesystem": "ext4:1000000000"})
 
@@ -110,14 +111,14 @@ def test_image_larger_than_disk_is_refused(tmp_path: Path, lab: FilesystemLab) -
 def test_clean_removes_what_a_crashed_run_left(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labroot"))
-    crashed = FilesystemLab(FsParams(image_size_mib=128), tmp_path / "work", LocalTarget())
+    crashed = StorageLab(StorageParams(image_size_mib=128), tmp_path / "work", LocalTarget())
     crashed.up()
     crashed.enter("v", {"vm_size": "1x64", "filesystem": "ext4"})
     crashed.filesystem("tmpfs")
     assert _leftovers(crashed)  # a crash now would leave these behind
     assert crashed.manifest is not None
-    manifest = Manifest(crashed.manifest.path, "fs")
-    done = FilesystemLab.clean(manifest)
+    manifest = Manifest(crashed.manifest.path, "storage")
+    done = StorageLab.clean(manifest)
     assert any(d.startswith("loop device /dev/loop") for d in done)
     assert _leftovers(crashed) == []
     assert not any(manifest.data["objects"].values())

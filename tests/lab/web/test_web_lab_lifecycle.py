@@ -13,8 +13,8 @@ from webhelpers import make_lab, needs_web
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
-from virtbench.labs.web.procs import is_ours
 from virtbench.model import VirtbenchError
+from virtbench.targets.daemon import is_ours
 
 pytestmark = [pytest.mark.lab, needs_web]
 

@@ -17,9 +17,9 @@ from webhelpers import make_lab, needs_web
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
-from virtbench.labs.web.procs import is_ours
 from virtbench.labs.web.wordpress import check_tools
 from virtbench.model import VirtbenchError
+from virtbench.targets.daemon import is_ours
 
 needs_wordpress = pytest.mark.skipif(
     bool(check_tools(shutil.which)) or os.geteuid() != 0,

@@ -28,7 +28,7 @@ def test_every_workload_declares_its_contract() -> None:
 def test_every_declared_knob_has_a_meaning_and_says_what_it_accepts() -> None:
     plugins = {**all_workloads(), **all_labs()}
     declaring = {name for name, cls in plugins.items() if cls.knobs}
-    assert {"cpu.crc32c", "cpu.aes", "media.x265", "vnf-router", "vswitch", "fs", "web",
+    assert {"cpu.crc32c", "cpu.aes", "media.x265", "vnf-router", "vswitch", "storage", "web",
             "kvm-guest"} <= declaring
     for name, cls in plugins.items():
         names = [knob.name for knob in cls.knobs]

@@ -206,7 +206,7 @@ workloads: [{name: net.qos-transfer}]
     assert features.count("unknown CPU feature 'avx9'") == 1  # one declaration, judged once
     storage = _refusal("""\
 name: s
-lab: {kind: fs}
+lab: {kind: storage}
 variants: [{name: a, knobs: {vm_size: "two", filesystem: btrfs}}]
 workloads: [{name: storage.fio}]
 """)
@@ -215,10 +215,10 @@ workloads: [{name: storage.fio}]
 
 
 def test_a_knob_declared_by_the_lab_reaches_only_the_lab() -> None:
-    from virtbench.labs.fs import FilesystemLab
+    from virtbench.labs.storage import StorageLab
 
     knobs = {"vm_size": "1x128", "filesystem": "tmpfs", "cpu_features": []}
-    assert FilesystemLab.own_knobs(knobs) == {"vm_size": "1x128", "filesystem": "tmpfs"}
+    assert StorageLab.own_knobs(knobs) == {"vm_size": "1x128", "filesystem": "tmpfs"}
 
 
 def test_run_check_refuses_a_misspelt_knob_before_anything_starts(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ import pytest
 libvirt = pytest.importorskip("libvirt")
 
 from virtbench.kvm.apply import DomainTuner, VerificationFailed  # noqa: E402
-from virtbench.kvm.connection import libvirt_module  # noqa: E402
 from virtbench.kvm.domxml import CpuChange, edit_cpu, read_cpu  # noqa: E402
 from virtbench.kvm.state import JsonFileState, StoreState  # noqa: E402
+from virtbench.targets.libvirt_connection import libvirt_module  # noqa: E402
 
 XML = """<domain type='test'>
   <name>{name}</name>

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.fs import parse_filesystem, parse_vm_size
+from virtbench.labs.storage import parse_filesystem, parse_vm_size
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
@@ -65,7 +65,7 @@ def test_fio_argv_one_stonewalled_job_per_pattern(tmp_path: Path) -> None:
 def test_lab_rejects_unknown_knob() -> None:
     from virtbench.spec import SpecError, parse_experiment
 
-    text = ("name: s\nlab: {kind: fs}\nvariants: [{name: v, knobs: {vm_sizes: 1x128}}]\n"
+    text = ("name: s\nlab: {kind: storage}\nvariants: [{name: v, knobs: {vm_sizes: 1x128}}]\n"
             "workloads: [{name: storage.fio}]\n")
     with pytest.raises(SpecError, match=r"s.yaml:3: .*unknown knob 'vm_sizes'; did you mean "
                                         r"'vm_size'\?"):

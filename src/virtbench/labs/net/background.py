@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from virtbench.labs.base import Manifest
-from virtbench.labs.net.procs import LabProcess, start_in_namespace
+from virtbench.labs.daemons import start_recorded
+from virtbench.targets.daemon import Daemon
+from virtbench.targets.local import NetnsTarget
 
 __all__ = ["BACKGROUND_DATAGRAM_BYTES", "BACKGROUND_PORT", "UDP_IP_ETH_OVERHEAD", "background_argv",
            "start_background"]
@@ -22,5 +24,6 @@ def background_argv(receiver_ip: str, rate_mbps: float, duration_s: int = 86_400
 
 
 def start_background(sender_ns: str, receiver_ip: str, rate_mbps: float,
-                     manifest: Manifest) -> LabProcess:
-    return start_in_namespace(sender_ns, background_argv(receiver_ip, rate_mbps), manifest)
+                     manifest: Manifest) -> Daemon:
+    return start_recorded(manifest, NetnsTarget(sender_ns),
+                          background_argv(receiver_ip, rate_mbps), what="background iperf3")

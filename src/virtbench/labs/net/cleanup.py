@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 from virtbench.labs.base import Manifest
+from virtbench.labs.daemons import clean_recorded
 from virtbench.labs.net.hugepages import release_recorded
 from virtbench.labs.net.netops import delete_namespace
-from virtbench.labs.net.procs import kill_recorded
 from virtbench.targets.base import Target
 
 __all__ = ["OUR_PREFIX", "clean_manifest"]
@@ -19,7 +19,7 @@ OUR_PREFIX = "vbnet-"
 def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
     """Processes, namespaces (and so every interface and bridge in them), cgroups, mounts,
     hugepages the lab added to the kernel pool, directories."""
-    removed = kill_recorded(target, manifest.items("pid"))
+    removed = clean_recorded(manifest)
     for name in manifest.items("netns"):
         if str(name).startswith(OUR_PREFIX):  # never a namespace that is not ours
             removed += delete_namespace(target, str(name))
@@ -40,6 +40,4 @@ def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
             shutil.rmtree(directory, ignore_errors=True)
             removed.append(f"directory {directory}")
         manifest.remove("dir", directory)
-    for rec in manifest.items("pid"):
-        manifest.remove("pid", rec)
     return removed

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from virtbench.labs.base import Manifest
 from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
 
 __all__ = ["PAGE_KIB", "HugepageReservation", "release_recorded", "sysfs_pool"]
 
@@ -53,8 +53,10 @@ def release_recorded(manifest: Manifest) -> list[str]:
 
 @dataclass
 class HugepageReservation:
-    """``size_mb`` of 2 MiB pages added to the pool and a hugetlbfs mounted at ``mount_dir``."""
+    """``size_mb`` of 2 MiB pages added to the pool and a hugetlbfs mounted at ``mount_dir``
+    (mount and umount run on ``target``, this machine)."""
 
+    target: Target
     manifest: Manifest
     mount_dir: Path
     size_mb: int
@@ -87,8 +89,8 @@ class HugepageReservation:
                 "and use dpdk_hugepages: system, or dpdk_hugepages: none")
         self.mount_dir.mkdir(parents=True, exist_ok=True)
         self.manifest.add("mount", str(self.mount_dir))
-        res = subprocess.run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={self.page_kib}K",
-                              "nodev", str(self.mount_dir)], capture_output=True, text=True)
+        res = self.target.run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={self.page_kib}K",
+                               "nodev", str(self.mount_dir)], check=False)
         if res.returncode != 0:
             self.manifest.remove("mount", str(self.mount_dir))
             self.release()
@@ -99,7 +101,7 @@ class HugepageReservation:
         """Unmount (which frees DPDK's page files), then lower the pool by what we added."""
         mount = str(self.mount_dir)
         if mount in self.manifest.items("mount"):
-            subprocess.run(["umount", mount], capture_output=True, check=False)
+            self.target.run(["umount", mount], check=False)
             self.manifest.remove("mount", mount)
         with contextlib.suppress(OSError):
             self.mount_dir.rmdir()

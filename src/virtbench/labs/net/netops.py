@@ -14,12 +14,10 @@ __all__ = [
     "add_veth",
     "delete_namespace",
     "disable_offloads",
-    "listening",
     "mac_address",
     "namespace_exists",
     "pin_neighbours",
     "set_address",
-    "wait_listening",
 ]
 
 
@@ -97,21 +95,3 @@ def disable_offloads(target: Target, ns: str, iface: str,
     for feature in features:
         argv += [feature, "off"]
     target.run(argv)
-
-
-def listening(target: Target, ns: str, port: int, udp: bool = False) -> bool:
-    proto = "-Hlun" if udp else "-Hltn"
-    out = target.run(["ip", "netns", "exec", ns, "ss", proto, "sport", "=", f":{port}"],
-                     check=False).stdout
-    return bool(out.strip())
-
-
-def wait_listening(target: Target, ns: str, port: int, udp: bool = False,
-                   timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not listening(target, ns, port, udp):
-        if time.monotonic() > deadline:
-            kind = "UDP" if udp else "TCP"
-            raise TimeoutError(f"nothing listens on {kind} port {port} in namespace {ns} "
-                               f"after {timeout_s:.0f} s")
-        time.sleep(0.05)

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.labs.base import Manifest
-from virtbench.labs.net.procs import LabProcess, start_in_namespace
+from virtbench.labs.daemons import start_recorded
 from virtbench.targets.base import Target
+from virtbench.targets.daemon import Daemon
+from virtbench.targets.local import NetnsTarget
 
 __all__ = ["DPDK_VSWITCHD", "OVS_SCHEMA", "DpdkOptions", "OvsDaemons", "dpdk_runtime_dir"]
 
@@ -59,7 +61,7 @@ class OvsDaemons:
         self.manifest = manifest
         self.dpdk = dpdk
         self.db_sock = rundir / "db.sock"
-        self.procs: list[LabProcess] = []
+        self.procs: list[Daemon] = []
 
     def vsctl(self, *args: str, timeout_s: float = 30.0) -> str:
         return self.target.run(
@@ -72,12 +74,12 @@ class OvsDaemons:
         self.rundir.mkdir(parents=True, exist_ok=True)
         db = self.rundir / "conf.db"
         self.target.run(["ovsdb-tool", "create", str(db), str(OVS_SCHEMA)])
-        self.procs.append(start_in_namespace(self.ns, [
+        self.procs.append(start_recorded(self.manifest, NetnsTarget(self.ns), [
             "ovsdb-server", str(db), f"--remote=punix:{self.db_sock}",
             f"--pidfile={self.rundir / 'ovsdb-server.pid'}",
             f"--unixctl={self.rundir / 'ovsdb-server.ctl'}",
             f"--log-file={self.rundir / 'ovsdb-server.log'}",
-        ], self.manifest))
+        ]))
         self._wait(lambda: self.db_sock.exists(), "ovsdb-server socket")
         self.vsctl("--no-wait", "init")
         vswitchd = "ovs-vswitchd"
@@ -94,11 +96,11 @@ class OvsDaemons:
             self.vsctl("--no-wait", "set", "Open_vSwitch", ".",
                        "other_config:userspace-tso-enable=true")
         ctl = self.rundir / "ovs-vswitchd.ctl"
-        self.procs.append(start_in_namespace(self.ns, [
+        self.procs.append(start_recorded(self.manifest, NetnsTarget(self.ns), [
             vswitchd, f"unix:{self.db_sock}",
             f"--pidfile={self.rundir / 'ovs-vswitchd.pid'}", f"--unixctl={ctl}",
             f"--log-file={self.rundir / 'ovs-vswitchd.log'}",
-        ], self.manifest))
+        ]))
         self._wait(lambda: ctl.exists(), "ovs-vswitchd control socket", timeout_s=60)
         if self.dpdk is not None:
             self._wait(self._dpdk_initialised, "DPDK initialisation", timeout_s=60)

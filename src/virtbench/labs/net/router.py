@@ -23,13 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from virtbench.contract import Knob, Tool
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
-from virtbench.labs.net.cgroup_target import CgroupNetnsTarget
+from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.neighbours import Neighbour, start_neighbour
-from virtbench.labs.net.netops import add_namespace, add_veth, set_address, wait_listening
-from virtbench.labs.net.procs import LabProcess, start_in_namespace
+from virtbench.labs.net.netops import add_namespace, add_veth, set_address
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
+from virtbench.targets.cgroup import CgroupTarget
+from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import LocalTarget, NetnsTarget
 
 __all__ = ["LABS", "VnfRouterLab"]
@@ -69,12 +70,13 @@ class VnfRouterLab(Lab):
         super().__init__(params, workdir, target)
         if not isinstance(target, LocalTarget) or isinstance(target, NetnsTarget):
             raise VirtbenchError("lab vnf-router: runs on the local machine only")
+        self.host: LocalTarget = target
         self.lab_id = secrets.token_hex(2)
         prefix = f"{OUR_PREFIX}{self.lab_id}-"
         self.ns = {role: prefix + role for role in ("snd", "rtr", "rcv")}
         self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
         self.manifest: Manifest | None = None
-        self.server: LabProcess | None = None
+        self.server: Daemon | None = None
         self.neighbours: list[Neighbour] = []
         self.router_group: Cgroup | None = None
 
@@ -98,20 +100,20 @@ class VnfRouterLab(Lab):
         self.router_group = Cgroup(f"{OUR_PREFIX}{self.lab_id}-router",
                                    CgroupLimits(cpu_quota_cores=cores), self.manifest)
         self.router_group.create()
-        self.server = start_in_namespace(ns["rcv"], ["iperf3", "-s", "-p", str(ROUTER_PORT)],
-                                         self.manifest, self.rundir / "iperf3.log",
-                                         target=CgroupNetnsTarget(ns["rcv"], self.router_group))
-        wait_listening(t, ns["rcv"], ROUTER_PORT)
+        self.server = start_recorded(
+            self.manifest, CgroupTarget(NetnsTarget(ns["rcv"]), self.router_group),
+            ["iperf3", "-s", "-p", str(ROUTER_PORT)], log=self.rundir / "iperf3.log")
+        self.server.wait_for_port(ROUTER_PORT)
 
     def _set_neighbours(self, count: int) -> None:
         assert self.manifest is not None
         p = self.params
         while len(self.neighbours) > count:
-            self.neighbours.pop().stop(self.manifest)
+            self.neighbours.pop().stop()
         while len(self.neighbours) < count:
             i = len(self.neighbours)
             self.neighbours.append(start_neighbour(
-                self.target, self.manifest, f"{OUR_PREFIX}{self.lab_id}-nb{i}", i,
+                self.host, self.manifest, f"{OUR_PREFIX}{self.lab_id}-nb{i}", i,
                 p.neighbour_cpu_cores, p.neighbour_load_pct, p.neighbour_cpus))
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
@@ -137,7 +139,7 @@ class VnfRouterLab(Lab):
                                f"{self.params.neighbour_load_pct}, each cgroup-limited to "
                                f"{self.params.neighbour_cpu_cores:g} cores"}
         assert self.router_group is not None
-        return LabState(target=CgroupNetnsTarget(self.ns["snd"], self.router_group),
+        return LabState(target=CgroupTarget(NetnsTarget(self.ns["snd"]), self.router_group),
                         services=services, notes=notes)
 
     def leave(self, variant: str) -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_valid
 
 from virtbench.contract import Knob, Tool
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.hugepages import HugepageReservation
@@ -27,13 +28,12 @@ from virtbench.labs.net.netops import (
     add_namespace,
     disable_offloads,
     pin_neighbours,
-    wait_listening,
 )
 from virtbench.labs.net.ovs import DpdkOptions
-from virtbench.labs.net.procs import LabProcess, start_in_namespace
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
+from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import LocalTarget, NetnsTarget
 
 __all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
@@ -114,8 +114,8 @@ class VSwitchLab(Lab):
         self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
         self.manifest: Manifest | None = None
         self.switch: Switch | None = None
-        self.servers: list[LabProcess] = []
-        self.background: LabProcess | None = None
+        self.servers: list[Daemon] = []
+        self.background: Daemon | None = None
         self.background_mbps = 0.0
         self.hugepages: HugepageReservation | None = None
 
@@ -131,17 +131,20 @@ class VSwitchLab(Lab):
         assert self.manifest is not None
         srv, bgr = self.hosts["srv"].namespace, self.hosts["bgr"].namespace
         logs = self.rundir
-        self.servers = [
-            start_in_namespace(srv, ["iperf3", "-s", "-p", str(FOREGROUND_PORT)], self.manifest,
-                               logs / "iperf3-foreground.log"),
-            start_in_namespace(srv, ["irtt", "server", "-b", f":{IRTT_PORT}"], self.manifest,
-                               logs / "irtt-server.log"),
-            start_in_namespace(bgr, ["iperf3", "-s", "-p", str(BACKGROUND_PORT)], self.manifest,
-                               logs / "iperf3-background.log"),
-        ]
-        wait_listening(self.target, srv, FOREGROUND_PORT)
-        wait_listening(self.target, srv, IRTT_PORT, udp=True)
-        wait_listening(self.target, bgr, BACKGROUND_PORT)
+        fg, irtt, bg = (
+            start_recorded(self.manifest, NetnsTarget(srv),
+                           ["iperf3", "-s", "-p", str(FOREGROUND_PORT)],
+                           log=logs / "iperf3-foreground.log"),
+            start_recorded(self.manifest, NetnsTarget(srv),
+                           ["irtt", "server", "-b", f":{IRTT_PORT}"], log=logs / "irtt-server.log"),
+            start_recorded(self.manifest, NetnsTarget(bgr),
+                           ["iperf3", "-s", "-p", str(BACKGROUND_PORT)],
+                           log=logs / "iperf3-background.log"),
+        )
+        self.servers = [fg, irtt, bg]
+        fg.wait_for_port(FOREGROUND_PORT)
+        irtt.wait_for_port(IRTT_PORT, udp=True)
+        bg.wait_for_port(BACKGROUND_PORT)
 
     def _stop_servers(self) -> None:
         for proc in self.servers:
@@ -154,8 +157,8 @@ class VSwitchLab(Lab):
         if p.dpdk_hugepages == "reserve":
             assert self.manifest is not None
             # DPDK needs a little beyond -m for its own structures.
-            self.hugepages = HugepageReservation(self.manifest, self.rundir / "hugepages",
-                                                 p.dpdk_memory_mb + 64)
+            self.hugepages = HugepageReservation(self.target, self.manifest,
+                                                 self.rundir / "hugepages", p.dpdk_memory_mb + 64)
             self.hugepages.acquire()
             huge_dir = str(self.hugepages.mount_dir)
         return DpdkOptions(file_prefix=f"{OUR_PREFIX}{self.lab_id}", memory_mb=p.dpdk_memory_mb,

@@ -8,9 +8,7 @@ run k+1 (cold, warming, warm).
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import Mapping
@@ -21,15 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.contract import Knob, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.daemons import clean_recorded, start_recorded
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import varnish as varnish_cfg
 from virtbench.labs.web import wordpress as wp_origin
 from virtbench.labs.web import wpconfig
 from virtbench.labs.web.fsinfo import fs_type
-from virtbench.labs.web.procs import free_port, stop_pid, wait_for_port
 from virtbench.labs.web.sitegen import generate_site
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
+from virtbench.targets.daemon import Daemon, free_port
 from virtbench.targets.local import LocalTarget
 
 __all__ = ["WebLab", "WebLabParams"]
@@ -81,6 +80,7 @@ class WebLab(Lab):
         Tool("nginx", "nginx-light", "origin web server"),
         Tool("varnishd", "varnish", "HTTP cache"),
         Tool("varnishstat", "varnish", "cache counters"),
+        Tool("ss", "iproute2", "waiting until a server listens"),
     )
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("cache_storage", "where Varnish keeps cached objects (file:/DIR: e.g. a SAN or "
@@ -98,8 +98,8 @@ class WebLab(Lab):
         self.private = lab_root() / self.run_id
         self.manifest: Manifest | None = None
         self.origin_port = 0
-        self.origin_proc: subprocess.Popen[bytes] | None = None
-        self.varnish_proc: subprocess.Popen[bytes] | None = None
+        self.origin_proc: Daemon | None = None
+        self.varnish_proc: Daemon | None = None
         self.varnish_port = 0
         self.urls: list[str] = []
         self.paths: list[str] = []
@@ -184,11 +184,11 @@ class WebLab(Lab):
             limit_rate_bps=self.p.origin_limit_rate_bps))
         log = prefix / "nginx.stderr"
         self.origin_proc = self._spawn("nginx", nginx_cfg.nginx_argv(conf, prefix), log)
-        wait_for_port(self.origin_port, self.origin_proc, "nginx (origin)", log)
+        self.origin_proc.wait_for_port(self.origin_port)
 
     def stop_origin_server(self) -> None:
         if self.origin_proc is not None:
-            self._stop(self.origin_proc)
+            self.origin_proc.stop()
             self.origin_proc = None
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
@@ -222,7 +222,7 @@ class WebLab(Lab):
                                          extra_params=params)
         log = vdir / "varnishd.log"
         self.varnish_proc = self._spawn("varnishd", argv, log)
-        wait_for_port(self.varnish_port, self.varnish_proc, "varnishd", log)
+        self.varnish_proc.wait_for_port(self.varnish_port)
         self.startup_s["varnish"] = time.monotonic() - started
         base = f"http://127.0.0.1:{self.varnish_port}"
         self.urls = [base + p for p in self.paths]
@@ -282,7 +282,7 @@ class WebLab(Lab):
 
     def _stop_varnish(self) -> None:
         if self.varnish_proc is not None:
-            self._stop(self.varnish_proc)
+            self.varnish_proc.stop()
             self.varnish_proc = None
         for path in self._storage_files:
             path.unlink(missing_ok=True)
@@ -304,32 +304,16 @@ class WebLab(Lab):
             self.manifest = None
 
     # -- processes ---------------------------------------------------------------------------
-    def _spawn(self, what: str, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    def _spawn(self, what: str, argv: list[str], log: Path) -> Daemon:
+        """A server whose command line names our private directory (cleanup's proof)."""
         assert self.manifest is not None
-        with log.open("ab") as out:
-            proc = self.target.spawn(argv, stdout=out.fileno(), stderr=out.fileno())
-        # Recorded right after the spawn: the PID does not exist before it.
-        self.manifest.add("pid", {"pid": proc.pid, "what": what, "marker": str(self.private)})
-        return proc
-
-    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
-        stop_pid(proc.pid, str(self.private))
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        if self.manifest is not None:
-            for item in self.manifest.items("pid"):
-                if item.get("pid") == proc.pid:
-                    self.manifest.remove("pid", item)
+        return start_recorded(self.manifest, self.target, argv, what=what,
+                              marker=str(self.private), log=log)
 
     @classmethod
     def clean(cls, manifest: Manifest) -> list[str]:
         """Stop our leftover nginx/varnishd/php-fpm/mariadbd by PID; unmount; remove files."""
-        removed: list[str] = []
-        for item in manifest.items("pid"):
-            pid, marker = int(item["pid"]), str(item["marker"])
-            if stop_pid(pid, marker):
-                removed.append(f"stopped {item.get('what', 'process')} (pid {pid})")
-            manifest.remove("pid", item)
+        removed = clean_recorded(manifest)
         for mount in manifest.items("mount"):
             if Path(mount).is_mount():
                 LocalTarget().run(["umount", mount], check=False)

@@ -14,7 +14,6 @@ import json
 import secrets
 import socket
 import struct
-import subprocess
 import time
 import zlib
 from collections.abc import Callable
@@ -26,9 +25,9 @@ import numpy as np
 from virtbench.contract import Tool, missing_tools
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import wpconfig
-from virtbench.labs.web.procs import free_port, wait_for_port
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
+from virtbench.targets.daemon import Daemon, free_port
 
 __all__ = ["HTTP_PORT", "WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "check_tools",
            "inline_png", "page_paths", "site_title", "start_nginx", "start_wordpress"]
@@ -37,7 +36,7 @@ WORDPRESS_TREE = Path("/usr/share/wordpress")
 THEME = WORDPRESS_TREE / "wp-content" / "themes" / "twentytwentyone"
 HTTP_PORT = 80
 
-Spawn = Callable[[str, list[str], Path], "subprocess.Popen[bytes]"]
+Spawn = Callable[[str, list[str], Path], Daemon]
 
 
 @dataclass(frozen=True)
@@ -140,19 +139,6 @@ def _run(target: Target, argv: list[str], what: str, *, cwd: Path | None = None,
         raise VirtbenchError(f"lab web: {what} failed: {detail}") from None
 
 
-def _wait_for_file(path: Path, proc: subprocess.Popen[bytes], what: str, log: Path,
-                   timeout_s: float = 20) -> None:
-    started = time.monotonic()
-    while not path.exists():
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() \
-                else []
-            raise VirtbenchError(f"lab web: {what} exited while starting: " + " | ".join(tail))
-        if time.monotonic() - started > timeout_s:
-            raise VirtbenchError(f"lab web: {what} did not create {path} within {timeout_s} s")
-        time.sleep(0.05)
-
-
 def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
                     spawn: Spawn,
                     timings: dict[str, float]) -> list[str]:
@@ -180,7 +166,7 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
     proc = spawn("mariadbd", wpconfig.mariadbd_argv(
         datadir=db / "data", socket=db_socket, port=free_port(), pid_file=db / "mariadbd.pid",
         log=log), log)
-    _wait_for_file(db_socket, proc, "mariadbd", log)
+    proc.wait_for_file(db_socket)
     sql = (f"CREATE DATABASE {wpconfig.DB_NAME} CHARACTER SET utf8mb4; "
            f"CREATE USER '{wpconfig.DB_USER}'@'localhost' IDENTIFIED BY '{db_password}'; "
            f"GRANT ALL ON {wpconfig.DB_NAME}.* TO '{wpconfig.DB_USER}'@'localhost';")
@@ -233,13 +219,13 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
                                           children=spec.php_children))
     log = fpm / "php-fpm.stderr"
     proc = spawn("php-fpm", wpconfig.php_fpm_argv(conf), log)
-    _wait_for_file(fpm_socket, proc, "php-fpm", log)
+    proc.wait_for_file(fpm_socket)
     timings["php_fpm"] = time.monotonic() - t
     return page_paths(spec.sites, spec.pages_per_site)
 
 
 def start_nginx(private: Path, spec: WordPressSpec,
-                spawn: Spawn) -> subprocess.Popen[bytes]:
+                spawn: Spawn) -> Daemon:
     """nginx on 127.0.0.1:80 in front of the php-fpm pool (the WordPress origin server)."""
     prefix = private / "nginx"
     prefix.mkdir(exist_ok=True)
@@ -249,5 +235,5 @@ def start_nginx(private: Path, spec: WordPressSpec,
         limit_rate_bps=spec.limit_rate_bps, php_fpm_socket=private / "php-fpm" / "php-fpm.sock"))
     log = prefix / "nginx.stderr"
     proc = spawn("nginx", nginx_cfg.nginx_argv(conf, prefix), log)
-    wait_for_port(HTTP_PORT, proc, "nginx (WordPress origin)", log)
+    proc.wait_for_port(HTTP_PORT)
     return proc

@@ -1,4 +1,8 @@
-"""Open libvirt connections with a clear error when the binding or daemon is missing."""
+"""Open libvirt connections with a clear error when the binding or daemon is missing.
+
+Part of ``targets`` (the floor that reaches machines): a libvirt guest target opens one, and the
+kvm package and lab above build on it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ from urllib.parse import urlparse
 
 from virtbench.model import VirtbenchError
 
-__all__ = ["default_uri", "is_local", "libvirt_module", "open_connection"]
+__all__ = ["LIBVIRT_MISSING", "default_uri", "is_local", "libvirt_module", "open_connection"]
+
+LIBVIRT_MISSING = (
+    "the libvirt Python binding is not installed (needed by `virtbench kvm`, the kvm lab and "
+    "libvirt-guest targets): run `bash scripts/install.sh`, which does pip install "
+    "libvirt-python; building it needs the Debian packages libvirt-dev and pkg-config "
+    "(apt-get install libvirt-dev pkg-config)"
+)
 
 
 @cache
@@ -18,10 +29,7 @@ def libvirt_module() -> Any:
     try:
         import libvirt
     except ImportError as exc:
-        raise VirtbenchError(
-            "the kvm commands need the libvirt Python binding: pip install libvirt-python "
-            "(building it needs the Debian packages libvirt-dev and pkg-config)"
-        ) from exc
+        raise VirtbenchError(LIBVIRT_MISSING) from exc
     # Errors arrive as exceptions; without this libvirt also prints each one to stderr.
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
     return libvirt

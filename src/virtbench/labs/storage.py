@@ -39,14 +39,14 @@ from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
 
-__all__ = ["LABS", "FilesystemLab", "FsParams", "MountedFs", "VmSize", "parse_filesystem",
+__all__ = ["LABS", "MountedFs", "StorageLab", "StorageParams", "VmSize", "parse_filesystem",
            "parse_vm_size"]
 
 PREFIX = "vbfs"
 FS_KINDS = ("dir", "ext4", "xfs", "tmpfs")
 
 
-class FsParams(BaseModel):
+class StorageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     image_dir: str | None = Field(
@@ -183,11 +183,11 @@ def _detach_loops(target: Target, image: Path) -> list[str]:
     return done
 
 
-class FilesystemLab(Lab):
-    name = "fs"
+class StorageLab(Lab):
+    name = "storage"
     description = ("a filesystem (directory, fresh ext4/xfs image on a loop device, tmpfs) seen "
                    "from a host-side VM size (cgroup: CPUs, CPU quota, memory)")
-    Params = FsParams
+    Params = StorageParams
     tools = (
         Tool("losetup", "mount", "loop devices for image files"),
         Tool("mount", "mount", "mounting images and tmpfs"),
@@ -236,6 +236,11 @@ class FilesystemLab(Lab):
         target: Target = self.target
         limits = self._limits(vm)
         if limits.controllers():
+            if not isinstance(self.target, LocalTarget):
+                raise VirtbenchError(
+                    f"lab storage: variant {variant!r}: a vm_size is a cgroup on this machine, "
+                    f"but the target is {self.target.describe()}; use vm_size: host there (in "
+                    "a libvirt guest the kvm lab sizes the domain)")
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", variant)[:40]
             self.cgroup = Cgroup(f"{PREFIX}-{self.token}-{safe}", limits, self._manifest())
             try:
@@ -289,7 +294,7 @@ class FilesystemLab(Lab):
             elif leftovers or errors:
                 errors.append(f"left in manifest {self.manifest.path}")
         if errors:
-            raise VirtbenchError("lab fs: cleanup incomplete: " + "; ".join(errors))
+            raise VirtbenchError("lab storage: cleanup incomplete: " + "; ".join(errors))
 
     # -- variants -------------------------------------------------------------------------
 
@@ -385,11 +390,11 @@ class FilesystemLab(Lab):
     def _make_image_fs(self, fs: MountedFs) -> None:
         image_dir = Path(self.params.image_dir) if self.params.image_dir else self.workdir
         if not image_dir.is_dir():
-            raise VirtbenchError(f"lab fs: params.image_dir={image_dir} is not a directory")
+            raise VirtbenchError(f"lab storage: params.image_dir={image_dir} is not a directory")
         free = _free_mib(image_dir)
         if free < fs.size_mib + 64:
             raise VirtbenchError(
-                f"lab fs: a {fs.size_mib} MiB {fs.kind} image does not fit in {image_dir} "
+                f"lab storage: a {fs.size_mib} MiB {fs.kind} image does not fit in {image_dir} "
                 f"({free} MiB free); lower params.image_size_mib or set params.image_dir")
         image = image_dir / f"{PREFIX}-{self.token}-{fs.kind}.img"
         self._manifest().add("image", str(image))
@@ -401,7 +406,7 @@ class FilesystemLab(Lab):
             os.posix_fallocate(fd, 0, fs.size_mib * 1024 * 1024)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
-                raise VirtbenchError(f"lab fs: disk full while allocating {fs.size_mib} MiB "
+                raise VirtbenchError(f"lab storage: disk full while allocating {fs.size_mib} MiB "
                                      f"for {image}") from exc
             raise
         finally:
@@ -420,7 +425,7 @@ class FilesystemLab(Lab):
             # Lazy init would zero inode tables in the background during the first trials.
             self.target.run([*mkfs, device])
         except CommandFailed as exc:
-            raise VirtbenchError(f"lab fs: formatting a {fs.size_mib} MiB image as {fs.kind} "
+            raise VirtbenchError(f"lab storage: formatting a {fs.size_mib} MiB image as {fs.kind} "
                                  f"failed (too small? xfs needs >= 300 MiB): {exc}") from exc
         mp = self._mount_point(fs)
         self._manifest().add("mount", str(mp))
@@ -494,4 +499,4 @@ class FilesystemLab(Lab):
         return done
 
 
-LABS = (FilesystemLab,)
+LABS = (StorageLab,)

@@ -1,0 +1,103 @@
+"""The layers cannot silently regress.
+
+1. Imports follow the layers declared in pyproject.toml ([tool.importlinter]), checked by
+   import-linter on the real import graph: indirect and deferred (in-function) imports count,
+   so a cycle hidden by a deferred import fails here.
+2. Every subpackage of virtbench is placed in a layer (a new one cannot escape the check).
+3. Only ``virtbench.targets`` spawns processes: no subprocess/os.spawn*/os.exec*/os.system/
+   os.fork/os.popen/asyncio subprocesses/pty.spawn anywhere else in src/.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from importlinter.cli import lint_imports
+
+ROOT = Path(__file__).parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
+PACKAGE = ROOT / "src" / "virtbench"
+
+# Calls that start a process, by module. (`subprocess.DEVNULL`, `subprocess.Popen[bytes]` in a
+# type annotation and `subprocess.TimeoutExpired` stay allowed: they start nothing.)
+SPAWNING = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
+                   "getstatusoutput"},
+    "os": {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "execl",
+           "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl",
+           "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "pty": {"spawn", "fork"},
+    "multiprocessing": {"Process", "Pool"},
+}
+# Modules outside targets/ allowed to spawn, each with the reason. None today: the load
+# generator's own process is started through Target.run/spawn (workloads/web/load.py).
+ALLOWED_SPAWNS: dict[str, str] = {}
+
+
+def test_imports_follow_the_declared_layers() -> None:
+    # The report (the broken contract, with the offending import chains) goes to stdout.
+    assert lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True) == 0, (
+        "an import breaks the layers in pyproject.toml [tool.importlinter]; see the report above")
+
+
+def _layered_packages() -> set[str]:
+    config = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]
+    names: set[str] = set()
+    for contract in config["contracts"]:
+        for layer in contract.get("layers", []):
+            for name in layer.replace(":", "|").split("|"):
+                names.add(name.strip().strip("()"))
+    return names
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    modules = {f"virtbench.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    modules |= {f"virtbench.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
+    missing = sorted(modules - _layered_packages())
+    assert not missing, f"not placed in any layer of pyproject.toml: {missing}"
+
+
+def _spawn_calls(path: Path) -> list[str]:
+    """``module.function(`` calls (and ``from module import function``) that start processes."""
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = {}  # local name -> module, for `import subprocess as sp`
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module in SPAWNING:
+            for alias in node.names:
+                if alias.name in SPAWNING[node.module]:
+                    found.append(f"{path}:{node.lineno}: from {node.module} import {alias.name}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name)):
+            module = aliases.get(node.func.value.id)
+            if module in SPAWNING and node.func.attr in SPAWNING[module]:
+                found.append(f"{path}:{node.lineno}: {module}.{node.func.attr}(...)")
+    return found
+
+
+def test_only_targets_spawn_processes() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(relative.parts)
+        if module.startswith("virtbench.targets.") or module in ALLOWED_SPAWNS:
+            continue
+        offenders += _spawn_calls(path)
+    assert not offenders, ("only virtbench.targets may start processes (use Target.run / "
+                           "Target.spawn / targets.daemon):\n" + "\n".join(offenders))
+
+
+def test_the_spawn_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import subprocess as sp\nimport os\nfrom pty import spawn\n"
+                      "sp.run(['true'])\nos.execvp('true', ['true'])\n"
+                      "x: sp.Popen[bytes] | None = None\nsp.DEVNULL\n")
+    found = _spawn_calls(sample)
+    assert sorted(line.split(": ", 1)[1] for line in found) == [
+        "from pty import spawn", "os.execvp(...)", "subprocess.run(...)"]
