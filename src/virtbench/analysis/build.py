@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.analysis.model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
+from virtbench.analysis.noise import summarise_noise
 from virtbench.model import Metric, VirtbenchError
 from virtbench.stats import (
     choose_test,
@@ -60,6 +61,7 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
     per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = defaultdict(dict)
     notes: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(dict)
     labels = _run_labels(runs) if several else {runs[0].id: ""}
+    stored_trials: list[tuple[str, dict[str, Any]]] = []
 
     def key(run_id: str, variant: str) -> str:
         return f"{labels[run_id]}/{variant}" if several else variant
@@ -79,6 +81,7 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
         facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         series += _series(store, run.id, lambda v, r=run.id: key(r, v))
         trials = store.trials(run.id)
+        stored_trials += [(run.id, t) for t in trials]
         for trial in trials:
             if trial["status"] != "ok" or trial["warmup"]:
                 continue
@@ -112,6 +115,10 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                 metric=metric, summary=summarize(sample, confidence) if sample.size else None,
                 outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
                 unmeasured=dict(missing)))
+
+    noise = summarise_noise(stored_trials, facts, key)
+    for row in rows:
+        row.noisy = len(noise.marked.get((row.variant, row.workload_id), []))
 
     compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
     reference = _references(variants, baseline, compare_by)
@@ -175,7 +182,7 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                     per_repetition=_few_repetitions(per_rep),
                     first_vs_rest=_first_vs_rest(per_rep, confidence), notes=dict(notes),
                     values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by,
-                    metric_defs=metric_defs)
+                    metric_defs=metric_defs, noise=noise)
 
 
 def _spec_compare_by(spec_yaml: str) -> str | None:

@@ -105,6 +105,7 @@ def _table_row(row: MetricRow, baseline: str, best: str | None) -> dict[str, Any
         "mark": symbol,
         "mark_class": css,
         "outliers": rec["outliers"],
+        "noisy": row.noisy,
     }
 
 
@@ -300,6 +301,8 @@ def _render(analysis: Analysis) -> str:
                       "repetition": f.get("repetition", ""), "error": str(f.get("error", ""))}
                      for f in analysis.failures],
         "facts": facts_views(analysis),
+        "noise": analysis.noise.describe(),
+        "preflight_failed": analysis.noise.failing_at_start(),
         "metric_defs": [{"workload_id": view.workload_id, "name": view.metric.name,
                          "unit": view.metric.unit, "better": view.metric.better.value,
                          "description": view.metric.description, "primary": view.metric.primary,

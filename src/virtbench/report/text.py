@@ -14,13 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from virtbench.analysis import Analysis
+from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
+from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
-__all__ = ["render_csv", "render_json", "render_markdown", "render_terminal"]
+__all__ = ["metric_tables", "render_csv", "render_json", "render_markdown", "render_terminal"]
 
 
 def _header(analysis: Analysis) -> list[str]:
@@ -32,6 +33,10 @@ def _header(analysis: Analysis) -> list[str]:
             lines.append(f"  stopped: {run.stop_reason}")
         ok, failed = analysis.trial_counts.get(run.id, (0, 0))
         lines.append(f"  trials: {ok} measured, {failed} failed")
+    noise = analysis.noise.describe()
+    if noise:
+        lines.append(f"  {noise}; column n shows them as (k!)")
+    lines += [f"  preflight failed before run {item}" for item in analysis.noise.failing_at_start()]
     if analysis.compare_knob:
         lines.append(f"each variant is compared with the one whose {analysis.compare_knob} is "
                      f"that of {analysis.baseline} (column 'vs'); CIs are "
@@ -51,48 +56,15 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
     for line in _header(analysis):
         console.print(line, highlight=False)
     wl_names = {w[0]: w[1] for w in analysis.workloads}
+    identity = identity_of(analysis.variants)
     for wid, _name, _params in analysis.workloads:
         for metric in analysis.metrics_of(wid):
             rows = [r for r in analysis.rows
                     if r.workload_id == wid and r.metric.name == metric.name]
             if not rows:
                 continue
-            table = Table(title=f"{wid} · {metric.name} ({metric.unit}, {metric.better.value} "
-                                f"is better)", title_justify="left", caption=metric.description,
-                          caption_justify="left")
-            columns = ["variant", "n", "mean", "±CI", "median", "CV", "speedup [CI]", "p Holm",
-                       "out"]
-            if analysis.compare_knob:
-                columns.insert(6, "vs")
-            if console.width < 110:  # keep the variant names readable on narrow terminals
-                columns = [c for c in columns if c not in ("median", "CV")]
-            for column in columns:
-                table.add_column(column, justify="left" if column == "variant" else "right",
-                                 no_wrap=column != "variant",
-                                 min_width=14 if column == "variant" else None)
-            best = analysis.best.get((wid, metric.name), (None, 0))[0]
-            for r in rows:
-                s = r.summary
-                is_base = (r.variant == analysis.baseline if not analysis.compare_knob
-                           else r.reference is None)
-                name = Text(r.variant + (" (base)" if is_base else ""),
-                            style="bold" if r.variant == best else "")
-                unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
-                half = (s.ci_high - s.ci_low) / 2 if s else float("nan")
-                by_column: dict[str, Text | str] = {
-                    "variant": name,
-                    "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
-                    "mean": fmt_value(s.mean if s else None, metric.unit),
-                    "±CI": f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
-                    "median": fmt_value(s.median if s else None, metric.unit),
-                    "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
-                    "vs": r.reference or "–",
-                    "speedup [CI]": fmt_ratio(r.speedup.ratio, r.speedup.ci_low,
-                                              r.speedup.ci_high) if r.speedup else "–",
-                    "p Holm": fmt_p(r.p_holm) + ("*" if r.significant else ""),
-                    "out": str(r.outliers)}
-                table.add_row(*(by_column[c] for c in columns))
-            console.print(table)
+            for table in metric_tables(analysis, console.width, rows, metric, identity):
+                console.print(table)
             effects = analysis.main_effects.get((wid, metric.name))
             if effects:
                 lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
@@ -100,6 +72,7 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                 console.print(Group(Text(f"main effect of each {analysis.factor_knob} flag "
                                          f"on {metric.name} (speedup with vs without):"),
                                     *map(Text, lines)))
+            best = analysis.best.get((wid, metric.name), (None, 0))[0]
             if best:
                 console.print(f"best configuration for {metric.name}: {best}", highlight=False)
             if details:
@@ -127,6 +100,48 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
         for f in analysis.failures[:10]:
             console.print(f"  {f['variant']} / {f['workload_id']} #{f['repetition']}: "
                           f"{f['error']}", highlight=False)
+
+
+# In order of importance: the first KEPT_COLUMNS always stay beside the variant; the rest move
+# to a second table when the terminal is too narrow.
+_KEPT_COLUMNS = 4
+
+
+def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric: Metric,
+                   identity: Identity) -> list[Table]:
+    best = analysis.best.get((rows[0].workload_id, metric.name), (None, 0))[0]
+    columns = ["n", "mean", "±CI", "speedup [CI]", "p Holm", "median", "CV", "out"]
+    if analysis.compare_knob:
+        columns.insert(4, "vs")
+    ident_cells, cells = [], []
+    for r in rows:
+        s = r.summary
+        is_base = (r.variant == analysis.baseline if not analysis.compare_knob
+                   else r.reference is None)
+        style = "bold" if r.variant == best else ""
+        names = identity.cells.get(r.variant, [r.variant])
+        ident = [Text(c, style=style) for c in names]
+        if is_base and not analysis.compare_knob:  # with compare_by, column vs says "base"
+            ident[-1].append(" (base)")
+        ident_cells.append(ident)
+        unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
+        cells.append({
+            "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else "")
+            + (f" ({r.noisy}!)" if r.noisy else ""),
+            "mean": fmt_value(s.mean if s else None, metric.unit),
+            "±CI": f"±{s.ci_half_width_rel:.1%}"
+            if s and math.isfinite(s.ci_half_width_rel) else "–",
+            "median": fmt_value(s.median if s else None, metric.unit),
+            "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
+            "vs": identity.short_name(r.reference) if r.reference else "base",
+            "speedup [CI]": fmt_ratio(r.speedup.ratio, r.speedup.ci_low,
+                                      r.speedup.ci_high) if r.speedup else "–",
+            "p Holm": fmt_p(r.p_holm) + ("*" if r.significant else ""),
+            "out": str(r.outliers)})
+    return fit_tables(width, identity.columns, ident_cells, columns, cells, _KEPT_COLUMNS,
+                      title=f"{rows[0].workload_id} · {metric.name} ({metric.unit}, "
+                            f"{metric.better.value} is better)", title_justify="left",
+                      caption=metric.description, caption_justify="left")
 
 
 TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them
