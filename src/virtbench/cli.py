@@ -294,6 +294,7 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         described.append({
             "name": name, "description": cls.description,
             "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
+                         "domain": m.value_domain.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
             "params": _params_of(cls.Params),

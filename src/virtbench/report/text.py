@@ -17,7 +17,7 @@ from rich.text import Text
 from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
 from virtbench.report.fit import Identity, fit_tables, identity_of
-from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
@@ -40,10 +40,12 @@ def _header(analysis: Analysis) -> list[str]:
     if analysis.compare_knob:
         lines.append(f"each variant is compared with the one whose {analysis.compare_knob} is "
                      f"that of {analysis.baseline} (column 'vs'); CIs are "
-                     f"{analysis.confidence:.0%}; speedup > 1 means better; p Holm-corrected "
+                     f"{analysis.confidence:.0%} (±CI 'n<3': too few values for one); speedup "
+                     "> 1 means better; p Holm-corrected "
                      "per metric")
     else:
-        lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%}; "
+        lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%} and stay "
+                     "in the metric's domain (±CI 'n<3': too few values for one); "
                      "speedup > 1 means better than the baseline; p-values Holm-corrected per "
                      "metric")
     return lines
@@ -129,8 +131,8 @@ def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric:
             "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else "")
             + (f" ({r.noisy}!)" if r.noisy else ""),
             "mean": fmt_value(s.mean if s else None, metric.unit),
-            "±CI": f"±{s.ci_half_width_rel:.1%}"
-            if s and math.isfinite(s.ci_half_width_rel) else "–",
+            "±CI": f"±{s.ci_half_width_rel:.1%}" if s and math.isfinite(s.ci_half_width_rel)
+            else "n<3" if s and s.no_ci_reason else "–",
             "median": fmt_value(s.median if s else None, metric.unit),
             "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
             "vs": identity.short_name(r.reference) if r.reference else "base",
@@ -163,11 +165,13 @@ def _details(analysis: Analysis, console: Console, wid: str, metric: Metric) -> 
         console.print(table)
     for item in analysis.first_vs_rest:
         if (item.workload_id, item.metric) == (wid, metric.name):
+            rest = item.rest
+            spread = (f"({fmt_no_ci(rest.n, rest.minimum, rest.maximum, metric.unit)})"
+                      if rest.no_ci_reason else f"[{fmt_value(rest.ci_low, metric.unit)}, "
+                      f"{fmt_value(rest.ci_high, metric.unit)}]")
             console.print(
                 f"  {item.variant}: first repetition {fmt_value(item.first, metric.unit)}, "
-                f"later ones {fmt_value(item.rest.mean, metric.unit)} "
-                f"[{fmt_value(item.rest.ci_low, metric.unit)}, "
-                f"{fmt_value(item.rest.ci_high, metric.unit)}] (×{item.ratio:.3g})",
+                f"later ones {fmt_value(rest.mean, metric.unit)} {spread} (×{item.ratio:.3g})",
                 highlight=False)
     for (variant, workload_id), notes in analysis.notes.items():
         if workload_id == wid and notes and metric.primary:
@@ -198,7 +202,7 @@ def render_markdown(analysis: Analysis) -> str:
                       "| p (Holm) | outliers |", "|---|---|---|---|---|---|---|---|---|"]
         unit = rec["unit"]
         ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
-              if rec["ci_low"] is not None else "–")
+              if rec["ci_low"] is not None else rec["no_ci_reason"] or "–")
         lines.append(
             f"| {rec['variant']} | {rec['n']} | {fmt_value(rec['mean'], unit)} | {ci} | "
             f"{fmt_value(rec['median'], unit)} | "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import Connection, insert, inspect, select, update
+from sqlalchemy import Connection, insert, inspect, select, text, update
 
 from virtbench.model import VirtbenchError
 from virtbench.store import schema as s
@@ -23,8 +23,15 @@ def _v2_report_indexes(conn: Connection) -> None:
             index.create(conn)
 
 
+def _v3_metric_domain(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("metrics")}
+    if "domain" not in columns:  # a store created at version 3 already has it
+        conn.execute(text("ALTER TABLE metrics ADD COLUMN domain VARCHAR(20)"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes]
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
+                                                  _v3_metric_domain]
 
 
 def current_version(conn: Connection) -> int:
