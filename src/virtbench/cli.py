@@ -140,12 +140,15 @@ def run(
 
 def _preflight_gate(noise: Any, strict: bool, quiet: bool) -> Any:
     """Run the noise checks before a run; with ``strict``, refuse to start while one fails."""
-    from virtbench.preflight import failed
+    from virtbench.preflight import Status, failed, summary_line
     from virtbench.preflight.render import checks_table
 
     checks = noise.checks()
-    if not quiet:
-        err.print(checks_table(checks))
+    noteworthy = [c for c in checks if c.status != Status.OK]
+    if not quiet and noteworthy:  # all ok: the run's progress messages say so in one line
+        err.print(checks_table(noteworthy, "noise preflight: checks that warn or fail"))
+    elif not quiet:
+        err.print(summary_line("before the run", checks), highlight=False)
     bad = failed(checks)
     if strict and bad:
         err.print("[red]refusing to start (--strict):[/] "
