@@ -16,6 +16,7 @@ __all__ = ["Identity", "fit_tables", "identity_of"]
 
 _BORDER = 3  # a rich column costs its content plus two spaces of padding and one rule
 _NARROWEST_FOLD = 12  # an identifying column folds, but never below this width
+_LONG_CELL = 24  # a column whose cells are longer wraps them at spaces
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,11 @@ def fit_tables(width: int, identity_headers: list[str], identity_cells: list[lis
     ident_natural = [_width(max(h.split("\n"), key=len), [row[i].plain for row in identity_cells])
                      for i, h in enumerate(headers)]
     ident_min = [min(w, _NARROWEST_FOLD) for w in ident_natural]
-    numeric = {c: _width(c, [str(row[c]) for row in cells]) + _BORDER for c in columns}
+    natural = {c: _width(c, [str(row[c]) for row in cells]) for c in columns}
+    # Long cells (an interval, values with a reason) may break at their spaces.
+    wrappable = {c for c in columns if natural[c] > _LONG_CELL or "[" in c}
+    numeric = {c: min(natural[c], _LONG_CELL) + _BORDER if c in wrappable else natural[c] + _BORDER
+               for c in columns}
     ident_total = 1 + sum(w + _BORDER for w in ident_natural)
     groups = [list(columns[:keep])]
     room = width - ident_total - sum(numeric[c] for c in groups[0])
@@ -90,20 +95,23 @@ def fit_tables(width: int, identity_headers: list[str], identity_cells: list[lis
         if index:
             args["title"] = f"{table_args.get('title', '')} (continued)".strip()
             args.pop("caption", None)
-        wraps = ident_total + sum(numeric[c] for c in group) > width  # names cannot sit on
-        tables.append(_table(headers, identity_cells, ident_min, group, cells,  # one line
-                             wraps, **args))
+        # rule the rows when a name or a long cell takes more than one line
+        wraps = (ident_total + sum(numeric[c] for c in group) > width
+                 or any(natural[c] > _LONG_CELL for c in group))
+        tables.append(_table(headers, identity_cells, ident_min, group, cells, wraps, wrappable,
+                             **args))
     return tables
 
 
 def _table(identity_headers: list[str], identity_cells: list[list[Text]], ident_min: list[int],
            columns: list[str], cells: list[dict[str, Any]], wraps: bool,
-           **table_args: Any) -> Table:
+           wrappable: set[str], **table_args: Any) -> Table:
     table = Table(show_lines=wraps, **table_args)  # ruled rows when a name wraps
     for header, least in zip(identity_headers, ident_min, strict=True):
         table.add_column(header, justify="left", overflow="fold", min_width=least)
-    for column in columns:  # an interval may break at its space when nothing else gives
-        table.add_column(column, justify="right", no_wrap="[" not in column, overflow="fold")
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=column not in wrappable,
+                         overflow="fold")
     for ident, row in zip(identity_cells, cells, strict=True):
         table.add_row(*ident, *(row[c] for c in columns))
     return table

@@ -21,7 +21,8 @@ from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fm
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
-__all__ = ["metric_tables", "render_csv", "render_json", "render_markdown", "render_terminal"]
+__all__ = ["metric_tables", "render_csv", "render_json", "render_markdown", "render_terminal",
+           "section_tables"]
 
 
 def _header(analysis: Analysis) -> list[str]:
@@ -85,10 +86,8 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
         for paragraph in section.paragraphs:
             console.print(Text(paragraph))
         if section.columns:
-            table = Table(*(escape(c) for c in section.columns))
-            for section_row in section.rows:
-                table.add_row(*(Text(c) for c in section_row))
-            console.print(table)
+            for table in section_tables(section.columns, section.rows, console.width):
+                console.print(table)
         for warning in section.warnings:
             console.print(Text("warning: ", style="yellow") + Text(warning))
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
@@ -144,6 +143,20 @@ def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric:
                       title=f"{rows[0].workload_id} · {metric.name} ({metric.unit}, "
                             f"{metric.better.value} is better)", title_justify="left",
                       caption=metric.description, caption_justify="left")
+
+
+def section_tables(columns: list[str], rows: list[list[str]], width: int) -> list[Table]:
+    """A study section's table fitted to ``width``: its leading label columns (variant, metric)
+    identify a row and are never cut; the rest moves to continued tables when too wide."""
+    labels = 1
+    while (labels < min(2, len(columns) - 1)
+           and all(not row[labels][:1].isdigit() and row[labels][:1] not in "+-–" for row in rows)):
+        labels += 1
+    ident = [[Text(c) for c in row[:labels]] for row in rows]
+    cells = [{escape(c): Text(v) for c, v in zip(columns[labels:], row[labels:], strict=True)}
+             for row in rows]
+    return fit_tables(width, [escape(c) for c in columns[:labels]], ident,
+                      [escape(c) for c in columns[labels:]], cells, 1)
 
 
 TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,7 @@ def _check_tables(analysis: Analysis) -> int:
             rows = [r for r in analysis.rows
                     if r.workload_id == wid and r.metric.name == metric.name]
             for table in metric_tables(analysis, 80, rows, metric, identity):
-                console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+                console = Console(width=80, record=True, file=io.StringIO())
                 console.print(table)
                 text = console.export_text()
                 assert max(len(line) for line in text.splitlines()) <= 80, text
@@ -98,7 +99,7 @@ def test_matrix_experiment_one_column_per_factor(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path, variants, exp.baseline_name, text)
     assert identity_of(analysis.variants).columns == ["switch", "background_mbps"]
     assert _check_tables(analysis) >= len(METRICS)
-    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console = Console(width=80, record=True, file=io.StringIO())
     render_terminal(analysis, console)
     out = console.export_text()
     assert "ovs-dpdk" in out and "linux-bridge" in out
@@ -126,3 +127,4 @@ def test_html_marks_noisy_trials(tmp_path: Path) -> None:
     html = render_html(_analysis(tmp_path, LONG_NAMES, LONG_NAMES[0][0]))
     assert "3 of 9 trials measured under noise" in html
     assert html.count('<span class="tag noisy" title=') == len(METRICS)  # one variant, every metric
+
