@@ -52,7 +52,8 @@ def _wilson(x: FloatArray, confidence: float) -> MeanInterval:
     p = float(np.mean(x)) / 100.0
     var_mean = float(np.var(x / 100.0, ddof=1)) / x.size
     if var_mean == 0.0:  # every trial gave the same percentage: nothing to spread
-        return MeanInterval(100.0 * p, 100.0 * p, "Wilson (effective n)")
+        mean = float(np.mean(x))  # not 100·p: the mean itself, to the last bit
+        return MeanInterval(mean, mean, "Wilson (effective n)")
     n_eff = p * (1.0 - p) / var_mean
     z = _t(confidence, x.size)  # t, not z: the variance is estimated from few trials
     denom = 1.0 + z * z / n_eff
@@ -97,7 +98,8 @@ def mean_interval(x: FloatArray, confidence: float, domain: Domain) -> MeanInter
     if domain == Domain.PROPORTION and lowest >= 0.0 and highest <= 100.0:
         return _wilson(x, confidence)
     if domain in (Domain.PROPORTION, Domain.POSITIVE) and lowest >= 0.0:
-        if lowest == highest:
-            return MeanInterval(lowest, highest, "constant")
+        if lowest == highest:  # the mean itself: np.mean([1.6] * 3) is 1.6000000000000003
+            mean = float(np.mean(x))
+            return MeanInterval(mean, mean, "constant")
         return _log_normal(x, confidence) if lowest > 0.0 else _bootstrap(x, confidence)
     return _t_interval(x, confidence)

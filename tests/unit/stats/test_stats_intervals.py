@@ -45,9 +45,12 @@ def test_wilson_tends_to_the_t_interval_away_from_the_bounds() -> None:
     assert (w.ci_low, w.ci_high) == pytest.approx((t.ci_low, t.ci_high), rel=2e-3)
 
 
-def test_constant_proportion_has_a_point_interval() -> None:
+def test_constant_values_have_a_point_interval_at_the_mean() -> None:
     s = summarize([0.0, 0.0, 0.0], domain=Domain.PROPORTION)
     assert (s.ci_low, s.ci_high) == (0.0, 0.0)
+    for domain in Domain:  # the mean of three 1.6 is 1.6000000000000003: still inside
+        s = summarize([1.6, 1.6, 1.6], domain=domain)
+        assert s.ci_low <= s.mean <= s.ci_high
 
 
 def test_positive_quantities_use_the_log_scale() -> None:
