@@ -79,7 +79,7 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
             if best:
                 console.print(f"best configuration for {metric.name}: {best}", highlight=False)
             if details:
-                _details(analysis, console, wid, metric)
+                _details(analysis, console, wid, metric, identity)
     for section in build_sections(analysis):
         # Section text is data, not rich markup: a "[x]" in it must print as written.
         console.print(Text("\n" + section.title, style="bold"))
@@ -162,20 +162,25 @@ def section_tables(columns: list[str], rows: list[list[str]], width: int) -> lis
 TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them
 
 
-def _details(analysis: Analysis, console: Console, wid: str, metric: Metric) -> None:
+def _details(analysis: Analysis, console: Console, wid: str, metric: Metric,
+             identity: Identity) -> None:
     per_rep = analysis.per_repetition.get((wid, metric.name))
     reps_shown = max((len(v) for v in per_rep.values()), default=0) if per_rep else 0
     if per_rep and reps_shown <= TERMINAL_MAX_REPETITIONS:
         reps = sorted({rep for values in per_rep.values() for rep, _v in values})
-        table = Table("variant", *(f"rep {r + 1}" for r in reps), "mean",
-                      title=f"{metric.name} per repetition (the studies' per-loop / per-run "
-                            "tables)", title_justify="left")
+        columns = ["mean", *(f"rep {r + 1}" for r in reps)]
+        if not all(v in identity.cells for v in per_rep):
+            identity = Identity(["variant"], {v: [v] for v in per_rep})
+        ident, cells = [], []
         for variant, values in per_rep.items():
             by_rep = dict(values)
-            cells = [fmt_value(by_rep.get(r), metric.unit) for r in reps]
-            mean = sum(by_rep.values()) / len(by_rep)
-            table.add_row(variant, *cells, fmt_value(mean, metric.unit))
-        console.print(table)
+            ident.append([Text(c) for c in identity.cells[variant]])
+            cells.append({"mean": fmt_value(sum(by_rep.values()) / len(by_rep), metric.unit)}
+                         | {f"rep {r + 1}": fmt_value(by_rep.get(r), metric.unit) for r in reps})
+        for table in fit_tables(console.width, identity.columns, ident, columns, cells, 1,
+                                title=f"{metric.name} per repetition (the studies' per-loop / "
+                                      "per-run tables)", title_justify="left"):
+            console.print(table)
     for item in analysis.first_vs_rest:
         if (item.workload_id, item.metric) == (wid, metric.name):
             rest = item.rest

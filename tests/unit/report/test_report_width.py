@@ -128,3 +128,15 @@ def test_html_marks_noisy_trials(tmp_path: Path) -> None:
     assert "3 of 9 trials measured under noise" in html
     assert html.count('<span class="tag noisy" title=') == len(METRICS)  # one variant, every metric
 
+
+
+def test_details_per_repetition_tables_fit(tmp_path: Path) -> None:
+    exp, text = load_experiment(REPO / "examples" / "vswitch-qos.yaml")
+    analysis = _analysis(tmp_path, [(v.name, v.knobs) for v in exp.all_variants()],
+                         exp.baseline_name, text)
+    console = Console(width=80, record=True, file=io.StringIO())
+    render_terminal(analysis, console, details=True)
+    out = console.export_text()
+    assert "per repetition" in out and "rep 3" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "…" not in out
