@@ -13,7 +13,7 @@ COLUMNS = [
     "variant", "reference", "workload", "metric", "unit", "better", "n", "mean", "median", "sd",
     "cv", "ci_low", "ci_high", "ci_method", "no_ci_reason", "speedup", "speedup_ci_low",
     "speedup_ci_high", "speedup_method",
-    "test", "p_value", "p_holm", "significant", "outliers", "unmeasured",
+    "test", "p_value", "p_holm", "significant", "outliers", "unmeasured", "noisy_trials",
 ]
 
 
@@ -43,6 +43,7 @@ def row_record(row: MetricRow) -> dict[str, Any]:
         "p_value": row.significance.p_value if row.significance else None,
         "p_holm": row.p_holm, "significant": row.significant, "outliers": row.outliers,
         "unmeasured": ";".join(f"{k}={v}" for k, v in sorted(row.unmeasured.items())) or None,
+        "noisy_trials": row.noisy,
     }
     return {k: _clean(v) for k, v in record.items()}
 

@@ -259,6 +259,13 @@ def render_json(analysis: Analysis) -> str:
                  for (wid, metric), (name, mean) in analysis.best.items()],
         "realisations": analysis.realisations,
         "failures": analysis.failures,
+        "noise": {"sampled_trials": analysis.noise.sampled,
+                  "marked_trials": [{"variant": v, "workload": w, "repetition": rep,
+                                     "why": why}
+                                    for (v, w), items in analysis.noise.marked.items()
+                                    for rep, why in items],
+                  "preflight": [{"run_id": r, "phase": p, "checks": c}
+                                for r, p, c in analysis.noise.preflight]},
         "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
     }
     return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)

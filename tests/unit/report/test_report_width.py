@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from rich.console import Console
 from virtbench.analysis import Analysis, analyse
 from virtbench.model import Better, Measurement, Metric
 from virtbench.report.fit import identity_of
-from virtbench.report.text import metric_tables, render_terminal
+from virtbench.report.text import metric_tables, render_json, render_terminal
 from virtbench.spec import load_experiment
 from virtbench.store import Store, TrialRecord
 
@@ -124,9 +125,14 @@ def test_long_variant_names_wrap_not_vanish(tmp_path: Path) -> None:
 def test_html_marks_noisy_trials(tmp_path: Path) -> None:
     from virtbench.report.html import render_html
 
-    html = render_html(_analysis(tmp_path, LONG_NAMES, LONG_NAMES[0][0]))
+    analysis = _analysis(tmp_path, LONG_NAMES, LONG_NAMES[0][0])
+    html = render_html(analysis)
     assert "3 of 9 trials measured under noise" in html
     assert html.count('<span class="tag noisy" title=') == len(METRICS)  # one variant, every metric
+    document = json.loads(render_json(analysis))
+    assert document["noise"]["sampled_trials"] == 9
+    assert {m["repetition"] for m in document["noise"]["marked_trials"]} == {0, 1, 2}
+    assert {r["noisy_trials"] for r in document["results"]} == {0, 3}
 
 
 
