@@ -29,6 +29,7 @@ from virtbench.runner.engine import ProgressHook
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from virtbench.preflight import Check, NoiseWatch
     from virtbench.workloads.base import Tool
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
@@ -138,7 +139,7 @@ def run(
         _report([outcome.run_id], st, "html", report)
 
 
-def _preflight_gate(noise: Any, strict: bool, quiet: bool) -> Any:
+def _preflight_gate(noise: NoiseWatch, strict: bool, quiet: bool) -> list[Check]:
     """Run the noise checks before a run; with ``strict``, refuse to start while one fails."""
     from virtbench.preflight import Status, failed, summary_line
     from virtbench.preflight.render import checks_table
