@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,18 +46,26 @@ class NoiseWatch:
 
     def __init__(self, reader: HostReader | None = None, limits: Thresholds = DEFAULT_THRESHOLDS,
                  registry: RunRegistry | None = None, seconds: float = 1.0,
-                 between_seconds: float = 0.5) -> None:
+                 between_seconds: float = 0.5, rounds_every_s: float = 30.0) -> None:
         self.reader = reader or HostReader()
         self.limits = limits
         self.registry = registry or RunRegistry(reader=self.reader)
         self.seconds = seconds
         self.between_seconds = between_seconds
+        # Rounds of short trials come every few seconds: check between them at most this often.
+        self.rounds_every_s = rounds_every_s
+        self._last = -math.inf
         self.ours = RunProcesses(self.reader)
         self.initial: list[Check] | None = None
 
     def checks(self, seconds: float | None = None) -> list[Check]:
+        self._last = time.monotonic()
         return run_checks(self.reader, self.ours, self.registry, self.limits,
                           self.seconds if seconds is None else seconds)
+
+    def round_due(self) -> bool:
+        """Whether a check between repetition rounds is due (blocks are always checked)."""
+        return time.monotonic() - self._last >= self.rounds_every_s
 
     def at_start(self) -> list[Check]:
         """The checks taken before the run (if the CLI took them), else fresh ones."""

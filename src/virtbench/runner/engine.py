@@ -257,8 +257,8 @@ class Runner:
                     return f"converged: every primary metric within ±{adaptive.target_rel_ci:.1%}"
                 if adaptive.budget_s and time.monotonic() - started > adaptive.budget_s:
                     return f"time budget of {adaptive.budget_s:g} s spent before convergence"
-            if state is None and repetition > 0:  # interleaved: between repetition rounds
-                self._preflight(run_id, f"before round {repetition + 1}")
+            if state is None and repetition > 0 and self.noise and self.noise.round_due():
+                self._preflight(run_id, f"before round {repetition + 1}")  # interleaved
             for key in round_order(active, repetition, self.exp.seed):
                 if (key.variant, key.workload_id, key.repetition) in done:
                     continue

@@ -244,7 +244,7 @@ def _quiet_host(tmp_path: Path) -> Any:
     (tmp_path / "host" / "proc" / "vmstat").write_text("pswpin 0\npswpout 0\n")
     reader = HostReader(tmp_path / "host")
     return NoiseWatch(reader, registry=RunRegistry(tmp_path / "runs", reader), seconds=0.01,
-                      between_seconds=0.01)
+                      between_seconds=0.01, rounds_every_s=0.0)
 
 
 @pytest.mark.parametrize("lab", ["host", "test.lab"])
