@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from virtbench.preflight.checks import Check, Status, run_checks
-from virtbench.preflight.ownership import RunProcesses, foreign_ticks
+from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses, foreign_ticks
 from virtbench.preflight.procfs import HostReader
 from virtbench.preflight.runs import RunRegistry
 from virtbench.preflight.thresholds import (
@@ -76,9 +77,14 @@ class NoiseWatch:
     def registered(self, experiment: str) -> Iterator[None]:
         """While the run is on: its pid file, and the environment marker that makes processes
         it starts (even daemons that detach) count as the run's own."""
+        before = os.environ.get(MARKER_VARIABLE)
         self.ours = RunProcesses.with_new_marker(self.reader)
-        with self.registry.registered(experiment):
-            yield
+        try:
+            with self.registry.registered(experiment):
+                yield
+        finally:  # a process that runs more than once (tests, a library user) starts clean
+            if before is None:
+                os.environ.pop(MARKER_VARIABLE, None)
 
     def trial(self) -> TrialSample:
         return TrialSample(self.reader, self.ours)

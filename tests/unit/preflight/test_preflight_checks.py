@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.preflight import HostReader, RunRegistry, Status, Thresholds, noisy
+from virtbench.preflight import HostReader, NoiseWatch, RunRegistry, Status, Thresholds, noisy
 from virtbench.preflight.checks import Window, measure_window, static_checks, window_checks
 from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses, foreign_ticks
 from virtbench.preflight.procfs import ProcInfo
@@ -163,3 +163,14 @@ def test_summary_line_names_failures_first() -> None:
     line = summary_line("start", checks)
     assert line.startswith("preflight (start): fail foreign_load 80.0 %")
     assert "warn swap" in line
+
+
+def test_registered_marks_children_and_cleans_up(tmp_path: Path) -> None:
+    assert MARKER_VARIABLE not in os.environ
+    watch = NoiseWatch(registry=RunRegistry(tmp_path / "runs"))
+    with watch.registered("exp"):
+        marker = os.environ[MARKER_VARIABLE]
+        assert watch.ours.marker == marker
+        assert [p.name for p in (tmp_path / "runs").iterdir()] == [f"{os.getpid()}.json"]
+    assert MARKER_VARIABLE not in os.environ
+    assert list((tmp_path / "runs").iterdir()) == []
