@@ -222,7 +222,9 @@ def render_markdown(analysis: Analysis) -> str:
         ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
               if rec["ci_low"] is not None else rec["no_ci_reason"] or "–")
         lines.append(
-            f"| {rec['variant']} | {rec['n']} | {fmt_value(rec['mean'], unit)} | {ci} | "
+            f"| {rec['variant']} | {rec['n']}"
+            f"{f' ({noisy}!)' if (noisy := rec['noisy_trials']) else ''} | "
+            f"{fmt_value(rec['mean'], unit)} | {ci} | "
             f"{fmt_value(rec['median'], unit)} | "
             f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
             f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "

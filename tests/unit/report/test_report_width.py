@@ -13,7 +13,7 @@ from rich.console import Console
 from virtbench.analysis import Analysis, analyse
 from virtbench.model import Better, Measurement, Metric
 from virtbench.report.fit import identity_of
-from virtbench.report.text import metric_tables, render_json, render_terminal
+from virtbench.report.text import metric_tables, render_json, render_markdown, render_terminal
 from virtbench.spec import load_experiment
 from virtbench.store import Store, TrialRecord
 
@@ -133,6 +133,7 @@ def test_html_marks_noisy_trials(tmp_path: Path) -> None:
     assert document["noise"]["sampled_trials"] == 9
     assert {m["repetition"] for m in document["noise"]["marked_trials"]} == {0, 1, 2}
     assert {r["noisy_trials"] for r in document["results"]} == {0, 3}
+    assert "| 3 (3!) |" in render_markdown(analysis)
 
 
 
