@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from virtbench.contract import Knob, Tool
+    from virtbench.preflight import Check, NoiseWatch
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
@@ -104,8 +105,11 @@ def run(
     check: Annotated[bool, typer.Option(
         "--check", help="validate and list problems, run nothing")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="refuse to start while a noise preflight check fails")] = False,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
+    from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner, check_experiment
     from virtbench.spec import load_experiment
 
@@ -124,9 +128,12 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
+    noise = NoiseWatch()
+    noise.initial = _preflight_gate(noise, strict, quiet)
+    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet), noise=noise)
     try:
-        outcome = runner.run(resume_run_id=resume)
+        with noise.registered(exp.name):
+            outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:
         # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
         err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'}): the samples measured so "
@@ -139,6 +146,45 @@ def run(
     _report([outcome.run_id], st, "table", None)
     if report is not None:
         _report([outcome.run_id], st, "html", report)
+
+
+def _preflight_gate(noise: NoiseWatch, strict: bool, quiet: bool) -> list[Check]:
+    """Run the noise checks before a run; with ``strict``, refuse to start while one fails."""
+    from virtbench.preflight import Status, failed, summary_line
+    from virtbench.preflight.render import checks_table
+
+    checks = noise.checks()
+    noteworthy = [c for c in checks if c.status != Status.OK]
+    if not quiet and noteworthy:  # all ok: the run's progress messages say so in one line
+        err.print(checks_table(noteworthy, "noise preflight: checks that warn or fail"))
+    elif not quiet:
+        err.print(summary_line("before the run", checks), highlight=False)
+    bad = failed(checks)
+    if strict and bad:
+        err.print("[red]refusing to start (--strict):[/] "
+                  + "; ".join(f"{c.name} failed: {c.value}" for c in bad), highlight=False)
+        raise typer.Exit(1)
+    return checks
+
+
+@app.command()
+def preflight(
+    as_json: Annotated[bool, typer.Option("--json", help="print the checks as JSON")] = False,
+    window: Annotated[float, typer.Option(
+        help="seconds over which steal, foreign load and swapping are measured")] = 1.0,
+) -> None:
+    """Check this host for what spoils benchmarks; exit 1 if any check fails."""
+    from virtbench.preflight import NoiseWatch, failed
+    from virtbench.preflight.render import checks_table
+
+    if not window > 0:
+        raise VirtbenchError(f"--window must be a positive number of seconds, got {window}")
+    checks = NoiseWatch().checks(window)
+    if as_json:
+        sys.stdout.write(json.dumps([c.as_dict() for c in checks], indent=2) + "\n")
+    else:
+        console.print(checks_table(checks))
+    raise typer.Exit(1 if failed(checks) else 0)
 
 
 def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
@@ -261,6 +307,7 @@ def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         described.append({
             "name": name, "description": cls.description,
             "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
+                         "domain": m.value_domain.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
             "knobs": _knobs_of(cls.knobs), "params": _params_of(cls.Params),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["Artifact", "Better", "Measurement", "Metric", "VirtbenchError"]
+__all__ = ["Artifact", "Better", "Domain", "Measurement", "Metric", "VirtbenchError",
+           "default_domain"]
 
 
 class VirtbenchError(Exception):
@@ -17,15 +18,54 @@ class Better(StrEnum):
     HIGHER = "higher"
 
 
+class Domain(StrEnum):
+    """Where a metric's values (and so every interval printed for it) can lie."""
+
+    PROPORTION = "proportion"  # a percentage in [0, 100]: hit ratio, success rate, loss
+    POSITIVE = "positive"  # >= 0: times, rates, counts, sizes
+    REAL = "real"  # any sign
+
+
+# Units whose quantities cannot be negative; a unit ending in "/s" (a rate) is one too.
+_POSITIVE_UNITS = {"s", "ms", "µs", "us", "ns", "B", "bytes", "bit", "packets", "requests",
+                   "objects", "segments", "frames", "ops", "IOPS", "Hz", "MOS", "files"}
+
+
+def default_domain(unit: str) -> Domain:
+    """'%' is a proportion; times, rates and counts are positive; anything else is real."""
+    if unit == "%":
+        return Domain.PROPORTION
+    if unit in _POSITIVE_UNITS or unit.endswith("/s"):
+        return Domain.POSITIVE
+    return Domain.REAL
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A declared metric: what a number means, in which unit, and which direction is better."""
+    """A declared metric: what a number means, in which unit, and which direction is better.
+
+    ``domain`` (default: from the unit, see ``default_domain``) keeps intervals inside what the
+    quantity can be; a percentage that can exceed 100 (CPU use over several cores) declares
+    ``Domain.POSITIVE``.
+    """
 
     name: str
     unit: str
     better: Better
     description: str
     primary: bool = False
+    domain: Domain | None = None
+
+    def __post_init__(self) -> None:
+        if self.domain is None:
+            object.__setattr__(self, "domain", default_domain(self.unit))
+        else:  # a plain string from a plugin or the store
+            object.__setattr__(self, "domain", Domain(self.domain))
+
+    @property
+    def value_domain(self) -> Domain:
+        """The domain, never None (``__post_init__`` fills it in)."""
+        return self.domain or default_domain(self.unit)
 
 
 @dataclass

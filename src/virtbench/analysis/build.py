@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.analysis.model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
-from virtbench.model import Metric, VirtbenchError
+from virtbench.analysis.noise import summarise_noise
+from virtbench.model import Domain, Metric, VirtbenchError
 from virtbench.stats import (
     choose_test,
     holm,
@@ -60,6 +61,7 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
     per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = defaultdict(dict)
     notes: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(dict)
     labels = _run_labels(runs) if several else {runs[0].id: ""}
+    stored_trials: list[tuple[str, dict[str, Any]]] = []
 
     def key(run_id: str, variant: str) -> str:
         return f"{labels[run_id]}/{variant}" if several else variant
@@ -79,6 +81,7 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
         facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         series += _series(store, run.id, lambda v, r=run.id: key(r, v))
         trials = store.trials(run.id)
+        stored_trials += [(run.id, t) for t in trials]
         for trial in trials:
             if trial["status"] != "ok" or trial["warmup"]:
                 continue
@@ -109,9 +112,15 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                 continue
             rows.append(MetricRow(
                 variant=info.name, workload_id=wid, workload=wl_name.get(wid, wid),
-                metric=metric, summary=summarize(sample, confidence) if sample.size else None,
+                metric=metric,
+                summary=summarize(sample, confidence, metric.value_domain) if sample.size
+                else None,
                 outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
                 unmeasured=dict(missing)))
+
+    noise = summarise_noise(stored_trials, facts, key)
+    for row in rows:
+        row.noisy = len(noise.marked.get((row.variant, row.workload_id), []))
 
     compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
     reference = _references(variants, baseline, compare_by)
@@ -173,9 +182,10 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
                     trial_counts=trial_counts, failures=failures, factor_knob=factor_knob,
                     confidence=confidence, series=series,
                     per_repetition=_few_repetitions(per_rep),
-                    first_vs_rest=_first_vs_rest(per_rep, confidence), notes=dict(notes),
+                    first_vs_rest=_first_vs_rest(per_rep, confidence, metric_defs),
+                    notes=dict(notes),
                     values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by,
-                    metric_defs=metric_defs)
+                    metric_defs=metric_defs, noise=noise)
 
 
 def _spec_compare_by(spec_yaml: str) -> str | None:
@@ -249,14 +259,17 @@ def _few_repetitions(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, fl
 
 
 def _first_vs_rest(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]],
-                   confidence: float) -> list[FirstVsRest]:
+                   confidence: float,
+                   metric_defs: dict[tuple[str, str], Metric]) -> list[FirstVsRest]:
     out = []
     for (wid, metric), by_variant in _few_repetitions(per_rep).items():
         for variant, reps in by_variant.items():
             ordered = [value for _rep, value in sorted(reps)]
             if len(ordered) < 3 or ordered[0] == 0:
                 continue
-            rest = summarize(ordered[1:], confidence)
+            metric_def = metric_defs.get((wid, metric))
+            rest = summarize(ordered[1:], confidence,
+                             metric_def.value_domain if metric_def else Domain.REAL)
             out.append(FirstVsRest(variant, wid, metric, ordered[0], rest,
                                    rest.mean / ordered[0]))
     return out

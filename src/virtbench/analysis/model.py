@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from virtbench.analysis.noise import NoiseSummary
 from virtbench.model import Metric
 from virtbench.stats import MainEffect, RatioCI, Significance, Summary
 from virtbench.store import RunInfo
@@ -39,6 +40,8 @@ class MetricRow:
     unmeasured: dict[str, int] = field(default_factory=dict)
     reference: str | None = None
     """The variant this row is compared with (the baseline, or its compare_by counterpart)."""
+    noisy: int = 0
+    """How many of this row's trials were measured under noise (steal or foreign load)."""
     """Samples without a value, by status (e.g. {'too_fast': 3} for bonnie++'s +++++)."""
 
     @property
@@ -107,6 +110,8 @@ class Analysis:
     compare_knob: str | None = None
     """When set, each variant is compared with the variant that has the same other knobs and
     this knob at the baseline's value (e.g. each background rate against OVS at that rate)."""
+    noise: NoiseSummary = field(default_factory=NoiseSummary)
+    """Trials measured under noise and the stored preflight checks."""
 
     def variant(self, name: str) -> VariantInfo | None:
         for info in self.variants:

@@ -20,7 +20,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from virtbench.model import Better, Measurement, Metric
+from virtbench.model import Better, Domain, Measurement, Metric
 from virtbench.parsers.base import ParseError, Parser
 
 __all__ = ["BONNIE_METRICS", "BONNIE_TESTS", "PARSERS", "BonnieTest", "parse_bonnie"]
@@ -78,7 +78,8 @@ def _metrics() -> tuple[Metric, ...]:
                           primary=test.key in _PRIMARY))
         out.append(Metric(f"{test.key}_cpu_pct", "%", Better.LOWER,
                           f"bonnie++ {test.title}: CPU used during the test (user+system) in "
-                          "percent of one CPU; may exceed 100 with several CPUs"))
+                          "percent of one CPU; may exceed 100 with several CPUs",
+                          domain=Domain.POSITIVE))
         out.append(Metric(f"{test.key}_latency_us", "us", Better.LOWER,
                           f"bonnie++ {test.title}: longest latency of a single operation "
                           "(bonnie++ 'Latency' row), normalised to microseconds"))

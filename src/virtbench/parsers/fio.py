@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from virtbench.model import Better, Measurement, Metric
+from virtbench.model import Better, Domain, Measurement, Metric
 from virtbench.parsers.base import ParseError, Parser
 
 __all__ = ["FIO_METRICS", "FIO_SERIES", "PARSERS", "fio_series", "parse_fio"]
@@ -54,9 +54,11 @@ def _metrics() -> tuple[Metric, ...]:
     for pattern in (*_SINGLE, *_MIXED):
         out += [
             Metric(f"{pattern}_cpu_usr_pct", "%", Better.LOWER,
-                   f"fio {pattern}: user CPU time of the job / runtime, percent of one CPU"),
+                   f"fio {pattern}: user CPU time of the job / runtime, percent of one CPU",
+                   domain=Domain.POSITIVE),
             Metric(f"{pattern}_cpu_sys_pct", "%", Better.LOWER,
-                   f"fio {pattern}: system CPU time of the job / runtime, percent of one CPU"),
+                   f"fio {pattern}: system CPU time of the job / runtime, percent of one CPU",
+                   domain=Domain.POSITIVE),
         ]
     return tuple(out)
 

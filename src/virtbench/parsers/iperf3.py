@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from virtbench.model import Better, Measurement, Metric
+from virtbench.model import Better, Domain, Measurement, Metric
 from virtbench.parsers.base import ParseError, Parser
 
 __all__ = ["IPERF3_METRICS", "PARSERS", "Iperf3Result", "parse_iperf3", "parse_iperf3_json"]
@@ -24,9 +24,11 @@ IPERF3_METRICS = (
     Metric("udp_loss_pct", "%", Better.LOWER,
            "UDP datagrams lost, from iperf3 sequence numbers: lost / sent × 100"),
     Metric("cpu_sender_pct", "%", Better.LOWER,
-           "iperf3 process CPU use on the sending host (user+system, % of one core)"),
+           "iperf3 process CPU use on the sending host (user+system, % of one core)",
+           domain=Domain.POSITIVE),
     Metric("cpu_receiver_pct", "%", Better.LOWER,
-           "iperf3 process CPU use on the receiving host (user+system, % of one core)"),
+           "iperf3 process CPU use on the receiving host (user+system, % of one core)",
+           domain=Domain.POSITIVE),
 )
 
 

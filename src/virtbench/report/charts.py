@@ -217,8 +217,11 @@ def mean_chart(view: MetricView, baseline: str) -> str | None:
     best = view.best[0] if view.best else None
     colours = [BASE_COLOUR if r.variant == baseline else BEST_COLOUR if r.variant == best
                else BAR_COLOUR for r in rows]
-    err = np.array([[m - lo if _finite(lo) else 0.0 for m, lo in zip(means, lows, strict=True)],
-                    [hi - m if _finite(hi) else 0.0 for m, hi in zip(means, highs, strict=True)]])
+    # max(0, ...): an interval inside the domain (log scale) need not be centred on the mean
+    err = np.array([[max(0.0, m - lo) if _finite(lo) else 0.0
+                     for m, lo in zip(means, lows, strict=True)],
+                    [max(0.0, hi - m) if _finite(hi) else 0.0
+                     for m, hi in zip(means, highs, strict=True)]])
     with chart_style():
         fig = _new(6.4, _bar_height(len(rows)), _chars([_short(r.variant) for r in rows]))
         ax = fig.add_subplot()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_num", "fmt_p", "fmt_ratio", "fmt_value"]
+__all__ = ["fmt_no_ci", "fmt_num", "fmt_p", "fmt_ratio", "fmt_value"]
 
 _PREFIXES = [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"),
              (1e-9, "n")]
@@ -44,3 +44,14 @@ def fmt_p(p: float | None) -> str:
     if p is None or math.isnan(p):
         return "–"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_no_ci(n: int, minimum: float, maximum: float, unit: str) -> str:
+    """What stands where an interval cannot: the values themselves (n = 2 are the minimum and
+    maximum) and why: 'values 99 %, 99.8 %; no CI from 2 values'."""
+    if n == 1:
+        return f"value {fmt_value(minimum, unit)}; no CI from 1 value"
+    if n == 2:
+        return (f"values {fmt_value(minimum, unit)}, {fmt_value(maximum, unit)}; no CI from "
+                "2 values")
+    return "–"

@@ -26,7 +26,7 @@ from virtbench.analysis.views import (
     series_groups,
 )
 from virtbench.report import charts
-from virtbench.report.formatting import fmt_p, fmt_ratio, fmt_value
+from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import row_record
 
@@ -83,7 +83,9 @@ def _table_row(row: MetricRow, baseline: str, best: str | None) -> dict[str, Any
     unit = rec["unit"]
     symbol, css = _mark(row)
     ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
-          if rec["ci_low"] is not None and rec["ci_high"] is not None else "–")
+          if rec["ci_low"] is not None and rec["ci_high"] is not None
+          else fmt_no_ci(rec["n"], row.summary.minimum, row.summary.maximum, unit)
+          if row.summary and row.summary.no_ci_reason else "–")
     return {
         "variant": rec["variant"],
         "baseline": rec["variant"] == baseline,
@@ -105,6 +107,7 @@ def _table_row(row: MetricRow, baseline: str, best: str | None) -> dict[str, Any
         "mark": symbol,
         "mark_class": css,
         "outliers": rec["outliers"],
+        "noisy": row.noisy,
     }
 
 
@@ -300,6 +303,8 @@ def _render(analysis: Analysis) -> str:
                       "repetition": f.get("repetition", ""), "error": str(f.get("error", ""))}
                      for f in analysis.failures],
         "facts": facts_views(analysis),
+        "noise": analysis.noise.describe(),
+        "preflight_failed": analysis.noise.failing_at_start(),
         "metric_defs": [{"workload_id": view.workload_id, "name": view.metric.name,
                          "unit": view.metric.unit, "better": view.metric.better.value,
                          "description": view.metric.description, "primary": view.metric.primary,

@@ -11,8 +11,9 @@ __all__ = ["COLUMNS", "row_record", "table_records"]
 
 COLUMNS = [
     "variant", "reference", "workload", "metric", "unit", "better", "n", "mean", "median", "sd",
-    "cv", "ci_low", "ci_high", "speedup", "speedup_ci_low", "speedup_ci_high", "speedup_method",
-    "test", "p_value", "p_holm", "significant", "outliers", "unmeasured",
+    "cv", "ci_low", "ci_high", "ci_method", "no_ci_reason", "speedup", "speedup_ci_low",
+    "speedup_ci_high", "speedup_method",
+    "test", "p_value", "p_holm", "significant", "outliers", "unmeasured", "noisy_trials",
 ]
 
 
@@ -32,6 +33,8 @@ def row_record(row: MetricRow) -> dict[str, Any]:
         "mean": s.mean if s else None, "median": s.median if s else None,
         "sd": s.sd if s else None, "cv": s.cv if s else None,
         "ci_low": s.ci_low if s else None, "ci_high": s.ci_high if s else None,
+        "ci_method": s.ci_method if s and not s.no_ci_reason else None,
+        "no_ci_reason": s.no_ci_reason if s and s.no_ci_reason else None,
         "speedup": row.speedup.ratio if row.speedup else None,
         "speedup_ci_low": row.speedup.ci_low if row.speedup else None,
         "speedup_ci_high": row.speedup.ci_high if row.speedup else None,
@@ -40,6 +43,7 @@ def row_record(row: MetricRow) -> dict[str, Any]:
         "p_value": row.significance.p_value if row.significance else None,
         "p_holm": row.p_holm, "significant": row.significant, "outliers": row.outliers,
         "unmeasured": ";".join(f"{k}={v}" for k, v in sorted(row.unmeasured.items())) or None,
+        "noisy_trials": row.noisy,
     }
     return {k: _clean(v) for k, v in record.items()}
 

@@ -14,13 +14,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from virtbench.analysis import Analysis
+from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
-from virtbench.report.formatting import fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.fit import Identity, fit_tables, identity_of
+from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
-__all__ = ["render_csv", "render_json", "render_markdown", "render_terminal"]
+__all__ = ["metric_tables", "render_csv", "render_json", "render_markdown", "render_terminal",
+           "section_tables"]
 
 
 def _header(analysis: Analysis) -> list[str]:
@@ -32,13 +34,19 @@ def _header(analysis: Analysis) -> list[str]:
             lines.append(f"  stopped: {run.stop_reason}")
         ok, failed = analysis.trial_counts.get(run.id, (0, 0))
         lines.append(f"  trials: {ok} measured, {failed} failed")
+    noise = analysis.noise.describe()
+    if noise:
+        lines.append(f"  {noise}; column n shows them as (k!)")
+    lines += [f"  preflight failed before run {item}" for item in analysis.noise.failing_at_start()]
     if analysis.compare_knob:
         lines.append(f"each variant is compared with the one whose {analysis.compare_knob} is "
                      f"that of {analysis.baseline} (column 'vs'); CIs are "
-                     f"{analysis.confidence:.0%}; speedup > 1 means better; p Holm-corrected "
+                     f"{analysis.confidence:.0%} (±CI 'n<3': too few values for one); speedup "
+                     "> 1 means better; p Holm-corrected "
                      "per metric")
     else:
-        lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%}; "
+        lines.append(f"baseline: {analysis.baseline}; CIs are {analysis.confidence:.0%} and stay "
+                     "in the metric's domain (±CI 'n<3': too few values for one); "
                      "speedup > 1 means better than the baseline; p-values Holm-corrected per "
                      "metric")
     return lines
@@ -51,48 +59,15 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
     for line in _header(analysis):
         console.print(line, highlight=False)
     wl_names = {w[0]: w[1] for w in analysis.workloads}
+    identity = identity_of(analysis.variants)
     for wid, _name, _params in analysis.workloads:
         for metric in analysis.metrics_of(wid):
             rows = [r for r in analysis.rows
                     if r.workload_id == wid and r.metric.name == metric.name]
             if not rows:
                 continue
-            table = Table(title=f"{wid} · {metric.name} ({metric.unit}, {metric.better.value} "
-                                f"is better)", title_justify="left", caption=metric.description,
-                          caption_justify="left")
-            columns = ["variant", "n", "mean", "±CI", "median", "CV", "speedup [CI]", "p Holm",
-                       "out"]
-            if analysis.compare_knob:
-                columns.insert(6, "vs")
-            if console.width < 110:  # keep the variant names readable on narrow terminals
-                columns = [c for c in columns if c not in ("median", "CV")]
-            for column in columns:
-                table.add_column(column, justify="left" if column == "variant" else "right",
-                                 no_wrap=column != "variant",
-                                 min_width=14 if column == "variant" else None)
-            best = analysis.best.get((wid, metric.name), (None, 0))[0]
-            for r in rows:
-                s = r.summary
-                is_base = (r.variant == analysis.baseline if not analysis.compare_knob
-                           else r.reference is None)
-                name = Text(r.variant + (" (base)" if is_base else ""),
-                            style="bold" if r.variant == best else "")
-                unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
-                half = (s.ci_high - s.ci_low) / 2 if s else float("nan")
-                by_column: dict[str, Text | str] = {
-                    "variant": name,
-                    "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else ""),
-                    "mean": fmt_value(s.mean if s else None, metric.unit),
-                    "±CI": f"±{s.ci_half_width_rel:.1%}" if s and half == half else "–",
-                    "median": fmt_value(s.median if s else None, metric.unit),
-                    "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
-                    "vs": r.reference or "–",
-                    "speedup [CI]": fmt_ratio(r.speedup.ratio, r.speedup.ci_low,
-                                              r.speedup.ci_high) if r.speedup else "–",
-                    "p Holm": fmt_p(r.p_holm) + ("*" if r.significant else ""),
-                    "out": str(r.outliers)}
-                table.add_row(*(by_column[c] for c in columns))
-            console.print(table)
+            for table in metric_tables(analysis, console.width, rows, metric, identity):
+                console.print(table)
             effects = analysis.main_effects.get((wid, metric.name))
             if effects:
                 lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
@@ -100,20 +75,19 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                 console.print(Group(Text(f"main effect of each {analysis.factor_knob} flag "
                                          f"on {metric.name} (speedup with vs without):"),
                                     *map(Text, lines)))
+            best = analysis.best.get((wid, metric.name), (None, 0))[0]
             if best:
                 console.print(f"best configuration for {metric.name}: {best}", highlight=False)
             if details:
-                _details(analysis, console, wid, metric)
+                _details(analysis, console, wid, metric, identity)
     for section in build_sections(analysis):
         # Section text is data, not rich markup: a "[x]" in it must print as written.
         console.print(Text("\n" + section.title, style="bold"))
         for paragraph in section.paragraphs:
             console.print(Text(paragraph))
         if section.columns:
-            table = Table(*(escape(c) for c in section.columns))
-            for section_row in section.rows:
-                table.add_row(*(Text(c) for c in section_row))
-            console.print(table)
+            for table in section_tables(section.columns, section.rows, console.width):
+                console.print(table)
         for warning in section.warnings:
             console.print(Text("warning: ", style="yellow") + Text(warning))
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
@@ -129,30 +103,93 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                           f"{f['error']}", highlight=False)
 
 
+# In order of importance: the first KEPT_COLUMNS always stay beside the variant; the rest move
+# to a second table when the terminal is too narrow.
+_KEPT_COLUMNS = 4
+
+
+def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric: Metric,
+                   identity: Identity) -> list[Table]:
+    best = analysis.best.get((rows[0].workload_id, metric.name), (None, 0))[0]
+    columns = ["n", "mean", "±CI", "speedup [CI]", "p Holm", "median", "CV", "out"]
+    if analysis.compare_knob:
+        columns.insert(4, "vs")
+    ident_cells, cells = [], []
+    for r in rows:
+        s = r.summary
+        is_base = (r.variant == analysis.baseline if not analysis.compare_knob
+                   else r.reference is None)
+        style = "bold" if r.variant == best else ""
+        names = identity.cells.get(r.variant, [r.variant])
+        ident = [Text(c, style=style) for c in names]
+        if is_base and not analysis.compare_knob:  # with compare_by, column vs says "base"
+            ident[-1].append(" (base)")
+        ident_cells.append(ident)
+        unmeasured = ", ".join(f"{v} {k}" for k, v in r.unmeasured.items())
+        cells.append({
+            "n": str(s.n if s else 0) + (f" (+{unmeasured})" if unmeasured else "")
+            + (f" ({r.noisy}!)" if r.noisy else ""),
+            "mean": fmt_value(s.mean if s else None, metric.unit),
+            "±CI": f"±{s.ci_half_width_rel:.1%}" if s and math.isfinite(s.ci_half_width_rel)
+            else "n<3" if s and s.no_ci_reason else "–",
+            "median": fmt_value(s.median if s else None, metric.unit),
+            "CV": f"{s.cv:.1%}" if s and s.cv == s.cv else "–",
+            "vs": identity.short_name(r.reference) if r.reference else "base",
+            "speedup [CI]": fmt_ratio(r.speedup.ratio, r.speedup.ci_low,
+                                      r.speedup.ci_high) if r.speedup else "–",
+            "p Holm": fmt_p(r.p_holm) + ("*" if r.significant else ""),
+            "out": str(r.outliers)})
+    return fit_tables(width, identity.columns, ident_cells, columns, cells, _KEPT_COLUMNS,
+                      title=f"{rows[0].workload_id} · {metric.name} ({metric.unit}, "
+                            f"{metric.better.value} is better)", title_justify="left",
+                      caption=metric.description, caption_justify="left")
+
+
+def section_tables(columns: list[str], rows: list[list[str]], width: int) -> list[Table]:
+    """A study section's table fitted to ``width``: its leading label columns (variant, metric)
+    identify a row and are never cut; the rest moves to continued tables when too wide."""
+    labels = 1
+    while (labels < min(2, len(columns) - 1)
+           and all(not row[labels][:1].isdigit() and row[labels][:1] not in "+-–" for row in rows)):
+        labels += 1
+    ident = [[Text(c) for c in row[:labels]] for row in rows]
+    cells = [{escape(c): Text(v) for c, v in zip(columns[labels:], row[labels:], strict=True)}
+             for row in rows]
+    return fit_tables(width, [escape(c) for c in columns[:labels]], ident,
+                      [escape(c) for c in columns[labels:]], cells, 1)
+
+
 TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them
 
 
-def _details(analysis: Analysis, console: Console, wid: str, metric: Metric) -> None:
+def _details(analysis: Analysis, console: Console, wid: str, metric: Metric,
+             identity: Identity) -> None:
     per_rep = analysis.per_repetition.get((wid, metric.name))
     reps_shown = max((len(v) for v in per_rep.values()), default=0) if per_rep else 0
     if per_rep and reps_shown <= TERMINAL_MAX_REPETITIONS:
         reps = sorted({rep for values in per_rep.values() for rep, _v in values})
-        table = Table("variant", *(f"rep {r + 1}" for r in reps), "mean",
-                      title=f"{metric.name} per repetition (the studies' per-loop / per-run "
-                            "tables)", title_justify="left")
+        columns = ["mean", *(f"rep {r + 1}" for r in reps)]
+        if not all(v in identity.cells for v in per_rep):
+            identity = Identity(["variant"], {v: [v] for v in per_rep})
+        ident, cells = [], []
         for variant, values in per_rep.items():
             by_rep = dict(values)
-            cells = [fmt_value(by_rep.get(r), metric.unit) for r in reps]
-            mean = sum(by_rep.values()) / len(by_rep)
-            table.add_row(variant, *cells, fmt_value(mean, metric.unit))
-        console.print(table)
+            ident.append([Text(c) for c in identity.cells[variant]])
+            cells.append({"mean": fmt_value(sum(by_rep.values()) / len(by_rep), metric.unit)}
+                         | {f"rep {r + 1}": fmt_value(by_rep.get(r), metric.unit) for r in reps})
+        for table in fit_tables(console.width, identity.columns, ident, columns, cells, 1,
+                                title=f"{metric.name} per repetition (the studies' per-loop / "
+                                      "per-run tables)", title_justify="left"):
+            console.print(table)
     for item in analysis.first_vs_rest:
         if (item.workload_id, item.metric) == (wid, metric.name):
+            rest = item.rest
+            spread = (f"({fmt_no_ci(rest.n, rest.minimum, rest.maximum, metric.unit)})"
+                      if rest.no_ci_reason else f"[{fmt_value(rest.ci_low, metric.unit)}, "
+                      f"{fmt_value(rest.ci_high, metric.unit)}]")
             console.print(
                 f"  {item.variant}: first repetition {fmt_value(item.first, metric.unit)}, "
-                f"later ones {fmt_value(item.rest.mean, metric.unit)} "
-                f"[{fmt_value(item.rest.ci_low, metric.unit)}, "
-                f"{fmt_value(item.rest.ci_high, metric.unit)}] (×{item.ratio:.3g})",
+                f"later ones {fmt_value(rest.mean, metric.unit)} {spread} (×{item.ratio:.3g})",
                 highlight=False)
     for (variant, workload_id), notes in analysis.notes.items():
         if workload_id == wid and notes and metric.primary:
@@ -183,9 +220,11 @@ def render_markdown(analysis: Analysis) -> str:
                       "| p (Holm) | outliers |", "|---|---|---|---|---|---|---|---|---|"]
         unit = rec["unit"]
         ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
-              if rec["ci_low"] is not None else "–")
+              if rec["ci_low"] is not None else rec["no_ci_reason"] or "–")
         lines.append(
-            f"| {rec['variant']} | {rec['n']} | {fmt_value(rec['mean'], unit)} | {ci} | "
+            f"| {rec['variant']} | {rec['n']}"
+            f"{f' ({noisy}!)' if (noisy := rec['noisy_trials']) else ''} | "
+            f"{fmt_value(rec['mean'], unit)} | {ci} | "
             f"{fmt_value(rec['median'], unit)} | "
             f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
             f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "
@@ -222,6 +261,13 @@ def render_json(analysis: Analysis) -> str:
                  for (wid, metric), (name, mean) in analysis.best.items()],
         "realisations": analysis.realisations,
         "failures": analysis.failures,
+        "noise": {"sampled_trials": analysis.noise.sampled,
+                  "marked_trials": [{"variant": v, "workload": w, "repetition": rep,
+                                     "why": why}
+                                    for (v, w), items in analysis.noise.marked.items()
+                                    for rep, why in items],
+                  "preflight": [{"run_id": r, "phase": p, "checks": c}
+                                for r, p, c in analysis.noise.preflight]},
         "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
     }
     return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)

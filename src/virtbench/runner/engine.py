@@ -21,6 +21,7 @@ from virtbench.facts import collect_facts
 from virtbench.labs.base import Lab, LabState
 from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
+from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
 from virtbench.spec.knobs import Declarer, knob_problems
@@ -135,7 +136,8 @@ def spec_digest(spec_yaml: str) -> str:
 
 class Runner:
     def __init__(self, store: Store, exp: Experiment, spec_yaml: str, spec_path: str = "",
-                 progress: ProgressHook | None = None, workdir: Path | None = None) -> None:
+                 progress: ProgressHook | None = None, workdir: Path | None = None,
+                 noise: NoiseWatch | None = None) -> None:
         self.store = store
         self.exp = exp
         self.spec_yaml = spec_yaml
@@ -158,6 +160,7 @@ class Runner:
         self._order_index = 0
         self._failures_in_a_row = 0
         self._facts_id: int | None = None
+        self.noise = noise
 
     # ---- public --------------------------------------------------------------------------
     def run(self, resume_run_id: str | None = None) -> RunOutcome:
@@ -174,6 +177,7 @@ class Runner:
         with sigterm_as_interrupt():
             try:
                 self._facts_id = self.store.add_facts(run_id, "before", collect_facts(self.target))
+                self._preflight(run_id, "start")
                 self.lab.up()
                 outcome.stop_reason = self._execute(run_id, outcome)
                 outcome.status = "complete"
@@ -242,9 +246,11 @@ class Runner:
         total = len(pairs) * (max_reps + self.exp.warmup) - len(done)
         self.progress.start(total)
         if self._blocked():
-            reasons = []
+            reasons: list[str] = []
             for variant in blocked_variant_order(list(self.variants), self.exp.seed):
                 block = [p for p in pairs if p[0] == variant]
+                if reasons:  # the first block follows the start's checks directly
+                    self._preflight(run_id, f"before block {variant}")
                 with self._entered(variant) as state:
                     reasons.append(self._rounds(run_id, block, state, done, outcome))
             return "; ".join(sorted(set(reasons)))
@@ -272,6 +278,8 @@ class Runner:
                     return f"converged: every primary metric within ±{adaptive.target_rel_ci:.1%}"
                 if adaptive.budget_s and time.monotonic() - started > adaptive.budget_s:
                     return f"time budget of {adaptive.budget_s:g} s spent before convergence"
+            if state is None and repetition > 0 and self.noise and self.noise.round_due():
+                self._preflight(run_id, f"before round {repetition + 1}")  # interleaved
             for key in round_order(active, repetition, self.exp.seed):
                 if (key.variant, key.workload_id, key.repetition) in done:
                     continue
@@ -330,6 +338,7 @@ class Runner:
         measurements = []
         artifacts: list[Any] = []
         notes: dict[str, str] = {}
+        noise = self.noise.trial() if self.noise else None
         try:
             result = workload.run(ctx)
             declared = {m.name: m for m in workload.metrics}
@@ -343,6 +352,8 @@ class Runner:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         ended = time.time()
+        if noise is not None:  # steal and foreign load during the trial, for the report's marks
+            notes = {**notes, **noise.notes()}
         units = {m.name: m.unit for m in workload.metrics}
         self.store.record_trial(run_id, TrialRecord(
             variant=key.variant, workload_id=key.workload_id, repetition=key.repetition,
@@ -366,6 +377,15 @@ class Runner:
             for m in measurements:
                 if m.t is None and m.value is not None:
                     self._values[(key.variant, key.workload_id, m.metric)].append(m.value)
+
+    def _preflight(self, run_id: str, label: str) -> None:
+        """Noise checks, stored as facts of phase 'preflight <label>' and printed."""
+        if self.noise is None:
+            return
+        checks = (self.noise.at_start() if label == "start"
+                  else self.noise.checks(self.noise.between_seconds))
+        self.store.add_facts(run_id, f"preflight {label}", checks_facts(checks))
+        self.progress.message(summary_line(label, checks))
 
     def _record_realisation(self, run_id: str, pair: Pair, state: LabState,
                             env: dict[str, str | None]) -> None:

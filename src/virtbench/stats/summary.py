@@ -1,4 +1,5 @@
-"""Descriptive statistics of one sample: mean, median, spread, t CI of the mean, quantile CI."""
+"""Descriptive statistics of one sample: mean, median, spread, CI of the mean within the metric's
+domain (stats/intervals.py), quantile CI."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from virtbench.model import Domain
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence
+from virtbench.stats.intervals import mean_interval
 
 __all__ = ["Summary", "percentile_ci", "summarize"]
 
@@ -25,44 +28,47 @@ class Summary:
     median: float
     sd: float  # sample standard deviation (n-1 divisor); nan when n == 1
     cv: float  # sd / mean; nan if mean == 0 or n == 1
-    ci_low: float  # two-sided Student-t CI of the mean at `confidence`; nan when n == 1
+    ci_low: float  # two-sided CI of the mean at `confidence`, inside the domain; nan if n < 3
     ci_high: float
-    ci_half_width_rel: float  # (ci_high - ci_low) / 2 / |mean|; nan if mean == 0 or n == 1
+    ci_half_width_rel: float  # (ci_high - ci_low) / 2 / |mean|; nan if mean == 0 or no CI
     minimum: float
     maximum: float
     confidence: float
+    ci_method: str = "t"
+    """How the CI was computed ('t', 'Wilson (effective n)', 'log-normal (Cox)', ...)."""
+    no_ci_reason: str = ""
+    """Why there is no CI ('2 values: an interval needs at least 3'); empty when there is."""
 
 
-def summarize(values: SampleLike, confidence: float = 0.95) -> Summary:
-    """Describe a sample. Raises ValueError on an empty sample or non-finite values."""
+def summarize(values: SampleLike, confidence: float = 0.95,
+              domain: Domain = Domain.REAL) -> Summary:
+    """Describe a sample; its CI of the mean stays inside ``domain`` (see stats/intervals.py).
+
+    Raises ValueError on an empty sample or non-finite values.
+    """
     check_confidence(confidence)
     x = as_sample(values)
     n = int(x.size)
     if n == 0:
         raise ValueError("values: cannot summarise an empty sample")
     mean = float(np.mean(x))
-    median = float(np.median(x))
-    if n == 1:
-        sd = ci_low = ci_high = half_rel = math.nan
-    else:
-        sd = float(np.std(x, ddof=1))
-        t = float(sps.t.ppf(0.5 + confidence / 2.0, n - 1))
-        half = t * sd / math.sqrt(n)
-        ci_low, ci_high = mean - half, mean + half
-        half_rel = half / abs(mean) if mean != 0.0 else math.nan
-    cv = sd / mean if mean != 0.0 else math.nan
+    sd = float(np.std(x, ddof=1)) if n > 1 else math.nan
+    interval = mean_interval(x, confidence, domain)
+    half = (interval.high - interval.low) / 2.0
     return Summary(
         n=n,
         mean=mean,
-        median=median,
+        median=float(np.median(x)),
         sd=sd,
-        cv=cv,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        ci_half_width_rel=half_rel,
+        cv=sd / mean if mean != 0.0 else math.nan,
+        ci_low=interval.low,
+        ci_high=interval.high,
+        ci_half_width_rel=half / abs(mean) if mean != 0.0 else math.nan,
         minimum=float(np.min(x)),
         maximum=float(np.max(x)),
         confidence=confidence,
+        ci_method=interval.method,
+        no_ci_reason=interval.why_none,
     )
 
 

@@ -30,9 +30,15 @@ def _v3_realisation_env(conn: Connection) -> None:
                           "DEFAULT '{}'"))
 
 
+def _v4_metric_domain(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("metrics")}
+    if "domain" not in columns:  # a store created at version 4 already has it
+        conn.execute(text("ALTER TABLE metrics ADD COLUMN domain VARCHAR(20)"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
-                                                  _v3_realisation_env]
+                                                  _v3_realisation_env, _v4_metric_domain]
 
 
 def current_version(conn: Connection) -> int:

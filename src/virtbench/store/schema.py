@@ -32,7 +32,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -87,6 +87,8 @@ metrics = Table(
     Column("better", String(10), nullable=False),
     Column("description", Text, nullable=False),
     Column("is_primary", Boolean, nullable=False),
+    # proportion | positive | real; NULL in stores older than schema 3: taken from the unit
+    Column("domain", String(20), nullable=True),
 )
 
 facts = Table(

@@ -173,7 +173,8 @@ class Store:
                 params_json=json.dumps(params, sort_keys=True, default=str)))
             conn.execute(insert(s.metrics), [
                 {"run_id": run_id, "workload_id": workload_id, "name": m.name, "unit": m.unit,
-                 "better": m.better.value, "description": m.description, "is_primary": m.primary}
+                 "better": m.better.value, "description": m.description, "is_primary": m.primary,
+                 "domain": m.value_domain.value}
                 for m in metrics
             ])
 
@@ -342,14 +343,15 @@ class Store:
         return [(r["workload_id"], r["name"], json.loads(r["params_json"])) for r in rows]
 
     def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
-        from virtbench.model import Better
+        from virtbench.model import Better, Domain
 
         with self.engine.connect() as conn:
             rows = conn.execute(select(s.metrics).where(s.metrics.c.run_id == run_id)
                                 ).mappings().all()
         return {
             (r["workload_id"], r["name"]): Metric(
-                r["name"], r["unit"], Better(r["better"]), r["description"], bool(r["is_primary"]))
+                r["name"], r["unit"], Better(r["better"]), r["description"], bool(r["is_primary"]),
+                Domain(r["domain"]) if r["domain"] else None)
             for r in rows
         }
 

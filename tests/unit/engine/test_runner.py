@@ -233,3 +233,34 @@ def test_missing_tool_is_reported_before_anything_runs(tmp_path: Path,
     with pytest.raises(VirtbenchError, match="install the Debian package 'ffmpeg'"):
         Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
     assert store.runs() == []
+
+
+def _quiet_host(tmp_path: Path) -> Any:
+    """A noise watch on a fake, idle /proc (a few CPU ticks, no processes)."""
+    from virtbench.preflight import HostReader, NoiseWatch, RunRegistry
+
+    (tmp_path / "host" / "proc").mkdir(parents=True)
+    (tmp_path / "host" / "proc" / "stat").write_text("cpu  10 0 0 90 0 0 0 0 0 0\ncpu0 1\n")
+    (tmp_path / "host" / "proc" / "vmstat").write_text("pswpin 0\npswpout 0\n")
+    reader = HostReader(tmp_path / "host")
+    return NoiseWatch(reader, registry=RunRegistry(tmp_path / "runs", reader), seconds=0.01,
+                      between_seconds=0.01, rounds_every_s=0.0)
+
+
+@pytest.mark.parametrize("lab", ["host", "test.lab"])
+def test_noise_checks_before_the_run_between_blocks_and_per_trial(tmp_path: Path,
+                                                                  lab: str) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(lab=lab)
+    outcome = Runner(store, exp, text, workdir=tmp_path, noise=_quiet_host(tmp_path)).run()
+    phases = [phase for _id, phase, _t, _d in store.facts(outcome.run_id)]
+    preflights = [p for p in phases if p.startswith("preflight")]
+    assert preflights[0] == "preflight start"
+    # blocked (expensive lab): before each later block; interleaved: before each later round
+    assert len(preflights) == 3 and all(
+        p.startswith("preflight before " + ("block" if lab == "test.lab" else "round"))
+        for p in preflights[1:])
+    facts = {p: d for _id, p, _t, d in store.facts(outcome.run_id)}
+    assert {c["name"] for c in facts["preflight start"]["checks"]} >= {"steal", "foreign_load"}
+    measured = [t for t in store.trials(outcome.run_id) if not t["warmup"]]
+    assert all(t["notes"]["noise.foreign_cpu_pct"] == "0.00" for t in measured)

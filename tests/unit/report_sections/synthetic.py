@@ -278,3 +278,16 @@ def build_other(store: Store) -> None:
     for rep in range(3):
         for name in ("a", "b"):
             run.trial(name, rep, [Measurement("time_s", 1.0 + rep / 10)])
+
+
+def cox_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Cox's 95 % interval for a log-normal mean, written out independently of stats/ (the
+    interval a positive metric gets; docs/statistics.md)."""
+    from scipy import stats as sps
+
+    y = np.log(np.asarray(values, dtype=float))
+    s2 = y.var(ddof=1)
+    half = sps.t.ppf(0.5 + confidence / 2, y.size - 1) * np.sqrt(s2 / y.size
+                                                                 + s2 * s2 / (2 * (y.size - 1)))
+    centre = y.mean() + s2 / 2
+    return float(np.exp(centre - half)), float(np.exp(centre + half))

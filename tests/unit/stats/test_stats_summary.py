@@ -38,7 +38,7 @@ def test_summary_single_value_has_nan_spread() -> None:
 
 
 def test_summary_zero_mean_gives_nan_relative_values() -> None:
-    s = summarize([-1.0, 1.0])
+    s = summarize([-1.0, 0.0, 1.0])
     assert math.isnan(s.cv) and math.isnan(s.ci_half_width_rel)
     assert s.ci_low < 0 < s.ci_high
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from virtbench.analysis import Analysis, MetricRow, VariantInfo
 from virtbench.model import Better, Metric
-from virtbench.report.formatting import fmt_num, fmt_value
+from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_value
 from virtbench.stats import RatioCI, Summary
 
 __all__ = [
@@ -63,10 +63,13 @@ def metric_of(analysis: Analysis, workload_id: str, name: str) -> Metric | None:
 
 
 def fmt_mean_ci(summary: Summary | None, unit: str) -> str:
-    """'12.3 ms [11.9, 12.8]' (the t CI of the mean), '12.3 ms' for n = 1, '–' for none."""
+    """'12.3 ms [11.9, 12.8]' (the CI of the mean in the metric's domain), '12.3 ms' for n = 1,
+    the two values for n = 2, '–' for none."""
     if summary is None:
         return "–"
     mean = fmt_value(summary.mean, unit)
+    if summary.no_ci_reason and summary.n == 2:
+        return f"{mean} ({fmt_no_ci(summary.n, summary.minimum, summary.maximum, unit)})"
     if summary.n < 2 or math.isnan(summary.ci_low):
         return mean
     return f"{mean} [{fmt_num(summary.ci_low)}, {fmt_num(summary.ci_high)}]"

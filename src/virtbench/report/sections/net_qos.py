@@ -140,7 +140,8 @@ def _grading_paragraphs(analysis: Analysis, wid: str) -> list[str]:
         "TIPHON category (ETSI TR 101 329; the studies call the table ITU-T G.1010) of the "
         "studies' delay, jitter and loss; the ITU-T G.114 band of the irtt one-way delay "
         f"server → client; the E-model R and MOS as the mean of the per-trial values with its "
-        f"{ci} t CI. The TIPHON index column is the mean of the per-trial indices.",
+        f"{ci} CI (inside the metric's domain). The TIPHON index column is the mean of the "
+        "per-trial indices.",
         f"TIPHON delay: {one_line(tiphon_delay.__doc__)} TIPHON jitter: "
         f"{one_line(tiphon_jitter.__doc__)} TIPHON loss: {one_line(tiphon_loss.__doc__)} "
         f"Index: {one_line(tiphon_index.__doc__)}",

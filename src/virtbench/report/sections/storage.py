@@ -109,7 +109,8 @@ def _variant_section(analysis: Analysis, wid: str, variant: str,
         "in bonnie++'s order with its rate, its CPU use (%CPU: user+system time in % of one "
         "CPU, above 100 with several CPUs) and its latency (the longest single operation, in "
         f"µs); one column per loop (repetition k = loop k+1) and the mean over loops with its "
-        f"{analysis.confidence:.0%} t CI. Rates of the sequential tests are in KiB/s "
+        f"{analysis.confidence:.0%} CI (inside the metric's domain). Rates of the sequential "
+        "tests are in KiB/s "
         f"(K = 1024 bytes), seeks and file operations per second. '{TOO_FAST}': bonnie++ "
         "could not time the test because it finished too fast; it is left out of the mean, "
         "never counted as 0."]

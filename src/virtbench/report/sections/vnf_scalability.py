@@ -105,7 +105,7 @@ def vnf_sections(analysis: Analysis) -> list[Section]:
             ref_count = next(n for n, v in counts.items() if v is ref)
             paragraphs = [
                 f"Router throughput ({THROUGHPUT}, {unit}): {tput.description}. Mean over "
-                f"the repetitions with its {level} t CI, per number of stressed neighbours; the "
+                f"the repetitions with its {level} CI, per number of stressed neighbours; the "
                 "study's 'VNFs' are the router plus its neighbours. Change: 100 × (mean / mean "
                 f"with {ref_count} neighbours on the same host − 1) in %, with its "
                 f"{level} CI; p is Welch's t or Mann–Whitney U (Holm-corrected when the "

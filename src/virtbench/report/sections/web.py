@@ -9,8 +9,8 @@ import numpy as np
 
 from virtbench.analysis import Analysis
 from virtbench.analysis.model import FirstVsRest
-from virtbench.model import Metric
-from virtbench.report.formatting import fmt_num, fmt_value
+from virtbench.model import Domain, Metric
+from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_value
 from virtbench.report.sections import Section, SectionPlugin
 from virtbench.report.sections._common import metric_of, workload_ids
 from virtbench.stats import percentile_ci, summarize
@@ -115,7 +115,8 @@ def _cold_warm(analysis: Analysis, wid: str, metric: str, variant: str) -> First
     values = [v for _rep, v in sorted(_per_run(analysis, wid, metric, variant).items())]
     if len(values) < 2:
         return None
-    rest = summarize(values[1:], analysis.confidence)
+    rest = summarize(values[1:], analysis.confidence, metric_def.value_domain
+                     if (metric_def := metric_of(analysis, wid, metric)) else Domain.REAL)
     ratio = rest.mean / values[0] if values[0] else math.nan
     return FirstVsRest(variant, wid, metric, values[0], rest, ratio)
 
@@ -133,6 +134,8 @@ def _cold_warm_section(analysis: Analysis, wid: str, variants: list[str]) -> Sec
             warm = fmt_value(rest.mean, metric.unit)
             if rest.n >= 2 and not math.isnan(rest.ci_low):
                 warm += f" [{fmt_num(rest.ci_low)}, {fmt_num(rest.ci_high)}]"
+            elif rest.n == 2:  # too few for an interval: show both values and say so
+                warm += f" ({fmt_no_ci(rest.n, rest.minimum, rest.maximum, metric.unit)})"
             change = (f"{100 * (item.ratio - 1):+.3g} %" if math.isfinite(item.ratio)
                       else "–")
             rows.append([variant, f"{metric.name} ({metric.unit})",
@@ -145,8 +148,10 @@ def _cold_warm_section(analysis: Analysis, wid: str, variants: list[str]) -> Sec
         title=f"{wid}: cold (run 1) vs warm (runs 2..R)",
         paragraphs=[
             "Run 1 starts on an empty cache (cold); the later runs reuse what it cached "
-            f"(warm). Warm: mean of runs 2..R with its {level} t CI (none with a single warm "
-            "run); ratio: warm mean / cold value, in the metric's own terms (below 1 for a "
+            f"(warm). Warm: mean of runs 2..R with its {level} CI inside the metric's domain "
+            "(Wilson for a ratio, log scale for a time or count; none from fewer than three "
+            "warm runs, whose values are shown instead); ratio: warm mean / cold value, in the "
+            "metric's own terms (below 1 for a "
             "time means faster when warm, above 1 for a hit ratio means more hits); change: "
             "100 × (ratio − 1) in %."],
         columns=["variant", "metric (unit)", "cold: run 1", f"warm: runs 2..R [{level} CI]",

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.model import Artifact, Better, Measurement, Metric
+from virtbench.model import Artifact, Better, Domain, Measurement, Metric
 from virtbench.parsers.iperf3 import iperf3_measurements, parse_iperf3_json
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import busy_percent, read_cpu_times
@@ -35,9 +35,9 @@ class RouterThroughput(Workload):
                "whole-machine CPU busy share during the transfer (all cores, /proc/stat: "
                "user+nice+system+irq+softirq+steal over total), neighbours included"),
         Metric("cpu_sender_pct", "%", Better.LOWER,
-               "iperf3 sender process CPU use (% of one core)"),
+               "iperf3 sender process CPU use (% of one core)", domain=Domain.POSITIVE),
         Metric("cpu_receiver_pct", "%", Better.LOWER,
-               "iperf3 receiver process CPU use (% of one core)"),
+               "iperf3 receiver process CPU use (% of one core)", domain=Domain.POSITIVE),
     )
     tools = (Tool("iperf3", "iperf3"),)
     Params: ClassVar[type[BaseModel]] = RouterThroughputParams
