@@ -112,22 +112,23 @@ def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, s
             ) -> float | None:
     """RFC 3550 jitter between two timestamps; each side's clock (wall, else monotonic) only
     appears in differences, so the two hosts' clocks need not agree."""
-    for send_clock in ("wall", "monotonic"):
-        for recv_clock in ("wall", "monotonic"):
-            pairs: list[tuple[int, int]] = []
-            for rt in round_trips:
-                if not isinstance(rt, dict) or rt.get("lost") != "false":
-                    continue
-                s = _stamp(rt, *send, send_clock)
-                r = _stamp(rt, *receive, recv_clock)
-                if s is None or r is None:
-                    pairs = []
-                    break
-                pairs.append((s, r))
-            if len(pairs) >= 2:
-                a = np.array(pairs, dtype=np.int64)
-                return rfc3550_jitter_ns(a[:, 0], a[:, 1]) / 1e6
-    return None
+    received = [rt for rt in round_trips if isinstance(rt, dict) and rt.get("lost") == "false"]
+    if len(received) < 2:
+        return None
+    clocks = ("wall", "monotonic")
+    send_clock = next((c for c in clocks if _stamp(received[0], *send, c) is not None), None)
+    recv_clock = next((c for c in clocks if _stamp(received[0], *receive, c) is not None), None)
+    if send_clock is None or recv_clock is None:
+        return None
+    pairs: list[tuple[int, int]] = []
+    for rt in received:
+        s = _stamp(rt, *send, send_clock)
+        r = _stamp(rt, *receive, recv_clock)
+        if s is None or r is None:
+            return None  # not every reply carries the stamp: no consistent series
+        pairs.append((s, r))
+    a = np.array(pairs, dtype=np.int64)
+    return rfc3550_jitter_ns(a[:, 0], a[:, 1]) / 1e6
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -146,7 +147,10 @@ def _load(text: str) -> dict[str, Any]:
 
 
 def parse_irtt_json(text: str) -> IrttResult:
-    doc = _load(text)
+    return _result(_load(text))
+
+
+def _result(doc: dict[str, Any]) -> IrttResult:
     stats = doc["stats"]
     sent = _count(stats, "packets_sent") or 0
     received = _count(stats, "packets_received") or 0
@@ -201,8 +205,8 @@ def irtt_measurements(result: IrttResult) -> list[Measurement]:
 
 
 def parse_irtt_full(text: str) -> Parsed:
-    result = parse_irtt_json(text)
     doc = _load(text)
+    result = _result(doc)
     version = doc.get("version")
     name = (f"irtt {version.get('irtt', '')}".strip() if isinstance(version, dict) else "irtt")
     warnings = []

@@ -187,7 +187,10 @@ def timeline(snapshots: Sequence[VarnishSnapshot], times: Sequence[float] | None
 
 def parse_varnishstat(text: str) -> list[Measurement]:
     """One snapshot → its cumulative counters; several → the timeline between them."""
-    snapshots = parse_snapshots(text)
+    return _measurements(parse_snapshots(text))
+
+
+def _measurements(snapshots: list[VarnishSnapshot]) -> list[Measurement]:
     if len(snapshots) > 1:
         return timeline(snapshots)
     snap = snapshots[0]
@@ -211,9 +214,9 @@ def _layout(text: str) -> str:
 
 
 def parse_varnishstat_full(text: str) -> Parsed:
-    measurements = parse_varnishstat(text)
-    count = len(parse_snapshots(text))
-    return Parsed(measurements, f"varnishstat -j, {_layout(text)}, {count} snapshot(s)")
+    snapshots = parse_snapshots(text)
+    return Parsed(_measurements(snapshots),
+                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)")
 
 
 PARSERS = (

@@ -1,0 +1,86 @@
+"""Floor: parsing 10,000 saved outputs takes <= 5 s (issue 11; was bonnie++/fio only, issue 5).
+
+Cycles through every real output of the parser corpus (tests/data/{fio,iperf3,bonnie,irtt,
+varnishstat}: plain and gzip) and reads each with ``Parser.read`` — decompression, decoding,
+parsing, warnings — as ``virtbench parse`` does, without file I/O in the timed loop. The
+reference, timed in the same run and alternated with it, is the least any reader must do with
+the same bytes: decompress and ``json.loads`` (JSON files) or split into lines (tables, CSV).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.record import record
+from tests.unit.parsers.corpus import all_corpus
+from virtbench.parsers.registry import get_parser
+
+COUNT = 10_000
+ROUNDS = 5
+FLOOR_S = 5.0
+
+
+def _reference(data: bytes) -> object:
+    raw = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    text = raw.decode("utf-8", errors="replace")
+    start = text.find("\n{") + 1 if not text.startswith("{") else 0
+    if text.lstrip().startswith("{") or start > 0:
+        try:
+            return json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError:
+            pass
+    return text.splitlines()
+
+
+def _timed(work: Callable[[], int]) -> tuple[float, int]:
+    started = time.perf_counter()
+    count = work()
+    return time.perf_counter() - started, count
+
+
+def main() -> None:
+    inputs = [(get_parser(tool), path.read_bytes()) for tool, path in all_corpus()]
+
+    def virtbench() -> int:
+        return sum(len(inputs[i % len(inputs)][0].read(inputs[i % len(inputs)][1]).measurements)
+                   for i in range(COUNT))
+
+    def reference() -> int:
+        for i in range(COUNT):
+            _reference(inputs[i % len(inputs)][1])
+        return COUNT
+
+    ours, refs = [], []
+    measurements = 0
+    for _ in range(ROUNDS):  # alternate, so drift on the busy machine hits both alike
+        elapsed, measurements = _timed(virtbench)
+        ours.append(elapsed)
+        refs.append(_timed(reference)[0])
+    ratios = [o / r for o, r in zip(ours, refs, strict=True)]
+    median = statistics.median(ours)
+    verdict = "meets" if max(ours) <= FLOOR_S else "MISSES"
+    tools = sorted({p.tool for p, _ in inputs})
+    body = (
+        "| outputs parsed | distinct files | measurements | time, median [min, max] of "
+        f"{ROUNDS} | reference (decompress + json.loads / split) | ratio to reference | floor |\n"
+        "|---:|---:|---:|---:|---:|---:|---|\n"
+        f"| {COUNT} | {len(inputs)} ({', '.join(tools)}) | {measurements} | "
+        f"{median:.2f} s [{min(ours):.2f}, {max(ours):.2f}] | "
+        f"{statistics.median(refs):.2f} s [{min(refs):.2f}, {max(refs):.2f}] | "
+        f"{statistics.median(ratios):.1f}× [{min(ratios):.1f}, {max(ratios):.1f}] | "
+        f"≤ {FLOOR_S:.0f} s (slowest round): {verdict} |\n"
+    )
+    print(body)
+    record("parsers: parse speed", ".venv/bin/python benchmarks/parse_speed.py", body)
+
+
+if __name__ == "__main__":
+    main()
