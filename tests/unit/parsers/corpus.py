@@ -8,7 +8,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 # Files beside the outputs that are not outputs of the parsed tool: notes, the scripts and job
 # files that made them, and the human-readable reports used as cross-checks.
-_NOT_OUTPUTS = ("README.md", "generate.sh", "generate.py", ".fio", ".server.txt")
+_NOT_OUTPUTS = ("README.md", ".sh", ".py", ".fio", ".server.txt")
 _DIRS = {"fio": "fio", "iperf3": "iperf3", "bonnie++": "bonnie", "irtt": "irtt",
          "varnishstat": "varnishstat"}
 

@@ -99,6 +99,9 @@ def _iperf3_server_receiver(name: str, role: str = "receiver") -> list[tuple[str
     ("iperf3.12-tcp-loopback", "receiver", "throughput_mbps"),
     ("iperf3.12-tcp-reverse-loopback", "sender", "sender_throughput_mbps"),  # -R: server sends
     ("iperf3.12-udp-100M-loopback", "receiver", "throughput_mbps"),
+    ("iperf3.18-tcp-json-stream-loopback", "receiver", "throughput_mbps"),
+    ("iperf3.18-udp-json-stream-loopback", "receiver", "throughput_mbps"),
+    ("iperf3.18-udp-loopback", "receiver", "throughput_mbps"),
 ])
 def test_iperf3_client_json_matches_server_text(json_name: str, role: str, metric: str) -> None:
     ms = _read("iperf3", f"iperf3/{json_name}.json")

@@ -132,6 +132,16 @@ def test_iperf3_pre_311_udp_has_only_end_sum() -> None:
     assert any("iperf3 < 3.11" in w for w in parsed.warnings)
 
 
+def test_iperf3_json_stream_reads_like_json() -> None:
+    stream = _parsed("iperf3", "iperf3/iperf3.18-udp-json-stream-loopback.json")
+    assert stream.format == "iperf 3.18 --json-stream" and not stream.warnings
+    got = _by(stream.measurements)
+    assert (got["udp_packets"].value, got["udp_lost_packets"].value) == (763, 50)
+    bidir = _parsed("iperf3", "iperf3/iperf3.18-tcp-bidir-json-stream-loopback.json")
+    assert {m.labels.get("direction") for m in bidir.measurements} == \
+        {"client_to_server", "server_to_client"}
+
+
 def test_iperf3_error_without_results_is_a_parse_error() -> None:
     with pytest.raises(ParseError, match="unable to connect"):
         get_parser("iperf3").read(json.dumps(
