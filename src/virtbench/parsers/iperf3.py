@@ -155,8 +155,8 @@ def _rtt(streams: list[Any], sending: bool | None) -> dict[str, float]:
     means, mins, maxs = [], [], []
     for stream in streams:
         sender = stream.get("sender") if isinstance(stream, dict) else None
-        if not isinstance(sender, dict) or _num(sender, "mean_rtt") is None:
-            continue
+        if not isinstance(sender, dict) or not _num(sender, "max_rtt"):
+            continue  # absent, or zeros: with -R before 3.11 the remote sender's RTT is not sent
         if sending is not None and bool(sender.get("sender", True)) != sending:
             continue
         means.append(_num(sender, "mean_rtt") or 0.0)

@@ -119,17 +119,20 @@ def test_iperf3_udp_bidir_and_reverse_parallel() -> None:
 
 
 def test_iperf3_pre_311_udp_has_only_end_sum() -> None:
-    # iperf3 < 3.11 writes UDP results only as end.sum; a real 3.12 output with the 3.11+
-    # sum_sent/sum_received removed is what such an output holds.
-    doc = json.loads((DATA / "iperf3/iperf3.12-udp-100M-loopback.json").read_text())
-    del doc["end"]["sum_sent"], doc["end"]["sum_received"]
-    parsed = get_parser("iperf3").read(json.dumps(doc).encode())
+    parsed = _parsed("iperf3", "iperf3/iperf3.9-udp-loopback.json")
     got = _by(parsed.measurements)
+    assert parsed.format == "iperf 3.9 -J"
     assert (got["throughput_mbps"].value, got["throughput_mbps"].status) == \
         (None, "not_measured")
-    assert got["sender_throughput_mbps"].value == pytest.approx(100.004336, rel=1e-6)
-    assert (got["udp_packets"].value, got["udp_lost_packets"].value) == (763, 4)
+    assert got["sender_throughput_mbps"].value == pytest.approx(100.003386, rel=1e-6)
+    assert (got["udp_packets"].value, got["udp_lost_packets"].value) == (763, 1)
     assert any("iperf3 < 3.11" in w for w in parsed.warnings)
+
+
+def test_iperf3_reverse_rtt_zeros_are_not_reported() -> None:
+    got = _by(_parsed("iperf3", "iperf3/iperf3.9-tcp-reverse-loopback.json").measurements)
+    assert not [k for k in got if k.startswith("tcp_rtt")]
+    assert got["throughput_mbps"].value
 
 
 def test_iperf3_json_stream_reads_like_json() -> None:
