@@ -37,7 +37,8 @@ def _fio_normal(text: str) -> list[tuple[str, float, float, float]]:
     rows = []
     normal = text[text.rindex("\n}") :]
     pattern = (r"^\s+(read|write|trim): IOPS=([\d.]+)(k?) BW=([\d.]+)(\w?)iB/s.*\n"
-               r"\s+clat \((usec|nsec|msec)\): min=\S+ max=\S+ avg=([\d.]+)")
+               r"(?:\s+slat.*\n)?"
+               r"\s+clat \((usec|nsec|msec)\): min=\s*\S+ max=\s*\S+ avg=\s*([\d.]+)")
     for m in re.finditer(pattern, normal.replace(", ", " "), re.MULTILINE):
         iops = float(m.group(2)) * (1000 if m.group(3) else 1)
         bw = float(m.group(4)) * _BINARY[m.group(5) or ""] / 1024
@@ -46,8 +47,9 @@ def _fio_normal(text: str) -> list[tuple[str, float, float, float]]:
     return rows
 
 
-def test_fio_json_and_normal_of_one_run_agree() -> None:
-    name = "fio/fio3.33-json-normal-write-randrw.txt"
+@pytest.mark.parametrize("version", ["3.25", "3.33", "3.39"])
+def test_fio_json_and_normal_of_one_run_agree(version: str) -> None:
+    name = f"fio/fio{version}-json-normal-write-randrw.txt"
     ms = _read("fio", name)
     normal = _fio_normal((DATA / name).read_text())
     series = ["seqwrite", "randrw_read", "randrw_write"]
@@ -61,8 +63,9 @@ def test_fio_json_and_normal_of_one_run_agree() -> None:
     assert _value(ms, "randrw_cpu_sys_pct") == pytest.approx(float(cpu[1][1]), abs=0.01)
 
 
-def test_fio_numjobs_rows_and_total_match_fio_group_line() -> None:
-    name = "fio/fio3.33-numjobs2-randread-json-normal.txt"
+@pytest.mark.parametrize("version", ["3.25", "3.33", "3.39"])
+def test_fio_numjobs_rows_and_total_match_fio_group_line(version: str) -> None:
+    name = f"fio/fio{version}-numjobs2-randread-json-normal.txt"
     ms = _read("fio", name)
     text = (DATA / name).read_text()
     normal = _fio_normal(text)

@@ -62,6 +62,14 @@ def test_fio_2x_json_in_microseconds_named_by_direction() -> None:
     assert any("no job options" in w for w in parsed.warnings)
 
 
+@pytest.mark.parametrize("version", ["3.25", "3.39"])
+def test_fio_gtod_reduce_in_other_releases(version: str) -> None:
+    got = _by(_parsed("fio", f"fio/fio{version}-gtod-reduce-randwrite.json").measurements)
+    clat = got["randwrite_clat_mean_us"]
+    assert (clat.value, clat.status) == (None, "not_measured")
+    assert got["randwrite_iops"].value
+
+
 def test_fio_2x_without_latencies_is_not_measured() -> None:
     # fio 2.x has no N; gtod_reduce left min = max = mean = 0 with I/O done. One real 2.x
     # output with its write clat zeroed as gtod_reduce=1 writes it.
