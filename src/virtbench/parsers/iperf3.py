@@ -168,8 +168,8 @@ def _rtt(streams: list[Any], sending: bool | None) -> dict[str, float]:
             "tcp_rtt_min_ms": min(mins) / 1e3, "tcp_rtt_max_ms": max(maxs) / 1e3}
 
 
-def _sums(sent: Any, received: Any, udp: Any, labels: dict[str, str], interrupted: bool,
-          warnings: list[str]) -> list[Measurement]:
+def _sums(sent: Any, received: Any, udp: Any, labels: dict[str, str], interrupted: bool
+          ) -> list[Measurement]:
     """Measurements of one direction's (or one stream's) sums."""
     out: list[Measurement] = []
     sent_bps = _num(sent, "bits_per_second")
@@ -213,8 +213,8 @@ def _direction(end: dict[str, Any], reverse_half: bool, udp_proto: bool) -> tupl
 
 
 def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
-                         labels_of: dict[bool, dict[str, str]], interrupted: bool,
-                         warnings: list[str]) -> list[Measurement]:
+                         labels_of: dict[bool, dict[str, str]], interrupted: bool
+                         ) -> list[Measurement]:
     per_direction: dict[bool, list[Any]] = {True: [], False: []}
     for stream in streams:
         if not isinstance(stream, dict):
@@ -231,7 +231,7 @@ def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
             udp = stream.get("udp") if udp_proto else None
             socket = (udp or sender or {}).get("socket", "?")
             labels = {**labels_of[sending], "stream": str(socket)}
-            out += _sums(sender, receiver, udp, labels, interrupted, warnings)
+            out += _sums(sender, receiver, udp, labels, interrupted)
             for metric, value in _rtt([stream], None).items():
                 out.append(Measurement(metric, value, labels=dict(labels)))
     return out
@@ -240,6 +240,9 @@ def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
 def parse_iperf3_full(text: str) -> Parsed:
     """Every result of one iperf3 client output (``-J`` or ``--json-stream``)."""
     doc, fmt, warnings = _document(text)
+    if fmt.endswith("--json-stream") and "end" not in doc:
+        raise ParseError(f"{fmt} has no 'end' event after {len(doc['intervals'])} interval(s): "
+                         "the run did not finish; expected start, interval... and end events")
     error = _check_error(doc, fmt)
     interrupted = error is not None
     if interrupted:
@@ -267,12 +270,12 @@ def parse_iperf3_full(text: str) -> Parsed:
     for reverse_half in halves:
         sent, received, udp = _direction(end, reverse_half, udp_proto)
         labels = labels_of[not reverse_half]
-        out += _sums(sent, received, udp, labels, interrupted, warnings)
+        out += _sums(sent, received, udp, labels, interrupted)
         if not udp_proto:
             sending = (not reverse_half) if bidir else None
             for metric, value in _rtt(streams, sending).items():
                 out.append(Measurement(metric, value, labels=dict(labels)))
-    out += _stream_measurements(streams, udp_proto, bidir, labels_of, interrupted, warnings)
+    out += _stream_measurements(streams, udp_proto, bidir, labels_of, interrupted)
     cpu = end.get("cpu_utilization_percent") or {}
     host, remote = _num(cpu, "host_total"), _num(cpu, "remote_total")
     if not bidir:

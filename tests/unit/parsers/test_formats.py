@@ -153,6 +153,13 @@ def test_iperf3_json_stream_reads_like_json() -> None:
         {"client_to_server", "server_to_client"}
 
 
+def test_iperf3_json_stream_cut_before_its_end_event() -> None:
+    lines = (DATA / "iperf3/iperf3.18-tcp-json-stream-loopback.json").read_bytes().splitlines()
+    assert lines[-1].startswith(b'{"event":"end"')
+    with pytest.raises(ParseError, match=r"no 'end' event after \d+ interval"):
+        get_parser("iperf3").read(b"\n".join(lines[:-1]))
+
+
 def test_iperf3_error_without_results_is_a_parse_error() -> None:
     with pytest.raises(ParseError, match="unable to connect"):
         get_parser("iperf3").read(json.dumps(
