@@ -21,8 +21,8 @@ from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
 from virtbench.parsers.jsontext import find_json
 
 __all__ = [
-    "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements", "parse_iperf3",
-    "parse_iperf3_full", "parse_iperf3_json",
+    "IPERF3_DETAIL_METRICS", "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements",
+    "parse_iperf3", "parse_iperf3_full", "parse_iperf3_json",
 ]
 
 IPERF3_METRICS = (
@@ -41,6 +41,9 @@ IPERF3_METRICS = (
            "iperf3 process CPU use on the sending host (user+system, % of one core)"),
     Metric("cpu_receiver_pct", "%", Better.LOWER,
            "iperf3 process CPU use on the receiving host (user+system, % of one core)"),
+)
+"""What ``iperf3_measurements`` gives (the workloads' metrics, positions kept: they slice it)."""
+IPERF3_DETAIL_METRICS = (
     Metric("udp_packets", "packets", Better.HIGHER,
            "UDP datagrams the sender sent (iperf3 'packets')"),
     Metric("udp_lost_packets", "packets", Better.LOWER,
@@ -358,5 +361,5 @@ def parse_iperf3(text: str) -> list[Measurement]:
 
 PARSERS = (
     Parser("iperf3", "iperf3 -J or --json-stream (TCP/UDP, -R, --bidir, -P; 3.x)",
-           IPERF3_METRICS, parse_iperf3, parse_iperf3_full),
+           IPERF3_METRICS + IPERF3_DETAIL_METRICS, parse_iperf3, parse_iperf3_full),
 )
