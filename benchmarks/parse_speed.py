@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import statistics
 import sys
 import time
@@ -58,6 +59,7 @@ def main() -> None:
             _reference(inputs[i % len(inputs)][1])
         return COUNT
 
+    load_before = os.getloadavg()[0]
     ours, refs = [], []
     measurements = 0
     for _ in range(ROUNDS):  # alternate, so drift on the busy machine hits both alike
@@ -76,7 +78,10 @@ def main() -> None:
         f"{median:.2f} s [{min(ours):.2f}, {max(ours):.2f}] | "
         f"{statistics.median(refs):.2f} s [{min(refs):.2f}, {max(refs):.2f}] | "
         f"{statistics.median(ratios):.1f}× [{min(ratios):.1f}, {max(ratios):.1f}] | "
-        f"≤ {FLOOR_S:.0f} s (slowest round): {verdict} |\n"
+        f"≤ {FLOOR_S:.0f} s (slowest round): {verdict} |\n\n"
+        f"Load average (1 min) of the shared 2-core machine: {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after; the reference takes the same load, so the ratio is "
+        "the figure to compare across runs.\n"
     )
     print(body)
     record("parsers: parse speed", ".venv/bin/python benchmarks/parse_speed.py", body)

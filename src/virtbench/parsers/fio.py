@@ -279,7 +279,9 @@ def parse_fio_full(text: str) -> Parsed:
     doc = found.doc
     version = str(doc.get("fio version", "fio"))
     fmt = f"{version} JSON" + ("+normal" if found.after.strip() else "")
-    warnings: list[str] = []
+    warnings: list[str] = [
+        f"fio printed: {line.strip()[:120]}" for line in found.before.splitlines()
+        if line.startswith("fio:") or "error" in line.lower() or "warn" in line.lower()]
     jobs = _jobs(doc, version, warnings)
     out: list[Measurement] = []
     labelled_rows: list[tuple[_Job, str, dict[str, Any]]] = []

@@ -94,6 +94,14 @@ def test_fio_group_reporting_has_no_job_rows() -> None:
     assert all(not m.labels for m in ms)
 
 
+def test_fio_messages_before_the_json_are_warnings() -> None:
+    raw = (DATA / "fio/fio3.33-json-normal-write-randrw.txt").read_bytes()
+    line = b"fio: this line stands for a warning fio prints before its JSON\n"
+    parsed = get_parser("fio").read(line + raw)
+    assert any(w.startswith("fio printed: fio: this line") for w in parsed.warnings)
+    assert not [w for w in get_parser("fio").read(raw).warnings if w.startswith("fio printed")]
+
+
 def test_fio_failed_job_names_the_job() -> None:
     doc = json.loads((DATA / "fio/fio3.33-global-randwrite.json").read_text())
     doc["jobs"][0]["error"] = 28
