@@ -1,9 +1,10 @@
 """bonnie++ output → measurements: the CSV line(s) and the human-readable table.
 
-bonnie++ (Debian 2.00a, CSV format version 1.98) prints one CSV line per loop (``-x N`` gives N
-lines, preceded by a header line that omits two columns, so fields are read by position). The
-human table is what bonnie++ prints on stdout (or stderr with ``-q``) and what ``bon_csv2txt``
-prints; it rounds rates (``240m``) so the CSV line is preferred when both are present.
+bonnie++ prints one CSV line per loop (``-x N`` gives N lines, preceded by a header line that
+omits two columns, so fields are read by position): format 1.98 (bonnie++ 2.00, 50 fields) and
+1.96/1.97 (bonnie++ 1.96/1.97, 48 fields). The human table is what bonnie++ prints on stdout (or
+stderr with ``-q``) and what ``bon_csv2txt`` prints; 2.00 rounds rates (``240m``), so the CSV
+line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on.
 
 ``+++++`` (and a ``+++`` CPU column) means the test finished too fast to measure: it becomes a
 Measurement with ``value=None`` and ``status="too_fast"``. An empty field means the test was
@@ -95,7 +96,6 @@ _LATENCY_FACTOR = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 # sequential tests and /s for seeks and files.
 _HUMAN_RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)$")
 _HUMAN_FACTOR = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0 * 1024.0}
-_TOO_FAST = "+++++"
 
 
 def _value(
