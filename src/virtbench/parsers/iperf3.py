@@ -215,6 +215,37 @@ def _direction(end: dict[str, Any], reverse_half: bool, udp_proto: bool) -> tupl
     return sent, received, udp
 
 
+def _sending(stream: dict[str, Any], udp_proto: bool) -> bool:
+    """Whether this host sent on the stream (``sender`` flag of its sender or udp part)."""
+    part = stream.get("udp") if udp_proto else stream.get("sender")
+    return bool(part.get("sender", True)) if isinstance(part, dict) else True
+
+
+def _legacy_bidir(end: dict[str, Any], streams: list[Any], udp_proto: bool,
+                  labels_of: dict[bool, dict[str, str]], interrupted: bool,
+                  warnings: list[str]) -> list[Measurement]:
+    """iperf3 before 3.11 writes --bidir end sums for one direction only (their ``sender``
+    flag says which); the other direction is read from its stream when it has one."""
+    sent, received, udp = _direction(end, False, udp_proto)
+    flagged = next((x for x in (sent, udp) if isinstance(x, dict) and "sender" in x), {})
+    summed = bool(flagged.get("sender", True))
+    out = _sums(sent, received, udp, labels_of[summed], interrupted)
+    other = [s for s in streams if isinstance(s, dict) and _sending(s, udp_proto) != summed]
+    if len(other) == 1:
+        stream = other[0]
+        out += _sums(stream.get("sender"), stream.get("receiver"),
+                     stream.get("udp") if udp_proto else None, labels_of[not summed], interrupted)
+    if not udp_proto:
+        for sending in (summed, not summed):
+            for metric, value in _rtt(streams, sending).items():
+                out.append(Measurement(metric, value, labels=dict(labels_of[sending])))
+    warnings.append(
+        f"iperf3 --bidir before 3.11: end sums cover {labels_of[summed]['direction']} only; "
+        f"{labels_of[not summed]['direction']} is read from its "
+        f"{'stream' if len(other) == 1 else 'streams (no sum)'}")
+    return out
+
+
 def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
                          labels_of: dict[bool, dict[str, str]], interrupted: bool
                          ) -> list[Measurement]:
@@ -222,9 +253,7 @@ def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
     for stream in streams:
         if not isinstance(stream, dict):
             continue
-        part = stream.get("udp") if udp_proto else stream.get("sender")
-        sending = bool(part.get("sender", True)) if isinstance(part, dict) else True
-        per_direction[sending if bidir else True].append(stream)
+        per_direction[_sending(stream, udp_proto) if bidir else True].append(stream)
     out: list[Measurement] = []
     for sending, group in per_direction.items():
         if len(group) < 2:
@@ -256,7 +285,11 @@ def parse_iperf3_full(text: str) -> Parsed:
     if not isinstance(end, dict) or not isinstance(test, dict):
         raise ParseError(f"{fmt}: 'start.test_start' and 'end' must be objects")
     udp_proto = str(test.get("protocol", "TCP")).upper() == "UDP"
-    bidir = bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end
+    raw_streams = end.get("streams")
+    streams: list[Any] = raw_streams if isinstance(raw_streams, list) else []
+    both_ways = len({_sending(s, udp_proto) for s in streams if isinstance(s, dict)}) == 2
+    legacy_bidir = both_ways and not any(k.endswith("bidir_reverse") for k in end)
+    bidir = bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end or legacy_bidir
     reverse = bool(test.get("reverse", 0))
     if "sum_sent" not in end and not (udp_proto and "sum" in end):
         raise ParseError(f"{fmt}: no 'end.sum_sent' (nor UDP 'end.sum'); the run produced no "
@@ -267,9 +300,9 @@ def parse_iperf3_full(text: str) -> Parsed:
     labels_of = ({True: {"direction": "client_to_server"}, False: {"direction": "server_to_client"}}
                  if bidir else {True: {}, False: {}})
     out: list[Measurement] = []
-    halves = (False, True) if bidir else (False,)
-    raw_streams = end.get("streams")
-    streams: list[Any] = raw_streams if isinstance(raw_streams, list) else []
+    halves = () if legacy_bidir else (False, True) if bidir else (False,)
+    if legacy_bidir:
+        out += _legacy_bidir(end, streams, udp_proto, labels_of, interrupted, warnings)
     for reverse_half in halves:
         sent, received, udp = _direction(end, reverse_half, udp_proto)
         labels = labels_of[not reverse_half]

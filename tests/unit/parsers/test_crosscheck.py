@@ -201,3 +201,16 @@ def test_bonnie_196_table_reads_like_its_csv() -> None:
         assert (table[metric].value, table[metric].status) == (m.value, m.status), metric
     assert table["seq_output_rewrite_KiBps"].value == 106363  # fills its cell
     assert table["seq_output_rewrite_cpu_pct"].value == 15
+
+
+def test_iperf3_39_bidir_directions_match_server_text() -> None:
+    parsed = get_parser("iperf3").read(
+        (DATA / "iperf3/iperf3.9-tcp-bidir-loopback.json").read_bytes())
+    text = (DATA / "iperf3/iperf3.9-tcp-bidir-loopback.server.txt").read_text()
+    rx = re.search(r"\[RX-S\]\s+0\.00-\S+\s+sec\s+\S+ \S+\s+([\d.]+) Gbits/sec\s+receiver", text)
+    assert rx is not None
+    up = _value(parsed.measurements, "throughput_mbps", direction="client_to_server")
+    assert up == pytest.approx(float(rx.group(1)) * 1e3, rel=0.006)
+    assert _value(parsed.measurements, "throughput_mbps", direction="server_to_client") > 0
+    assert any("before 3.11: end sums cover server_to_client only" in w
+               for w in parsed.warnings)
