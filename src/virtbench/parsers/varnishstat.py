@@ -215,8 +215,14 @@ def _layout(text: str) -> str:
 
 def parse_varnishstat_full(text: str) -> Parsed:
     snapshots = parse_snapshots(text)
+    mapped = {"MAIN.cache_hit", "MAIN.cache_miss", "MAIN.n_lru_nuked", "MAIN.backend_req"}
+    unmapped = [name for name in snapshots[-1].counters if name not in mapped
+                and not (name.startswith(("SMA.", "SMF.")) and name.endswith(("g_bytes",
+                                                                              "g_space")))]
+    warnings = [f"varnishstat: {len(unmapped)} counters not mapped (read: cache hits and "
+                "misses, LRU nukes, backend requests, storage bytes)"] if unmapped else []
     return Parsed(_measurements(snapshots),
-                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)")
+                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)", warnings)
 
 
 PARSERS = (
