@@ -385,27 +385,39 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @app.command()
 def parse(
     tool: Annotated[str, typer.Argument(help="e.g. iperf3, irtt, fio, bonnie++, varnishstat")],
-    file: Annotated[Path, typer.Argument(help="a saved output of the tool ('-' for stdin)")],
+    file: Annotated[Path, typer.Argument(help="a saved output of the tool, plain or gzip/xz/"
+                                         "zstd ('-' for stdin)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Turn a saved tool output into normalised metrics."""
+    """Turn a saved tool output into normalised metrics; warnings go to stderr."""
     from virtbench.parsers.registry import get_parser
 
     parser = get_parser(tool)
-    text = sys.stdin.read() if str(file) == "-" else file.read_text()
-    measurements = parser.parse(text)
+    try:
+        data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        raise VirtbenchError(f"cannot read {file}: {exc.strerror}") from None
+    parsed = parser.read(data)
     units = {m.name: m for m in parser.metrics}
+    for warning in parsed.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if parsed.partial:
+        err.print("[yellow]partial:[/] the tool's run was cut short; values cover part of it")
+    def unit(metric: str) -> str:
+        return units[metric].unit if metric in units else ""
+
     if as_json:
-        console.print_json(json.dumps([
-            {"metric": m.metric, "value": m.value,
-             "unit": units[m.metric].unit if m.metric in units else "", "status": m.status,
-             "t": m.t, "labels": m.labels} for m in measurements]))
+        console.print_json(json.dumps({
+            "tool": tool, "format": parsed.format, "partial": parsed.partial,
+            "warnings": parsed.warnings,
+            "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
+                              "status": m.status, "t": m.t, "labels": m.labels}
+                             for m in parsed.measurements]}))
         return
-    table = Table("metric", "value", "unit", "status", "labels")
-    for m in measurements:
-        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}",
-                      units[m.metric].unit if m.metric in units else "", m.status,
-                      ",".join(f"{k}={v}" for k, v in m.labels.items()))
+    table = Table("metric", "value", "unit", "status", "labels", title=parsed.format)
+    for m in parsed.measurements:
+        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}", unit(m.metric),
+                      m.status, ",".join(f"{k}={v}" for k, v in m.labels.items()))
     console.print(table)
 
 
