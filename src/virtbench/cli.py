@@ -139,6 +139,10 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     from virtbench.report import text
 
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
+    if len(run_ids) > 1:
+        from virtbench.decide.cli import warn_if_not_comparable
+
+        warn_if_not_comparable(st, run_ids, err)
     if fmt == "table" and output is None:
         text.render_terminal(analysis, console, details)
         return
@@ -184,22 +188,6 @@ def report(
     if format == "html" and output is None:
         output = Path("report.html")
     _report(runs or ["latest"], _store(store), format, output, baseline, details, compare_by)
-
-
-@app.command()
-def compare(
-    runs: Annotated[list[str], typer.Argument(help="two or more runs (e.g. imported ones)")],
-    store: StoreOpt = DEFAULT_STORE,
-    format: Annotated[str, typer.Option("--format", "-f")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        help="'run-label/variant' to compare against (default: the first run's baseline)")]
-    = None,
-) -> None:
-    """Compare runs from different hosts in one report (the first run's baseline is the base)."""
-    if len(runs) < 2:
-        raise VirtbenchError("compare needs at least two runs")
-    report(runs, store, format, output, baseline, False, None)
 
 
 @app.command("runs")
@@ -374,6 +362,16 @@ def import_cmd(
 
     run_id = import_run(_store(store), file, replace=replace)
     err.print(f"imported run {run_id}")
+
+
+def _register_decide() -> None:
+    from virtbench.decide import cli as decide_cli
+
+    app.command()(decide_cli.compare)
+    app.command()(decide_cli.history)
+
+
+_register_decide()
 
 
 @lab_app.command("clean")
