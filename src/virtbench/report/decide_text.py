@@ -21,7 +21,7 @@ from virtbench.report.formatting import fmt_value
 __all__ = ["SPARK_WIDTH", "render_comparison", "render_differences", "render_history",
            "sparkline"]
 
-SPARK_WIDTH = 16
+SPARK_WIDTH = 12
 """Most characters of a sparkline; longer histories are averaged into this many buckets."""
 _BARS = "▁▂▃▄▅▆▇█"
 _VERDICT_STYLE = {"better": "green", "worse": "red", "equivalent": "cyan",
@@ -87,7 +87,7 @@ def _verdict(row: ComparisonRow) -> str:
         r.verdict, r.verdict)
     if r.verdict == "inconclusive":
         more = "many" if math.isinf(r.more_repetitions) else f"~{int(r.more_repetitions)}"
-        text += f", {more} more reps/side"
+        text += f": {more} more reps/side"
     style = _VERDICT_STYLE.get(r.verdict)
     return f"[{style}]{text}[/]" if style else text
 
@@ -101,17 +101,19 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
     gate = comparison.fail_pct is not None
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
                   title=f"NEW/BASE ratio of means, 95 % CI; equivalent = within "
-                        f"±{comparison.equivalence_pct:g} % (TOST)", title_justify="left")
+                        f"±{comparison.equivalence_pct:g} % (TOST); ↓ lower is better, "
+                        "↑ higher", title_justify="left")
     table.add_column("workload", overflow="fold", min_width=6)
     table.add_column("metric", overflow="fold", min_width=6)
     if several:
         table.add_column("variant", overflow="fold", min_width=6)
     table.add_column("NEW/BASE [95 % CI]", no_wrap=True)
-    table.add_column("verdict", overflow="fold", min_width=8)
+    table.add_column("verdict", overflow="fold", min_width=12)
     if gate:
         table.add_column("gate", overflow="fold", min_width=4)
     for row in comparison.rows:
-        cells = [row.workload_id, f"{row.metric.name} ({row.metric.better.value} is better)"]
+        arrow = "↓" if row.metric.better.value == "lower" else "↑"
+        cells = [row.workload_id, f"{row.metric.name} {arrow}"]
         if several:
             cells.append(row.variant)
         cells += [_ratio(row), _verdict(row)]
@@ -136,6 +138,13 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
                           f"{len(comparison.rows)} metrics)", highlight=False)
 
 
+def _relative_ci(mean: float, low: float, high: float) -> str:
+    """The CI as percentages of the mean, e.g. '-0.9/+1.0 %' (log-scale CIs are asymmetric)."""
+    if math.isnan(low) or mean == 0:
+        return "–"
+    return f"{100 * (low / mean - 1):+.1f}/{100 * (high / mean - 1):+.1f} %"
+
+
 def render_history(history: History, console: Console) -> None:
     """Selection, a table of series (last mean, sparkline, change points), then each change."""
     scope = (f"experiment file {history.experiment_hash}" if history.experiment_hash
@@ -145,21 +154,21 @@ def render_history(history: History, console: Console) -> None:
                   highlight=False)
     for why, count in history.excluded.items():
         console.print(f"  left out: {count} run(s), {why}", highlight=False)
+    console.print("latest = mean of the latest run; cp = change points, listed below",
+                  highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    table.add_column("workload", overflow="fold", min_width=6)
-    table.add_column("metric", overflow="fold", min_width=6)
-    table.add_column("variant", overflow="fold", min_width=6)
+    table.add_column("workload · metric", overflow="fold", min_width=8)
+    table.add_column("variant", overflow="fold", min_width=8)
     table.add_column("runs", justify="right")
-    table.add_column("latest mean [95 % CI]", overflow="fold")
+    table.add_column("latest", no_wrap=True)
+    table.add_column("95 % CI", no_wrap=True)
     table.add_column("trend", no_wrap=True)
-    table.add_column("changes", justify="right")
+    table.add_column("cp", justify="right")
     for s in history.series:
         last = s.points[-1] if s.points else None
-        latest = "–" if last is None else fmt_value(last.mean, s.metric.unit)
-        if last is not None and not math.isnan(last.ci_low):
-            latest += (f" [{fmt_value(last.ci_low, s.metric.unit, 3)}, "
-                       f"{fmt_value(last.ci_high, s.metric.unit, 3)}]")
-        table.add_row(s.workload_id, s.metric.name, s.variant, str(len(s.points)), latest,
+        table.add_row(f"{s.workload_id} · {s.metric.name}", s.variant, str(len(s.points)),
+                      fmt_value(last.mean, s.metric.unit) if last else "–",
+                      _relative_ci(last.mean, last.ci_low, last.ci_high) if last else "–",
                       sparkline([p.mean for p in s.points]), str(len(s.steps)))
     console.print(table)
     for s in history.series:

@@ -26,7 +26,7 @@ def history_chart(series: MetricHistory) -> str | None:
     high = np.array([p.ci_high for p in series.points])
     divisor, unit = axis_scale([float(v) for v in means], series.metric.unit)
     x = np.arange(1, means.size + 1)
-    fig = _new(7.0, 2.6)
+    fig = _new(7.0, 2.6, label_chars=7)
     ax = fig.add_subplot()
     ax.plot(x, means / divisor, color=BAR_COLOUR, linewidth=1.0, marker="o" if
             means.size <= MAX_MARKERS else None, markersize=3)

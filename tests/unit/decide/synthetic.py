@@ -49,3 +49,21 @@ def add_run(store: Store, values: Mapping[str, Sequence[float]], *, experiment: 
             order += 1
     store.set_run_status(run_id, "complete")
     return run_id
+
+
+def column_cells(text: str, column: str, next_column: str) -> list[str]:
+    """The full text of one column per table row, rejoining the lines a cell wrapped onto (a
+    row starts where the first column is not blank)."""
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if column in line and next_column in line)
+    start, end = lines[header].index(column), lines[header].index(next_column)
+    cells: list[str] = []
+    for line in lines[header + 2:]:
+        if not line.strip() or not line.startswith(" "):
+            break
+        piece = line[start:end].strip()
+        if line[:start].strip():
+            cells.append(piece)
+        elif cells:
+            cells[-1] += piece
+    return cells
