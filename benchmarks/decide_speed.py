@@ -1,0 +1,107 @@
+"""`virtbench compare` of two 100,000-sample runs and `virtbench history` over 1,000 runs
+(floors: ≤ 2 s each, fresh process, median of 3).
+
+The machine is shared, so each command alternates with a reference measured in the same
+rounds: `virtbench --help` in a fresh process (interpreter, imports and CLI start-up, no
+work); the table gives the median, the spread (min–max) and the ratio to the reference.
+
+Run: .venv/bin/python benchmarks/decide_speed.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+
+import numpy as np
+from _common import REPO, temp_dir
+from record import record
+
+from virtbench.model import Better, Measurement, Metric
+from virtbench.store import Store, TrialRecord
+from virtbench.store.portable import export_run
+
+ROUNDS = 3
+SAMPLES_PER_RUN = 100_000
+HISTORY_RUNS = 1_000
+METRICS = [Metric("time_s", "s", Better.LOWER, "t", primary=True),
+           Metric("rate_Bps", "B/s", Better.HIGHER, "r")]
+UNITS = {m.name: m.unit for m in METRICS}
+FACTS = {"cpu": {"model": "bench CPU", "logical_cpus": 2, "flags": ["sse4.2"]},
+         "kernel": "Linux", "tools": {}}
+SPEC = "name: bench\n"
+
+
+def _run(st: Store, rng: np.random.Generator, scale: float, trials: int,
+         per_trial: int, variants: tuple[str, ...]) -> str:
+    run_id = st.create_run(experiment="bench", description="", spec_yaml=SPEC, spec_path="",
+                           seed=1, host="h", target="local", baseline=variants[0], version="b")
+    st.add_variants(run_id, [(v, {}) for v in variants], variants[0])
+    st.add_workload(run_id, "w", "bench.w", 0, {}, METRICS)
+    st.add_facts(run_id, "before", FACTS)
+    order = 0
+    for rep in range(trials):
+        for variant in variants:
+            values = rng.normal(scale, 0.02 * scale, per_trial // 2)
+            ms = [Measurement("time_s", float(v)) for v in values]
+            ms += [Measurement("rate_Bps", float(1e9 / v)) for v in values]
+            st.record_trial(run_id, TrialRecord(variant, "w", rep, order, False, "ok", "", 0.0,
+                                                1.0, "local", None, {}), ms, UNITS)
+            order += 1
+    st.set_run_status(run_id, "complete")
+    return run_id
+
+
+def _timed(args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([str(REPO / ".venv/bin/virtbench"), *args], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    tmp = temp_dir()
+    rng = np.random.default_rng(1)
+    pair_db, history_db = str(tmp / "pair.db"), str(tmp / "history.db")
+    st = Store(pair_db)
+    # 100 trials × 1,000 samples (2 variants × 2 metrics) = 100,000 samples per run
+    base, new = (_run(st, rng, scale, 50, SAMPLES_PER_RUN // 100, ("a", "b"))
+                 for scale in (1.0, 1.01))
+    export_run(st, base, tmp / "base.json.gz")
+    export_run(st, new, tmp / "new.json.gz")
+    counts = [st.sample_count(base), st.sample_count(new)]
+    hs = Store(history_db)
+    for i in range(HISTORY_RUNS):  # 2 variants × 5 repetitions × 2 metrics per run
+        _run(hs, rng, 1.0 + 0.05 * (i >= HISTORY_RUNS // 2), 5, 2, ("a", "b"))
+    commands = {
+        "`virtbench --help` (reference)": ["--help"],
+        "`compare BASE NEW --fail-if-worse 5` (store)": ["compare", base, new, "-s", pair_db,
+                                                          "--fail-if-worse", "5"],
+        "`compare base.json.gz new.json.gz` (exported files)": [
+            "compare", str(tmp / "base.json.gz"), str(tmp / "new.json.gz")],
+        "`history` (1,000 runs)": ["history", "-s", history_db],
+        "`history -f html` (1,000 runs)": ["history", "-s", history_db, "-f", "html", "-o",
+                                           str(tmp / "h.html")],
+    }
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(ROUNDS):  # alternate: every command once per round
+        for label, args in commands.items():
+            times[label].append(_timed(args))
+    reference = statistics.median(times["`virtbench --help` (reference)"])
+    rows = [f"| {label} | {statistics.median(ts):.2f} s | {min(ts):.2f}–{max(ts):.2f} s | "
+            f"{statistics.median(ts) / reference:.1f}× |" for label, ts in times.items()]
+    body = (f"Two runs of {counts[0]:,} and {counts[1]:,} samples (2 variants × 2 metrics); a "
+            f"history of {HISTORY_RUNS:,} runs (2 variants × 2 metrics × 5 repetitions, a 5 % "
+            "step half-way).\n\n"
+            "| command (fresh process) | median of 3 | min–max | ÷ reference |\n"
+            "|---|---|---|---|\n" + "\n".join(rows)
+            + "\n\nFloors: `compare` of two 100,000-sample runs ≤ 2 s; `history` over 1,000 "
+              "runs ≤ 2 s (no external reference is named for these).\n")
+    record("decide: compare and history speed", ".venv/bin/python benchmarks/decide_speed.py",
+           body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
