@@ -10,6 +10,7 @@ Run: .venv/bin/python benchmarks/decide_speed.py
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import time
@@ -53,11 +54,16 @@ def _run(st: Store, rng: np.random.Generator, scale: float, trials: int,
     return run_id
 
 
-def _timed(args: list[str]) -> float:
+def _timed(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user + system) of one fresh `virtbench ARGS` process."""
     start = time.perf_counter()
-    subprocess.run([str(REPO / ".venv/bin/virtbench"), *args], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    child = subprocess.Popen([str(REPO / ".venv/bin/virtbench"), *args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: the gate fired, as planted
+        raise SystemExit(f"virtbench {' '.join(args)} failed")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -84,18 +90,29 @@ def main() -> None:
         "`history -f html` (1,000 runs)": ["history", "-s", history_db, "-f", "html", "-o",
                                            str(tmp / "h.html")],
     }
-    times: dict[str, list[float]] = {label: [] for label in commands}
+    walls: dict[str, list[float]] = {label: [] for label in commands}
+    cpus: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(ROUNDS):  # alternate: every command once per round
         for label, args in commands.items():
-            times[label].append(_timed(args))
-    reference = statistics.median(times["`virtbench --help` (reference)"])
-    rows = [f"| {label} | {statistics.median(ts):.2f} s | {min(ts):.2f}–{max(ts):.2f} s | "
-            f"{statistics.median(ts) / reference:.1f}× |" for label, ts in times.items()]
+            wall, cpu = _timed(args)
+            walls[label].append(wall)
+            cpus[label].append(cpu)
+    ref = "`virtbench --help` (reference)"
+    ref_wall, ref_cpu = statistics.median(walls[ref]), statistics.median(cpus[ref])
+    rows = []
+    for label in commands:
+        wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
+        rows.append(f"| {label} | {wall:.2f} s ({min(walls[label]):.2f}–"
+                    f"{max(walls[label]):.2f}) | {wall / ref_wall:.2f}× | {cpu:.2f} s | "
+                    f"{cpu - ref_cpu:+.2f} s |")
+    load = os.getloadavg()[0]
     body = (f"Two runs of {counts[0]:,} and {counts[1]:,} samples (2 variants × 2 metrics); a "
             f"history of {HISTORY_RUNS:,} runs (2 variants × 2 metrics × 5 repetitions, a 5 % "
             "step half-way).\n\n"
-            "| command (fresh process) | median of 3 | min–max | ÷ reference |\n"
-            "|---|---|---|---|\n" + "\n".join(rows)
+            f"Load average (1 min) at the end: {load:.1f} on {os.cpu_count()} cores.\n\n"
+            "| command (fresh process) | wall, median of 3 (min–max) | ÷ reference wall | "
+            "CPU (user+sys), median | CPU beyond the reference |\n"
+            "|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n\nFloors: `compare` of two 100,000-sample runs ≤ 2 s; `history` over 1,000 "
               "runs ≤ 2 s (no external reference is named for these).\n")
     record("decide: compare and history speed", ".venv/bin/python benchmarks/decide_speed.py",

@@ -30,7 +30,8 @@ def main() -> None:
     for dist in ("normal", "lognormal"):
         r = null_gate_rate(dist, seed=20261123)
         rows.append((f"`--fail-if-worse 0`, equal {dist} distributions, n ∈ "
-                     f"{set(NULL_SIZES)}, CV ∈ {{{', '.join(f'{c:.0%}' for c in NULL_CVS)}}}, "
+                     f"{{{', '.join(map(str, NULL_SIZES))}}}, CV ∈ "
+                     f"{{{', '.join(f'{c:.0%}' for c in NULL_CVS)}}}, "
                      "both directions", r, "≤ 5 % (within MC error)"))
     for better in (Better.LOWER, Better.HIGHER):
         rows.append((f"planted 10 % regression ({better.value} is better), "
