@@ -90,19 +90,21 @@ def _from_store(st: Any, ref: str, with_values: bool) -> RunData:
     facts = st.facts(info.id)
     before = next((data for _id, phase, _t, data in facts if phase == "before"),
                   facts[0][3] if facts else {})
-    values: Values = {}
-    if with_values:
-        grouped: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-        for variant, wid, metric, value in st.scalar_values(info.id):
-            grouped[(variant, wid, metric)].append(value)
-        values = {k: np.asarray(v, dtype=np.float64) for k, v in grouped.items()}
     variants = st.variants(info.id)
+    metrics = st.metrics(info.id)
+    values: Values = {}
+    if with_values:  # one index range per group, straight into numpy (the report's fast path)
+        for name, _knobs, _b in variants:
+            for wid, metric in metrics:
+                _reps, group = st.group_values(info.id, name, wid, metric)
+                if group.size:
+                    values[(name, wid, metric)] = group
     return RunData(
         id=info.id, experiment=info.experiment, host=info.host, started_at=info.started_at,
         status=info.status, spec_yaml=info.spec_yaml, source="store",
         variants={name: knobs for name, knobs, _b in variants}, baseline=info.baseline,
         workloads={wid: (name, params) for wid, name, params in st.workloads(info.id)},
-        metrics=st.metrics(info.id), facts=before, values=values)
+        metrics=metrics, facts=before, values=values)
 
 
 def _from_file(path: Path, with_values: bool) -> RunData:
