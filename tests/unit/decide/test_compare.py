@@ -118,8 +118,14 @@ def test_many_runs_compare_still_reports_and_warns(sqlite_store: Store, cli,  # 
     assert code == 0
     assert "h1/default" in out and "h2/default" in out  # the side-by-side report
     assert "not comparable" in err and "kernel" in err
-    code, _, _ = cli("report", *runs[:2], "-s", str(tmp_path / "decide.db"))
-    assert code == 0
+    code, _, err = cli("report", *runs[:2], "-s", str(tmp_path / "decide.db"))
+    assert code == 0 and "not comparable" in err and "Linux 6.1" in err
+    code, _, err = cli("compare", *runs, "-s", str(tmp_path / "decide.db"), "--strict")
+    assert code == 0  # kernels differ, but nothing --strict refuses
+    other = add_run(sqlite_store, {"default": rng.normal(1, 0.01, 5)}, host="h9",
+                    params={"size_mib": 64})
+    code, _, err = cli("compare", *runs, other, "-s", str(tmp_path / "decide.db"), "--strict")
+    assert code == 2 and "size_mib" in err
 
 
 def test_table_identifies_every_variant_at_80_columns(sqlite_store: Store) -> None:
