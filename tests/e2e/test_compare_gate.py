@@ -21,8 +21,8 @@ baseline: cpu
 variants:
   - {{name: cpu, knobs: {{cpu_features: {features}}}}}
 workloads:
-  - {{name: cpu.crc32c, params: {{size_mib: 16, loops: 5}}}}
-repetitions: 6
+  - {{name: cpu.crc32c, params: {{size_mib: 4, loops: 21}}}}
+repetitions: 8
 warmup: 1
 """
 WITH_SSE42 = "[ssse3, sse4.1, sse4.2]"
