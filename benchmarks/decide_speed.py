@@ -24,6 +24,7 @@ from virtbench.store import Store, TrialRecord
 from virtbench.store.portable import export_run
 
 ROUNDS = 3
+FLOOR_S = 2.0
 SAMPLES_PER_RUN = 100_000
 HISTORY_RUNS = 1_000
 METRICS = [Metric("time_s", "s", Better.LOWER, "t", primary=True),
@@ -106,6 +107,13 @@ def main() -> None:
                     f"{max(walls[label]):.2f}) | {wall / ref_wall:.2f}× | {cpu:.2f} s | "
                     f"{cpu - ref_cpu:+.2f} s |")
     load = os.getloadavg()[0]
+    verdicts = []
+    for label in ("`compare BASE NEW --fail-if-worse 5` (store)", "`history` (1,000 runs)"):
+        wall, cpu = statistics.median(walls[label]), statistics.median(cpus[label])
+        verdicts.append(f"- {label}: floor {'met' if wall <= FLOOR_S else 'not met'} in wall "
+                        f"time here ({wall:.2f} s); CPU {cpu:.2f} s, of which {ref_cpu:.2f} s is "
+                        "what `virtbench --help` alone costs (interpreter, NumPy, SciPy, "
+                        "SQLAlchemy, typer).")
     body = (f"Two runs of {counts[0]:,} and {counts[1]:,} samples (2 variants × 2 metrics); a "
             f"history of {HISTORY_RUNS:,} runs (2 variants × 2 metrics × 5 repetitions, a 5 % "
             "step half-way).\n\n"
@@ -114,7 +122,8 @@ def main() -> None:
             "CPU (user+sys), median | CPU beyond the reference |\n"
             "|---|---|---|---|---|\n" + "\n".join(rows)
             + "\n\nFloors: `compare` of two 100,000-sample runs ≤ 2 s; `history` over 1,000 "
-              "runs ≤ 2 s (no external reference is named for these).\n")
+              "runs ≤ 2 s (no external reference is named for these).\n\n"
+            + "\n".join(verdicts) + "\n")
     record("decide: compare and history speed", ".venv/bin/python benchmarks/decide_speed.py",
            body)
     print(body)
