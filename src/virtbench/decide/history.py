@@ -91,19 +91,21 @@ class History:
 
 def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
                 any_spec: bool = False, any_host: bool = False) -> tuple[list[Any], History]:
-    """The runs of one experiment (name, or a run id whose experiment is meant; default the
-    latest run's), same experiment hash and host fingerprint as the reference run (the latest
-    one, on ``host`` if given) unless relaxed. Returns the runs in time order and an empty
+    """The runs of one experiment (name, or a run of it; default the latest run's), with the
+    same experiment hash and host fingerprint as the reference run (the run given, else the
+    latest one, on ``host`` if given) unless relaxed. Returns the runs in time order and an empty
     History describing the selection."""
     runs = st.runs()
     if not runs:
         raise VirtbenchError(f"the store {st.url} holds no runs yet")
+    given = None
     if experiment is None:
         name = runs[-1].experiment
     elif any(r.experiment == experiment for r in runs):
         name = experiment
-    else:
-        name = st.run(experiment).experiment
+    else:  # a run: its experiment, compared by its own file hash and host
+        given = st.run(experiment)
+        name = given.experiment
     candidates = [r for r in runs if r.experiment == name]
     if host is not None:
         candidates = [r for r in candidates if r.host == host]
@@ -111,7 +113,7 @@ def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
             hosts = sorted({r.host for r in runs if r.experiment == name})
             raise VirtbenchError(f"--host {host}: no run of {name} on that host; hosts: "
                                  f"{', '.join(hosts)}")
-    reference = candidates[-1]
+    reference = given if given is not None and given in candidates else candidates[-1]
     facts = st.facts_of_runs([r.id for r in candidates])
     digest = experiment_digest(reference.spec_yaml)
     fingerprint = host_fingerprint(reference.host, facts.get(reference.id, {}))

@@ -45,6 +45,12 @@ def test_runs_of_another_experiment_file_or_host_are_left_out(sqlite_store: Stor
     assert sum(history.excluded.values()) == 2
     assert len(build_history(sqlite_store, "exp", any_spec=True, any_host=True).run_ids) == 10
     assert build_history(sqlite_store, "exp", host="host-a").run_ids == ids
+    edited = build_history(sqlite_store, _first(sqlite_store))
+    assert len(edited.run_ids) == 1  # a run given by id is the reference: its own file hash
+
+
+def _first(st: Store) -> str:
+    return st.runs()[0].id
 
 
 def test_terminal_json_and_html(sqlite_store: Store, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
