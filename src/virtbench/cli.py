@@ -13,18 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from virtbench.model import VirtbenchError
-from virtbench.runner.engine import ProgressHook
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -58,33 +49,6 @@ def _store(location: str) -> Any:
     return Store(location)
 
 
-class _RichProgress(ProgressHook):
-    def __init__(self, quiet: bool) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(),
-                                 console=err, disable=quiet, transient=False)
-        self.task: Any = None
-
-    def start(self, total: int) -> None:
-        self.progress.start()
-        self.task = self.progress.add_task("trials", total=total)
-
-    def set_total(self, total: int) -> None:
-        self.progress.update(self.task, total=total)
-
-    def advance(self, key: Any, ok: bool) -> None:
-        self.progress.update(self.task, advance=1,
-                             description=f"{key.variant} · {key.workload_id}")
-
-    def message(self, text: str) -> None:
-        if not self.progress.disable:
-            self.progress.console.print(text, highlight=False)
-
-    def stop(self) -> None:
-        self.progress.stop()
-
-
 @app.command()
 def run(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
@@ -115,7 +79,9 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
+    from virtbench.cli_progress import RichProgress
+
+    runner = Runner(st, exp, text, str(experiment), progress=RichProgress(err, quiet))
     try:
         outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:

@@ -41,9 +41,9 @@ def _opener(location: str) -> Any:
 
 
 def _dumps(document: Any) -> str:
-    from virtbench.report.text import _json_safe
+    from virtbench.report.formatting import json_safe
 
-    return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False) + "\n"
+    return json.dumps(json_safe(document), indent=2, default=str, allow_nan=False) + "\n"
 
 
 def _refuse_strict(diffs: list[Any], what: str) -> None:

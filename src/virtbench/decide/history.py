@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
 from virtbench.decide.runs import experiment_digest, host_fingerprint
 from virtbench.model import Better, Metric, VirtbenchError
@@ -142,7 +142,7 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]]) -> li
     mean = total / n
     with np.errstate(divide="ignore", invalid="ignore"):
         var = np.maximum(0.0, (squares - total * mean) / (n - 1))
-        t = sps.t.ppf(0.5 + CONFIDENCE / 2, np.maximum(n - 1, 1))
+        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
         half = t * np.sqrt(var / n)
         # positive means: the interval of the log of the mean (delta method), never below 0
         rel = half / mean

@@ -6,17 +6,20 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from virtbench.decide.comparability import Difference
-from virtbench.decide.compare import Comparison, ComparisonRow
-from virtbench.decide.history import History
-from virtbench.decide.runs import RunData
 from virtbench.report.formatting import fmt_value
+
+if TYPE_CHECKING:  # history pulls in the change-point library: only `history` needs it
+    from virtbench.decide.comparability import Difference
+    from virtbench.decide.compare import Comparison, ComparisonRow
+    from virtbench.decide.history import History
+    from virtbench.decide.runs import RunData
 
 __all__ = ["SPARK_WIDTH", "render_comparison", "render_differences", "render_history",
            "sparkline"]
@@ -72,13 +75,18 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _num(ratio: float) -> str:
+    """Four decimals near 1 (1.0100 stays distinguishable from 1.0149), else 4 digits."""
+    return f"{ratio:.4f}" if 0.1 <= ratio < 10 else f"{ratio:.4g}"
+
+
 def _ratio(row: ComparisonRow) -> str:
     r = row.result
     if math.isnan(r.ratio):
         return "–"
     if math.isnan(r.ci_low):
-        return f"{r.ratio:.4g}"
-    return f"{r.ratio:.4g} [{r.ci_low:.4g}, {r.ci_high:.4g}]"
+        return _num(r.ratio)
+    return f"{_num(r.ratio)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
 
 
 def _verdict(row: ComparisonRow) -> str:

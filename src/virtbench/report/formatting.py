@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["fmt_num", "fmt_p", "fmt_ratio", "fmt_value"]
+__all__ = ["fmt_num", "fmt_p", "fmt_ratio", "fmt_value", "json_safe"]
 
 _PREFIXES = [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"),
              (1e-9, "n")]
@@ -44,3 +45,14 @@ def fmt_p(p: float | None) -> str:
     if p is None or math.isnan(p):
         return "–"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinity (e.g. an undefined CI for n=1) become null: JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

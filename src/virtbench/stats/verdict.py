@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
+from scipy import special
 
 from virtbench.model import Better
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence
@@ -76,11 +76,18 @@ def log_ratio_moments(mean_base: Array, var_base: Array, n_base: Array,
                            np.sqrt(total), df, rb, rn)
 
 
+# scipy.special rather than scipy.stats: the same functions, without the second it takes to
+# import scipy.stats (the compare command's floor is 2 s in a fresh process).
 def _t_sf(z: Array, df: Array) -> Array:
     """P(T > z) for Student t with df (normal where df is infinite); z = ±inf gives 0 or 1."""
     with np.errstate(invalid="ignore"):
-        return np.asarray(np.where(np.isinf(df), sps.norm.sf(z), sps.t.sf(z, np.minimum(df, 1e12))),
-                          dtype=np.float64)
+        return np.asarray(np.where(np.isinf(df), special.ndtr(-z),
+                                   special.stdtr(np.minimum(df, 1e12), -z)), dtype=np.float64)
+
+
+def _z(p: float) -> float:
+    """Standard normal quantile."""
+    return float(special.ndtri(p))
 
 
 def _standardise(diff: Array, se: Array) -> Array:
@@ -140,17 +147,17 @@ def more_repetitions(m: LogRatioMoments, n_base: Array, n_new: Array,
     Normal approximation with equal n on both sides: n = (z_α + z_β)² (v_base + v_new) / δ²,
     δ = |L| for a difference, margin - |L| for equivalence. 0 where the current n suffices.
     """
-    z_beta = float(sps.norm.ppf(POWER))
+    z_beta = _z(POWER)
     per_sample = m.rel_var_base + m.rel_var_new
     high = math.log1p(margin_pct / 100.0)
     low = -math.log1p(-margin_pct / 100.0)
     size = np.abs(m.log_ratio)
     margin = np.where(m.log_ratio >= 0, high, low)
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_diff = (float(sps.norm.ppf(1 - ALPHA / 2)) + z_beta) ** 2 * per_sample / size**2
+        n_diff = (_z(1 - ALPHA / 2) + z_beta) ** 2 * per_sample / size**2
         eq_gap = margin - size
         n_eq = np.where(eq_gap > 0,
-                        (float(sps.norm.ppf(1 - ALPHA)) + z_beta) ** 2 * per_sample / eq_gap**2,
+                        (_z(1 - ALPHA) + z_beta) ** 2 * per_sample / eq_gap**2,
                         np.inf)
     needed = np.minimum(np.nan_to_num(n_diff, nan=np.inf), n_eq)
     have = np.minimum(np.asarray(n_base, dtype=np.float64), n_new)
@@ -201,8 +208,8 @@ def ratio_verdict(base: SampleLike, new: SampleLike, better: Better, *,
     m = log_ratio_moments(np.array([mb]), np.array([np.var(x, ddof=1)]), np.array([nb]),
                           np.array([mn]), np.array([np.var(y, ddof=1)]), np.array([nn]))
     df = float(m.df[0])
-    t = float(sps.norm.ppf(0.5 + confidence / 2) if math.isinf(df)
-              else sps.t.ppf(0.5 + confidence / 2, df))
+    q = 0.5 + confidence / 2
+    t = _z(q) if math.isinf(df) else float(special.stdtrit(df, q))
     lr, se = float(m.log_ratio[0]), float(m.se[0])
     p_eq = float(equivalence_p(m, equivalence_pct)[0])
     p_two = float(two_sided_p(m)[0])
