@@ -19,8 +19,10 @@ import pytest
 from virtbench.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
-# Caches tools make in the root by design; anything else a test leaves there is a stray output.
-_ROOT_CACHES = {".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache", ".coverage"}
+# Caches made in the root by design (tools; .cache: the lab tests' guest images, gitignored);
+# anything else a test leaves there is a stray output.
+_ROOT_CACHES = {".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache", ".coverage",
+                ".cache"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
