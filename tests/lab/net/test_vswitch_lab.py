@@ -16,6 +16,7 @@ from virtbench.labs.net.hugepages import sysfs_pool
 from virtbench.labs.net.ovs import OvsStartError
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
+from virtbench.net_qos.grading import emodel, mos_from_r, tiphon_delay, tiphon_index
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_probe import QosProbe
@@ -29,6 +30,11 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def _lab_namespaces(lab: VSwitchLab) -> set[str]:
+    """This lab's namespaces only: other labs may come and go on a shared machine meanwhile."""
+    return {ns for ns in _namespaces() if ns.startswith(f"vbnet-{lab.lab_id}-")}
+
+
 def _ctx(state: object, workdir: Path) -> TrialContext:
     return TrialContext(target=state.target, variant="v", knobs={}, workdir=workdir,  # type: ignore[attr-defined]
                         repetition=0, seed=1, services=state.services)  # type: ignore[attr-defined]
@@ -37,11 +43,11 @@ def _ctx(state: object, workdir: Path) -> TrialContext:
 @pytest.mark.parametrize("switch", ["linux-bridge", "ovs", "ovs-dpdk"])
 def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Path) -> None:
     lab = VSwitchLab(None, tmp_path, LocalTarget())
-    before = _namespaces()
     try:
         lab.up()
         # A DPDK start-up failure fails here with ovs-vswitchd.log's last lines (OvsStartError).
         state = lab.enter(switch, {"switch": switch, "background_mbps": 20})
+        assert len(_lab_namespaces(lab)) == 5
         assert state.services["switch"] == switch
         transfer = QosTransfer(QosTransfer.Params(duration_s=2))
         started = time.time()
@@ -52,10 +58,20 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         assert values["throughput_mbps"] > 10
         assert values["capture_packets"] > 100
         assert values["study_delay_ms"] > 0 and values["study_throughput_mbps"] > 10
-        assert 1 <= values["tiphon_index"] <= 4
+        # The grades are the grading functions of this trial's own measurements (not merely
+        # within the scales' ranges, which the functions guarantee by construction) ...
+        assert values["tiphon_index"] == pytest.approx(tiphon_index(
+            values["study_delay_ms"], values["study_jitter_ms"], values["study_loss_pct"]))
+        model = emodel(values["one_way_delay_down_ms"], values["rfc3550_jitter_down_ms"],
+                       values["probe_loss_pct"])
+        assert values["emodel_r"] == pytest.approx(model.r_factor)
+        assert values["emodel_mos"] == pytest.approx(mos_from_r(values["emodel_r"]))
+        # ... and on a switch between namespaces delays are far below TIPHON's 150 ms and the
+        # E-model's 177.3 ms knee (a unit slip, ns or µs read as ms, would cross both).
+        assert tiphon_delay(values["study_delay_ms"]) == 4
+        assert values["one_way_delay_down_ms"] < 177.3 and model.id_delay < 0.024 * 177.3
         if switch == "linux-bridge":  # veth through a bridge loses nothing; capture keeps all
             assert values["study_loss_pct"] < 0.1
-        assert 1 <= values["emodel_mos"] <= 4.5
         probe = QosProbe(QosProbe.Params(duration_s=1, interval_ms=20))
         pv = {m.metric: m.value for m in probe.run(_ctx(state, tmp_path)).measurements}
         assert pv["rtt_mean_ms"] > 0
@@ -65,7 +81,7 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         lab.leave(switch)
     finally:
         lab.down()
-    assert _namespaces() == before
+    assert not _lab_namespaces(lab)
     assert not any(p.name.startswith("vbnet-") for p in (tmp_path / "labs").iterdir())
 
 
