@@ -1,0 +1,54 @@
+"""LocalTarget.run_timed: real commands, timed spawn to exit, with run()'s error behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from virtbench.targets.base import CommandFailed
+from virtbench.targets.local import LocalTarget
+
+
+def test_duration_covers_the_command_and_output_is_not_kept() -> None:
+    result = LocalTarget().run_timed(["sh", "-c", "echo out; sleep 0.05"])
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    assert result.argv == ("sh", "-c", "echo out; sleep 0.05")
+    assert result.duration_s >= 0.05
+
+
+def test_failure_carries_status_and_stderr() -> None:
+    with pytest.raises(CommandFailed, match="exited 3: bad thing") as caught:
+        LocalTarget().run_timed(["sh", "-c", "echo bad thing >&2; exit 3"])
+    assert caught.value.result.returncode == 3
+    unchecked = LocalTarget().run_timed(["sh", "-c", "exit 4"], check=False)
+    assert unchecked.returncode == 4
+
+
+def test_env_is_set_and_unset_like_run() -> None:
+    target = LocalTarget()
+    target.run_timed(["sh", "-c", 'test "$VB_X" = y'], env={"VB_X": "y"})
+    target.run_timed(["sh", "-c", 'test -z "${HOME+set}"'], env={"HOME": None})
+
+
+def test_missing_program_is_status_127() -> None:
+    with pytest.raises(CommandFailed) as caught:
+        LocalTarget().run_timed(["vb-no-such-program"])
+    assert caught.value.result.returncode == 127
+    assert "vb-no-such-program" in str(caught.value)
+
+
+def test_time_limit_kills_the_command() -> None:
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        LocalTarget().run_timed(["sleep", "30"], timeout=0.2)
+    assert time.monotonic() - started < 20  # killed, not waited for
+
+
+def test_command_gets_default_sigpipe_not_pythons_ignore() -> None:
+    # SigIgn is a hex mask; SIGPIPE (13) is bit 12. Python itself ignores SIGPIPE.
+    with pytest.raises(CommandFailed) as caught:
+        LocalTarget().run_timed(["sh", "-c", "grep SigIgn /proc/$$/status >&2; exit 1"])
+    mask = int(caught.value.result.stderr.split()[-1], 16)
+    assert not mask & (1 << 12)
