@@ -221,7 +221,21 @@ class _ClosedRun(_Base):
         stream = url_stream(cfg.seed, worker, len(self.wires), cfg.url_choice, cfg.users)
         waiter: list[asyncio.Future[None]] = []
 
-        def on_done(_conn: Http1Connection, _record: RequestRecord) -> None:
+        def on_done(done_conn: Http1Connection, done: RequestRecord) -> None:
+            # The common case, an answer on a live keep-alive connection with no think time:
+            # send the next request from this callback. Waking the user's coroutine for each
+            # request (a future, a task step) cost a third of the generator's time per request.
+            # A failed request (timeout, bad response) leaves to the coroutine: its connection
+            # is about to be dropped.
+            if (not cfg.think_time_s and not done.error and not done_conn.closed
+                    and done_conn.keep_alive):
+                scheduled = self.clock()
+                if scheduled < cfg.duration_s:
+                    record = RequestRecord(index=len(self.records), worker=worker,
+                                           url=stream.next(), scheduled=scheduled)
+                    self.records.append(record)
+                    done_conn.send(record, self.wires[record.url], cfg.timeout_s)
+                    return
             if waiter and not waiter[0].done():
                 waiter[0].set_result(None)
 

@@ -47,11 +47,13 @@ class Http1Connection(asyncio.Protocol):
         self._state = _HEAD
         self._remaining = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- asyncio callbacks -------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self._loop = asyncio.get_running_loop()
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -81,15 +83,14 @@ class Http1Connection(asyncio.Protocol):
 
     # -- requests ----------------------------------------------------------------------------
     def send(self, record: RequestRecord, wire: bytes, timeout_s: float) -> None:
-        assert self.transport is not None and self.current is None
+        assert self.transport is not None and self._loop is not None and self.current is None
         self.current = record
         self._state = _HEAD
         self._buf.clear()
         self.keep_alive = True
-        loop = asyncio.get_running_loop()
         record.start = self.clock()
         self.transport.write(wire)
-        self._timer = loop.call_later(timeout_s, self._timed_out)
+        self._timer = self._loop.call_later(timeout_s, self._timed_out)
 
     def abort(self) -> None:
         if self.transport is not None and not self.closed:
@@ -186,33 +187,32 @@ class Http1Connection(asyncio.Protocol):
     def _head(self, head: bytes) -> None:
         record = self.current
         assert record is not None
-        lines = head.split(b"\r\n")
-        status_line = lines[0].split(b" ", 2)
+        first_end = head.find(b"\r\n")
+        status_line = (head if first_end < 0 else head[:first_end]).split(b" ", 2)
         if len(status_line) < 2 or not status_line[0].startswith(b"HTTP/1."):
             raise ValueError("not an HTTP/1.x response")
         record.status = int(status_line[1])
-        length = -1
-        chunked = False
+        # Look up the few headers we use instead of splitting every line: this runs once per
+        # response and, at tens of thousands of responses a second, per-line work shows.
+        lower = head.lower()
+        length_value = _header(head, lower, b"content-length")
+        length = int(length_value) if length_value is not None else -1
+        encoding = _header(head, lower, b"transfer-encoding")
+        chunked = encoding is not None and b"chunked" in encoding.lower()
         self.keep_alive = status_line[0] == b"HTTP/1.1"
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            key = name.strip().lower()
-            value = value.strip()
-            if key == b"content-length":
-                length = int(value)
-            elif key == b"transfer-encoding":
-                chunked = b"chunked" in value.lower()
-            elif key == b"connection":
-                v = value.lower()
-                if v == b"close":
-                    self.keep_alive = False
-                elif v == b"keep-alive":
-                    self.keep_alive = True
-            elif key == b"x-varnish":
-                record.cache = "hit" if len(value.split()) >= 2 else "miss"
-            elif key == b"age":
-                with contextlib.suppress(ValueError):
-                    record.age_s = int(value)
+        connection = _header(head, lower, b"connection")
+        if connection is not None:
+            if connection.lower() == b"close":
+                self.keep_alive = False
+            elif connection.lower() == b"keep-alive":
+                self.keep_alive = True
+        varnish = _header(head, lower, b"x-varnish")
+        if varnish is not None:
+            record.cache = "hit" if len(varnish.split()) >= 2 else "miss"
+        age = _header(head, lower, b"age")
+        if age is not None:
+            with contextlib.suppress(ValueError):
+                record.age_s = int(age)
         if record.status in (204, 304) or 100 <= record.status < 200:
             self._finish()
         elif chunked:
@@ -225,3 +225,14 @@ class Http1Connection(asyncio.Protocol):
         else:
             self._state = _UNTIL_CLOSE
             self.keep_alive = False
+
+
+def _header(head: bytes, lower: bytes, name: bytes) -> bytes | None:
+    """The stripped value of header ``name`` (lower case) in ``head``, or None; ``lower`` is
+    ``head.lower()``, so names match in any case while values keep theirs."""
+    at = lower.find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    end = head.find(b"\r\n", start)
+    return (head[start:] if end < 0 else head[start:end]).strip()

@@ -1,4 +1,5 @@
-"""The open model sends on schedule even when every answer is slow (no coordinated omission).
+"""Against slow answers: the open model still sends on schedule (no coordinated omission);
+closed-model users wait for each answer on one connection and time out cleanly.
 
 A fake server on 127.0.0.1 answers each request 250 ms after it arrives and notes when each
 request's bytes reached it (time.monotonic(), the clock of the load generator's event loop).
@@ -15,6 +16,7 @@ send would show arrivals seconds after its recorded sends.
 
 from __future__ import annotations
 
+import itertools
 import socket
 import statistics
 import threading
@@ -120,3 +122,25 @@ def test_the_lag_bound_catches_sends_that_wait_for_answers(slow_server: SlowServ
     # with coordinated omission always does. The same measure must then flag the lateness.
     lags, _sends, _arrivals = _load(slow_server, max_connections=2, duration_s=1)
     assert statistics.median(lags) > 10 * LAG_BOUND_S, lags
+
+
+def test_closed_users_send_one_request_per_answer_on_one_connection(
+        slow_server: SlowServer) -> None:
+    result = run_load(LoadConfig(model="closed", users=2, duration_s=1,
+                                 urls=[f"http://127.0.0.1:{slow_server.port}/"]))
+    by_user = {w: [r for r in result.records if r.worker == w] for w in (0, 1)}
+    for records in by_user.values():
+        # 1 s of answers that take ≥ 250 ms: at most 4 requests (fewer on a busy machine),
+        # each sent when the previous answer came, all on the user's first connection.
+        assert 1 <= len(records) <= 4 and all(r.ok for r in records)
+        assert [r.new_connection for r in records] == [True] + [False] * (len(records) - 1)
+        for previous, following in itertools.pairwise(records):
+            assert following.scheduled >= previous.end
+
+
+def test_closed_timeouts_fail_alone_and_the_user_reconnects(slow_server: SlowServer) -> None:
+    result = run_load(LoadConfig(model="closed", users=2, duration_s=0.5, timeout_s=0.1,
+                                 urls=[f"http://127.0.0.1:{slow_server.port}/"]))
+    assert result.records
+    assert {r.error for r in result.records} == {"timeout"}  # no follow-on 'closed' failures
+    assert all(r.new_connection for r in result.records)
