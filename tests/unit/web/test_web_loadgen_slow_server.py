@@ -144,3 +144,25 @@ def test_closed_timeouts_fail_alone_and_the_user_reconnects(slow_server: SlowSer
     assert result.records
     assert {r.error for r in result.records} == {"timeout"}  # no follow-on 'closed' failures
     assert all(r.new_connection for r in result.records)
+
+
+def test_closed_users_split_over_processes_start_together(slow_server: SlowServer) -> None:
+    # Two generator processes, two users each: one run of four users on one time zero.
+    result = run_load(LoadConfig(model="closed", users=4, processes=2, duration_s=2,
+                                 urls=[f"http://127.0.0.1:{slow_server.port}/"]))
+    assert result.meta["processes"] == 2
+    assert {r.worker for r in result.records} == {0, 1, 2, 3}
+    assert [r.index for r in result.records] == list(range(len(result.records)))
+    assert all(r.ok for r in result.records)
+    for worker in range(4):
+        mine = [r for r in result.records if r.worker == worker]
+        assert 1 <= len(mine) <= 8  # 2 s of answers that take ≥ 250 ms
+        # Both processes started at the common instant, not one after the other's start-up
+        # (seconds on a busy machine): each user's first send is within one answer of zero.
+        assert mine[0].scheduled < ANSWER_AFTER_S
+    assert len(slow_server.arrivals) == len(result.records)
+
+
+def test_processes_apply_to_the_closed_python_engine_only() -> None:
+    with pytest.raises(ValueError, match="processes > 1"):
+        LoadConfig(model="open", processes=2, urls=["http://127.0.0.1:1/"])
