@@ -52,3 +52,13 @@ def test_command_gets_default_sigpipe_not_pythons_ignore() -> None:
         LocalTarget().run_timed(["sh", "-c", "grep SigIgn /proc/$$/status >&2; exit 1"])
     mask = int(caught.value.result.stderr.split()[-1], 16)
     assert not mask & (1 << 12)
+
+
+def test_time_limits_fire_only_for_commands_that_outlive_them() -> None:
+    target = LocalTarget()
+    for _ in range(20):  # finished long before their limit: never reported as timed out
+        assert target.run_timed(["true"], timeout=60).returncode == 0
+    # a later, shorter limit than the watchdog was sleeping for must still wake it
+    with pytest.raises(subprocess.TimeoutExpired):
+        target.run_timed(["sleep", "30"], timeout=0.2)
+    assert target.run_timed(["true"], timeout=60).returncode == 0
