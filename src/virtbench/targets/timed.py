@@ -101,7 +101,7 @@ class _Watchdog:
                     if deadline <= now:
                         del self._due[pidfd]
                         self._expired.add(pidfd)
-                        with contextlib.suppress(ProcessLookupError):
+                        with contextlib.suppress(OSError):  # already exited: nothing to do
                             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 self._wake_at = min(self._due.values(), default=float("inf"))
                 self._cond.wait(None if self._wake_at == float("inf")
@@ -112,13 +112,25 @@ _WATCHDOG = _Watchdog()
 
 
 def _wait(pid: int, timeout: float | None) -> int | None:
-    """The wait status of ``pid``, or None after killing it when ``timeout`` passed first."""
-    if timeout is None:
-        return os.waitpid(pid, 0)[1]
+    """The wait status of ``pid``, or None after killing it when ``timeout`` passed first.
+
+    Interrupted (Ctrl-C, or SIGTERM turned into one by the runner), the command is killed and
+    reaped before the interruption goes on, as subprocess.run does.
+    """
     pidfd = os.pidfd_open(pid)
     try:
-        _WATCHDOG.watch(pidfd, time.monotonic() + timeout)
-        status = os.waitpid(pid, 0)[1]
-        return None if _WATCHDOG.release(pidfd) else status
+        if timeout is not None:
+            _WATCHDOG.watch(pidfd, time.monotonic() + timeout)
+        try:
+            status = os.waitpid(pid, 0)[1]
+        finally:
+            timed_out = timeout is not None and _WATCHDOG.release(pidfd)
+        return None if timed_out else status
+    except BaseException:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        raise
     finally:
         os.close(pidfd)

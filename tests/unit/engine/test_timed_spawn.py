@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,22 @@ def test_time_limits_fire_only_for_commands_that_outlive_them() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         target.run_timed(["sleep", "30"], timeout=0.2)
     assert target.run_timed(["true"], timeout=60).returncode == 0
+
+
+def test_an_interrupted_wait_kills_the_command(tmp_path: Path) -> None:
+    # SIGALRM stands in for Ctrl-C: the handler raises while run_timed waits for the command.
+    marker = tmp_path / "survived"
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            LocalTarget().run_timed(["sh", "-c", f"sleep 1; touch {marker}"], timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    time.sleep(1.5)
+    assert not marker.exists()  # the command was killed, not left running
