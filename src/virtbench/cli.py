@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from virtbench.cli_errors import ErrorReportingGroup
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
 
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False, add_completion=False,
+                  cls=ErrorReportingGroup)
 lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
 console = Console()
@@ -50,6 +52,19 @@ _SUBCOMMANDS = (("virtbench.kvm.cli", "app", "kvm"),)
 for _module, _attr, _name in _SUBCOMMANDS:
     with contextlib.suppress(ImportError):  # a feature whose optional dependency is missing
         app.add_typer(getattr(import_module(_module), _attr), name=_name)
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option(
+        "--debug", envvar="VIRTBENCH_DEBUG",
+        help="on an error, also print the Python traceback")] = False,
+) -> None:
+    """virtbench: reproducible, statistically rigorous experiments on virtualised infrastructure.
+
+    Exit codes: 0 success, 1 the run or check failed, 2 bad input or usage, 3 a bug in
+    virtbench, 130 interrupted (docs/cli.md).
+    """
 
 
 def _store(location: str) -> Any:
@@ -328,11 +343,11 @@ def parse(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Turn a saved tool output into normalised metrics."""
+    from virtbench.cli_input import parse_input, read_text_input
     from virtbench.parsers.registry import get_parser
 
     parser = get_parser(tool)
-    text = sys.stdin.read() if str(file) == "-" else file.read_text()
-    measurements = parser.parse(text)
+    measurements = parse_input(parser.parse, read_text_input(file), tool, file)
     units = {m.name: m for m in parser.metrics}
     if as_json:
         console.print_json(json.dumps([
@@ -413,15 +428,8 @@ def lab_clean() -> None:
 
 
 def main() -> None:
-    try:
-        app()
-    except VirtbenchError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: samples so far are stored; resume with "
-                  "`virtbench run FILE --resume latest`")
-        sys.exit(130)
+    # Every failure of a command is reported by ErrorReportingGroup (cli_errors.py).
+    app()
 
 
 if __name__ == "__main__":
