@@ -83,17 +83,19 @@ def report(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, KeyboardInterrupt):
         if debug:
             traceback.print_exception(exc)
-        _err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'})", highlight=False)
+        _err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'})", highlight=False,
+                   soft_wrap=True)
         return EXIT_INTERRUPTED
     failure = classify(exc)
     if failure is None:
         traceback.print_exception(exc)
         _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: {exc}\n"
-                   "Please report it with the traceback above.", highlight=False)
+                   "Please report it with the traceback above.", highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
     if debug:
         traceback.print_exception(exc)
-    _err.print(f"[red]error:[/] {failure.message}", highlight=False)
+    # Not wrapped: paths and commands in the message stay copyable.
+    _err.print(f"[red]error:[/] {failure.message}", highlight=False, soft_wrap=True)
     return failure.exit_code
 
 

@@ -67,6 +67,10 @@ class Target(abc.ABC):
     def python(self) -> list[str]:
         """argv prefix that runs a Python 3 interpreter on this target."""
 
+    def check(self) -> list[str]:
+        """Problems that stop this target from running anything (an unreachable host)."""
+        return []
+
     def describe(self) -> str:
         return self.name
 

@@ -51,6 +51,9 @@ class CgroupTarget(Target):
         return self.inner.spawn(self.cgroup.wrap(list(argv)), env=env, cwd=cwd, stdout=stdout,
                                 stderr=stderr)
 
+    def check(self) -> list[str]:
+        return self.inner.check()
+
     def which(self, binary: str) -> str | None:
         return self.inner.which(binary)
 

@@ -144,6 +144,13 @@ class SSHTarget(Target):
         full = [*self._base, "-tt", "--", self.host, shlex.join(remote)]
         return self._local.spawn(full, stdout=stdout, stderr=stderr)
 
+    def check(self) -> list[str]:
+        result = self.run(["true"], check=False, timeout=60)
+        if result.returncode == 0:
+            return []
+        reason = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+        return [f"cannot reach {self.name}: {reason}"]
+
     def which(self, binary: str) -> str | None:
         result = self.run(["sh", "-c", 'command -v -- "$1"', "sh", binary], check=False)
         path = result.stdout.strip()
