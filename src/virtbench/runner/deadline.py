@@ -3,9 +3,10 @@
 A trial sees its target through :class:`DeadlineTarget`: every command it runs gets at most the
 time left (the target ends the command's whole process group when that runs out: locally with
 ``killpg``, over SSH and the guest agent with ``timeout`` on the far side), and every process it
-spawns is killed with its process group when the limit passes. A trial stuck in Python code of
-its own is interrupted :data:`GRACE_S` later by SIGALRM (main thread only). Whatever the
-workload returns or raises after the limit, the trial failed with "time limit N s exceeded".
+spawns is killed with its process group when the limit passes (SIGALRM in the main thread, a
+timer thread elsewhere). A trial still stuck :data:`GRACE_S` later, in Python code of its own,
+is interrupted by a second SIGALRM (main thread only). Whatever the workload returns or raises
+after the limit, the trial failed with "time limit N s exceeded".
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class _Deadline:
         self.limit_s = limit_s
         self.ends_at = time.monotonic() + limit_s
         self._spawned: list[subprocess.Popen[bytes]] = []
-        self._lock = threading.Lock()
+        # Re-entrant: the SIGALRM handler may run while the main thread holds it in track().
+        self._lock = threading.RLock()
 
     def remaining(self) -> float:
         return self.ends_at - time.monotonic()
@@ -74,8 +76,8 @@ class _Deadline:
     def kill_spawned(self) -> None:
         with self._lock:
             for proc in self._spawned:
-                if proc.poll() is None:
-                    kill_process_group(proc)
+                if proc.poll() is None:  # poll() never blocks, also inside a signal handler
+                    kill_process_group(proc, reap=False)
 
 
 class DeadlineTarget(Target):
@@ -118,17 +120,12 @@ def run_with_time_limit(run: Callable[[TrialContext], TrialResult], ctx: TrialCo
     """``run(ctx)`` within ``limit_s`` seconds; TimeLimitExceeded when it took longer."""
     deadline = _Deadline(limit_s)
     limited = dataclasses.replace(ctx, target=DeadlineTarget(ctx.target, deadline))
-    watchdog = threading.Timer(limit_s, deadline.kill_spawned)
-    watchdog.daemon = True
-    with _alarm(limit_s + GRACE_S, deadline.reason()):
-        watchdog.start()
+    with _watchdog(deadline):
         try:
             result = run(limited)
         except Exception as exc:
             _raise_if_expired(deadline, exc)
             raise
-        finally:
-            watchdog.cancel()
     _raise_if_expired(deadline, None)
     return result
 
@@ -141,17 +138,31 @@ def _raise_if_expired(deadline: _Deadline, cause: Exception | None) -> None:
 
 
 @contextlib.contextmanager
-def _alarm(after_s: float, reason: str) -> Iterator[None]:
-    """Raise TimeLimitExceeded in the main thread after ``after_s`` (no-op in other threads)."""
+def _watchdog(deadline: _Deadline) -> Iterator[None]:
+    """At the limit, kill what the trial spawned; GRACE_S later, interrupt the trial itself.
+
+    In the main thread this costs two system calls per trial (no thread is started).
+    """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        timer = threading.Timer(deadline.limit_s, deadline.kill_spawned)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
         return
+    rings = 0
 
     def ring(_signum: int, _frame: FrameType | None) -> None:
-        raise TimeLimitExceeded(reason)
+        nonlocal rings
+        rings += 1
+        deadline.kill_spawned()  # a wait() on a spawned process now returns
+        if rings > 1:
+            raise TimeLimitExceeded(deadline.reason())
 
     previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, after_s)
+    signal.setitimer(signal.ITIMER_REAL, deadline.limit_s, GRACE_S)
     try:
         yield
     finally:

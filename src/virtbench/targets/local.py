@@ -27,12 +27,15 @@ def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
     return env
 
 
-def kill_process_group(proc: subprocess.Popen[Any]) -> None:
+def kill_process_group(proc: subprocess.Popen[Any], *, reap: bool = True) -> None:
     """SIGKILL the process group that ``proc`` leads (started with ``start_new_session``),
-    then reap ``proc``; children that moved to a session of their own are out of reach."""
+    then reap ``proc`` unless ``reap`` is False (in a signal handler, where waiting could
+    deadlock with a wait it interrupted); children that moved to a session of their own are
+    out of reach."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    if reap:
+        proc.wait()
 
 
 class LocalTarget(Target):

@@ -4,6 +4,7 @@ is recorded as failed with the reason, and the run goes on."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -78,6 +79,26 @@ def test_spawned_process_group_is_killed_at_the_limit(tmp_path: Path) -> None:
         run_with_time_limit(waits_forever, _ctx(tmp_path, LocalTarget()), 0.5)
     assert spawned[0].returncode == -9
     assert _running_in_group(spawned[0].pid) == []  # the background sleep went with its group
+
+
+def test_spawned_process_is_killed_outside_the_main_thread(tmp_path: Path) -> None:
+    """No SIGALRM off the main thread: a timer thread kills the group instead."""
+    outcome: list[BaseException] = []
+
+    def waits_forever(ctx: TrialContext) -> TrialResult:
+        ctx.target.spawn(["sleep", "1000"]).wait()
+        return TrialResult([])
+
+    def trial() -> None:
+        try:
+            run_with_time_limit(waits_forever, _ctx(tmp_path, LocalTarget()), 0.5)
+        except TimeLimitExceeded as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=trial)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive() and len(outcome) == 1
 
 
 def _running_in_group(pgid: int) -> list[int]:
