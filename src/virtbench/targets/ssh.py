@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import shlex
 import shutil
 import subprocess
@@ -51,7 +52,8 @@ def remote_argv(
         full = [*prefix, *full]
     if timeout is not None:
         # The remote process must end too, not only our local ssh client.
-        full = ["timeout", "--kill-after=5", f"{max(1, int(timeout))}", *full]
+        # Rounded up: never before the caller's limit (busybox's timeout takes whole seconds).
+        full = ["timeout", "--kill-after=5", f"{max(1, math.ceil(timeout))}", *full]
     return full
 
 
