@@ -373,3 +373,13 @@ def test_lab_that_fails_to_start(open_dir: Path) -> None:
                        '"no_such_param"'), code, out, err)
     assert "failed: " in err, err
     assert list(lab_root.glob("*.json")) == []  # the half-started lab was taken down
+
+
+@pytest.mark.slow
+def test_wrongly_addressed_postgresql(postgres_url: str, workdir: Path) -> None:
+    """A real server, a database that is not there; then a user the server does not know."""
+    no_db = postgres_url.replace("/virtbench_test?", "/no_such_db?")
+    _check(Case([], 2, 'database "no_such_db" does not exist'),
+           *_invoke(["runs", "--store", no_db]))
+    no_user = postgres_url.replace("virtbench@", "nobody@")
+    _check(Case([], 2, 'role "nobody" does not exist'), *_invoke(["runs", "--store", no_user]))
