@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import subprocess
-import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
 from virtbench.targets.base import CommandFailed
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
-           "ErrorReportingGroup", "Failure", "classify"]
+           "ErrorReportingGroup", "Failure", "classify", "report"]
 
 EXIT_INTERNAL = 3
 """A bug in virtbench (an exception no code path expected)."""
@@ -53,7 +52,9 @@ def classify(exc: BaseException) -> Failure | None:
                        EXIT_FAILED)
     if isinstance(exc, OSError):
         return _os_failure(exc)
-    return _store_failure(exc)
+    # The store says its own failures (locked, disk full, server gone) as StoreFailed, a
+    # VirtbenchError; any other database error is a bug of ours.
+    return None
 
 
 def _argv_text(cmd: Any) -> str:
@@ -68,14 +69,6 @@ def _os_failure(exc: OSError) -> Failure:
     if exc.filename:  # a path the user named (or one derived from it) cannot be used
         return Failure(f"{where}{reason}", EXIT_BAD_INPUT)
     return Failure(reason, EXIT_FAILED)
-
-
-def _store_failure(exc: BaseException) -> Failure | None:
-    # Only loaded when a command opened a store: then its errors can be classified.
-    sa_exc = sys.modules.get("sqlalchemy.exc")
-    if sa_exc is not None and isinstance(exc, sa_exc.DBAPIError):
-        return Failure(f"result store: {exc.orig}", EXIT_FAILED)
-    return None
 
 
 def report(exc: BaseException, debug: bool) -> int:
@@ -111,8 +104,6 @@ class ErrorReportingGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except (Exception, KeyboardInterrupt) as exc:
-            raise typer.Exit(report(exc, debug_requested(ctx))) from exc
-
-
-def debug_requested(ctx: Any) -> bool:
-    return bool(ctx.params.get("debug"))
+            if isinstance(exc, BrokenPipeError):  # `virtbench report -f csv | head`: typer's
+                raise
+            raise typer.Exit(report(exc, bool(ctx.params.get("debug")))) from exc
