@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False,
-                  cls=ErrorReportingGroup)
+                  cls=ErrorReportingGroup,
+                  epilog="Exit codes: 0 success, 1 the run or check failed, 2 bad input or "
+                         "usage, 3 a bug in virtbench, 130 interrupted (docs/cli.md).")
 lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
 console = Console()
@@ -60,11 +62,7 @@ def _global_options(
         "--debug", envvar="VIRTBENCH_DEBUG",
         help="on an error, also print the Python traceback")] = False,
 ) -> None:
-    """virtbench: reproducible, statistically rigorous experiments on virtualised infrastructure.
-
-    Exit codes: 0 success, 1 the run or check failed, 2 bad input or usage, 3 a bug in
-    virtbench, 130 interrupted (docs/cli.md).
-    """
+    """Options of every command (the app's help text is set above)."""
 
 
 def _store(location: str) -> Any:

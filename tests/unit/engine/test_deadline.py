@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -59,7 +59,7 @@ warmup: 0
     assert len([s for s in store.samples(outcome.run_id) if s.workload_id == "quick"]) == 2
     started_pids = [int(line) for line in pids.read_text().split()]
     assert len(started_pids) == 4  # two trials × (shell + background sleep)
-    assert not [pid for pid in started_pids if _alive(pid, "sleep") or _alive(pid, "sh -c")]
+    assert _gone(lambda: [p for p in started_pids if _alive(p, "sleep") or _alive(p, "sh -c")])
 
 
 def _ctx(tmp_path: Path, target: Target) -> TrialContext:
@@ -78,7 +78,17 @@ def test_spawned_process_group_is_killed_at_the_limit(tmp_path: Path) -> None:
     with pytest.raises(TimeLimitExceeded, match=r"time limit 0\.5 s exceeded"):
         run_with_time_limit(waits_forever, _ctx(tmp_path, LocalTarget()), 0.5)
     assert spawned[0].returncode == -9
-    assert _running_in_group(spawned[0].pid) == []  # the background sleep went with its group
+    assert _gone(lambda: _running_in_group(spawned[0].pid))  # the background sleep went too
+
+
+def _gone(still_running: Callable[[], list[int]]) -> bool:
+    """SIGKILL is delivered asynchronously: allow a loaded machine a moment to finish it."""
+    deadline = time.monotonic() + 10
+    while still_running():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_spawned_process_is_killed_outside_the_main_thread(tmp_path: Path) -> None:
