@@ -48,6 +48,10 @@ EXPERIMENTS = {
     # Port 1 on loopback: nothing listens there, the connection is refused at once.
     "unreachable-ssh.yaml": ("name: x\ntarget: {kind: ssh, params: {host: 127.0.0.1, port: 1}}\n"
                              "variants: [{name: a}]\nworkloads: [{name: exec.noop}]\n"),
+    "missing-netns.yaml": ("name: x\ntarget: {kind: netns, params: {namespace: vb-no-such-ns}}\n"
+                           "variants: [{name: a}]\nworkloads: [{name: exec.noop}]\n"),
+    "netns-no-name.yaml": ("name: x\ntarget: {kind: netns}\nvariants: [{name: a}]\n"
+                           "workloads: [{name: exec.noop}]\n"),
     "needs-fio.yaml": "name: x\nvariants: [{name: a}]\nworkloads: [{name: storage.fio}]\n",
     "good.yaml": GOOD,
     "empty.yaml": "",
@@ -101,6 +105,12 @@ CASES: dict[str, Case] = {
                                           "127.0.0.1 port 1: Connection refused", report=True),
     "run: unreachable SSH target": Case(["run", "unreachable-ssh.yaml", "--store", "x.db"], 1,
                                         "cannot reach ssh:127.0.0.1:1", process=True),
+    "check: missing network namespace": Case(
+        ["run", "missing-netns.yaml", "--check"], 1,
+        'cannot enter netns:vb-no-such-ns: Cannot open network namespace "vb-no-such-ns"',
+        report=True),
+    "run: netns target without a name": Case(["run", "netns-no-name.yaml"], 2,
+                                             "target (netns) params: 'namespace' is required"),
     "check: missing tool": Case(["run", "needs-fio.yaml", "--check"], 1,
                                 "'fio' not found on local; install the Debian package 'fio' "
                                 "(apt-get install fio)", env={"PATH": "/nonexistent"},

@@ -23,6 +23,8 @@ def make_target(spec: Any) -> Target:
     if kind == "local":
         return LocalTarget()
     if kind == "netns":
+        if "namespace" not in params:
+            raise VirtbenchError("target (netns) params: 'namespace' is required")
         return NetnsTarget(str(params["namespace"]))
     if kind not in TARGET_KINDS:
         known = ", ".join(["local", "netns", *TARGET_KINDS])

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from virtbench.targets.base import CommandFailed, ProcResult, Target
+from virtbench.targets.base import CommandFailed, ProcResult, Target, cannot_run_true
 
 __all__ = ["LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]
 
@@ -121,3 +121,6 @@ class NetnsTarget(LocalTarget):
 
     def _wrap(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
+
+    def check(self) -> list[str]:
+        return cannot_run_true(self, "enter")

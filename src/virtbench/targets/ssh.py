@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import ProcResult, Target
+from virtbench.targets.base import ProcResult, Target, cannot_run_true
 from virtbench.targets.local import LocalTarget
 
 __all__ = ["SSHTarget", "remote_argv"]
@@ -147,11 +147,7 @@ class SSHTarget(Target):
         return self._local.spawn(full, stdout=stdout, stderr=stderr)
 
     def check(self) -> list[str]:
-        result = self.run(["true"], check=False, timeout=60)
-        if result.returncode == 0:
-            return []
-        reason = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
-        return [f"cannot reach {self.name}: {reason}"]
+        return cannot_run_true(self, "reach")
 
     def which(self, binary: str) -> str | None:
         result = self.run(["sh", "-c", 'command -v -- "$1"', "sh", binary], check=False)
