@@ -124,3 +124,14 @@ def _wipe(st: Store) -> None:
         from virtbench.store import schema
 
         conn.execute(schema.saved_state.delete())
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A private directory the nginx and varnish users can traverse (pytest's tmp is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="vb-test-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
