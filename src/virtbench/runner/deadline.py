@@ -94,6 +94,11 @@ class DeadlineTarget(Target):
         return self.inner.run(argv, env=env, cwd=cwd, timeout=self.deadline.clip(timeout),
                               input=input, check=check)
 
+    def run_timed(self, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
+                  timeout: float | None = None, check: bool = True) -> ProcResult:
+        return self.inner.run_timed(argv, env=env, timeout=self.deadline.clip(timeout),
+                                    check=check)
+
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
               cwd: str | None = None, stdout: int | None = subprocess.DEVNULL,
               stderr: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
