@@ -24,11 +24,11 @@ from rich.progress import (
 from rich.table import Table
 
 from virtbench.model import VirtbenchError
-from virtbench.runner.engine import ProgressHook
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from virtbench.runner.engine import ProgressHook
     from virtbench.workloads.base import Tool
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
@@ -58,31 +58,37 @@ def _store(location: str) -> Any:
     return Store(location)
 
 
-class _RichProgress(ProgressHook):
-    def __init__(self, quiet: bool) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(),
-                                 console=err, disable=quiet, transient=False)
-        self.task: Any = None
+def _rich_progress(quiet: bool) -> ProgressHook:
+    # Imported here: the runner pulls in scipy and SQLAlchemy (~1 s), which `parse` never needs.
+    from virtbench.runner.engine import ProgressHook
 
-    def start(self, total: int) -> None:
-        self.progress.start()
-        self.task = self.progress.add_task("trials", total=total)
+    class _RichProgress(ProgressHook):
+        def __init__(self, quiet: bool) -> None:
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("ETA"), TimeRemainingColumn(),
+                                     console=err, disable=quiet, transient=False)
+            self.task: Any = None
 
-    def set_total(self, total: int) -> None:
-        self.progress.update(self.task, total=total)
+        def start(self, total: int) -> None:
+            self.progress.start()
+            self.task = self.progress.add_task("trials", total=total)
 
-    def advance(self, key: Any, ok: bool) -> None:
-        self.progress.update(self.task, advance=1,
-                             description=f"{key.variant} · {key.workload_id}")
+        def set_total(self, total: int) -> None:
+            self.progress.update(self.task, total=total)
 
-    def message(self, text: str) -> None:
-        if not self.progress.disable:
-            self.progress.console.print(text, highlight=False)
+        def advance(self, key: Any, ok: bool) -> None:
+            self.progress.update(self.task, advance=1,
+                                 description=f"{key.variant} · {key.workload_id}")
 
-    def stop(self) -> None:
-        self.progress.stop()
+        def message(self, text: str) -> None:
+            if not self.progress.disable:
+                self.progress.console.print(text, highlight=False)
+
+        def stop(self) -> None:
+            self.progress.stop()
+
+    return _RichProgress(quiet)
 
 
 @app.command()
@@ -115,7 +121,7 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
+    runner = Runner(st, exp, text, str(experiment), progress=_rich_progress(quiet))
     try:
         outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:
@@ -326,8 +332,15 @@ def parse(
     tool: Annotated[str, typer.Argument(help="e.g. iperf3, irtt, fio, bonnie++, varnishstat")],
     file: Annotated[Path, typer.Argument(help="a saved output of the tool ('-' for stdin)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    flow: Annotated[str | None, typer.Option(
+        help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:
-    """Turn a saved tool output into normalised metrics."""
+    """Turn a saved tool output (or a pcap/pcapng capture, per flow) into normalised metrics."""
+    if tool == "pcap":
+        from virtbench.cli_pcap import parse_pcap_command
+
+        parse_pcap_command(file, flow, as_json)
+        return
     from virtbench.parsers.registry import get_parser
 
     parser = get_parser(tool)
