@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import mmap
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,10 +86,17 @@ class PcapRecords:
 
 
 def read_pcap(path: str | Path) -> PcapRecords:
-    """Read a capture file from disk (see :func:`parse_pcap`); errors name the file."""
+    """Read a capture file from disk (see :func:`parse_pcap`); errors name the file.
+
+    The file is memory-mapped, not copied: reading 100 MB into a bytes object cost more than
+    the whole analysis (BENCHMARKS.md, "capture analysis speed").
+    """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data: bytes | mmap.mmap = (
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
     except OSError as exc:
         raise PcapError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
@@ -96,7 +105,7 @@ def read_pcap(path: str | Path) -> PcapRecords:
         raise PcapError(f"{path}: {exc}") from exc
 
 
-def parse_pcap(buf: bytes) -> PcapRecords:
+def parse_pcap(buf: bytes | mmap.mmap) -> PcapRecords:
     """Parse a classic pcap or pcapng capture (possibly gzip/xz-compressed) held in memory."""
     buf = _decompress(buf)
     if len(buf) < 4:
@@ -109,11 +118,11 @@ def parse_pcap(buf: bytes) -> PcapRecords:
     for magic, order in ((magic_le, "<"), (magic_be, ">")):
         if magic in (_MAGIC_US, _MAGIC_NS, _MAGIC_KUZNETSOV):
             return _classic(arr, magic, order)
-    raise PcapError(f"not a capture file: starts with bytes {buf[:4].hex()} "
-                    f"({_sniff(buf)}); {_EXPECTED}")
+    raise PcapError(f"not a capture file: starts with bytes {bytes(buf[:4]).hex()} "
+                    f"({_sniff(bytes(buf[:64]))}); {_EXPECTED}")
 
 
-def _decompress(buf: bytes) -> bytes:
+def _decompress(buf: bytes | mmap.mmap) -> bytes | mmap.mmap:
     try:
         if buf[:2] == b"\x1f\x8b":
             return gzip.decompress(buf)

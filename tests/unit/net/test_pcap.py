@@ -274,7 +274,7 @@ def test_damaged_captures_never_crash(name: str, cut: int, flips: list[tuple[int
 @pytest.mark.parametrize("bad", ["tcpx", "tcp:70000", "tcp:1:2", "udp:10.0.0.300:1:10.0.0.1:2",
                                  ""])
 def test_bad_flow_spec_says_what_is_accepted(bad: str) -> None:
-    with pytest.raises(FlowSpecError, match="expected 'udp'|known:"):
+    with pytest.raises(FlowSpecError, match=r"expected 'udp'|known:"):
         parse_flow_spec(bad)
 
 
