@@ -4,7 +4,7 @@ Reads what tcpdump, dumpcap and Wireshark write: classic pcap (µs and ns magic,
 order, Kuznetsov's modified records), pcapng (sections of either byte order, several interfaces
 each with its own `if_tsresol`/`if_tsoffset`, enhanced, simple and obsolete packet blocks),
 plain or compressed with gzip or xz. Walking variable-length records is sequential, so the walk
-is one numba-compiled loop (`cache=True`: compiled once per machine); counts and bytes equal
+is one compiled loop (`virtbench.net_qos.compiled`); counts and bytes equal
 tshark's (`frame.len` is a record's original length).
 
 A file cut short or corrupted part-way is read up to the last intact record and marked
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from virtbench.model import VirtbenchError
+from virtbench.net_qos.compiled import kernels
 
 __all__ = ["PcapError", "PcapRecords", "parse_pcap", "read_pcap"]
 
@@ -35,7 +35,6 @@ _MAGIC_KUZNETSOV = 0xA1B2CD34  # Alexey Kuznetsov's patched libpcap: 8 more byte
 _PCAPNG_SHB = 0x0A0D0D0A
 _BYTE_ORDER_MAGIC = 0x1A2B3C4D
 _GLOBAL_HEADER = 24
-_MAX_RECORD = 1 << 28  # a bigger record length can only be corruption (libpcap caps at 256 KiB)
 _MAX_INTERFACES = 1 << 16
 
 # Why a walk stopped early (index into _REASONS); 0 = reached the end cleanly.
@@ -154,9 +153,10 @@ def _classic(arr: npt.NDArray[np.uint8], magic: int, order: str) -> PcapRecords:
     scale = 1 if magic == _MAGIC_NS else 1000
     big = order == ">"
     none = np.empty(0, np.int64)
-    n, _end, _reason = _walk_classic(arr, big, record_header, False, none, none, none, none, 0)
+    walk = kernels().walk_classic
+    n, _end, _reason = walk(arr, big, record_header, False, none, none, none, none, 0)
     ts, orig, cap, off = (np.empty(n, np.int64) for _ in range(4))
-    _n, end, reason = _walk_classic(arr, big, record_header, True, ts, orig, cap, off, scale)
+    _n, end, reason = walk(arr, big, record_header, True, ts, orig, cap, off, scale)
     linktype = linkinfo & 0xFFFF  # upper bits: FCS length flags
     return PcapRecords(
         ts_ns=ts, orig_len=orig, cap_len=cap, data_off=off, iface=np.zeros(n, np.int32),
@@ -169,57 +169,16 @@ def _damage(reason: int, at: int) -> str | None:
     return None if reason == 0 else f"{_REASONS[reason]} at byte {at}; read up to there"
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _u32(b, o, big):  # type: ignore[no-untyped-def]
-    if big:
-        return (np.int64(b[o]) << 24) | (np.int64(b[o + 1]) << 16) | (np.int64(b[o + 2]) << 8) \
-            | np.int64(b[o + 3])
-    return (np.int64(b[o + 3]) << 24) | (np.int64(b[o + 2]) << 16) | (np.int64(b[o + 1]) << 8) \
-        | np.int64(b[o])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _u16(b, o, big):  # type: ignore[no-untyped-def]
-    if big:
-        return (np.int64(b[o]) << 8) | np.int64(b[o + 1])
-    return (np.int64(b[o + 1]) << 8) | np.int64(b[o])
-
-
-@njit(cache=True, nogil=True)
-def _walk_classic(b, big, hdr, fill, ts, orig, cap, off, scale):  # type: ignore[no-untyped-def]
-    """Count the records or (``fill``) fill the arrays; returns (n, stop byte, reason)."""
-    size = b.size
-    o = 24
-    n = 0
-    while o + hdr <= size:
-        c = _u32(b, o + 8, big)
-        if c > _MAX_RECORD:
-            return n, o, 2
-        if o + hdr + c > size:
-            return n, o, 1
-        if fill:
-            if n >= ts.size:
-                break
-            ts[n] = _u32(b, o, big) * 1_000_000_000 + _u32(b, o + 4, big) * scale
-            cap[n] = c
-            orig[n] = _u32(b, o + 12, big)
-            off[n] = o + hdr
-        n += 1
-        o += hdr + c
-    if o < size:
-        return n, o, 1
-    return n, o, 0
-
-
 def _pcapng(arr: npt.NDArray[np.uint8]) -> PcapRecords:
     if_link = np.zeros(_MAX_INTERFACES, np.int32)
     if_snap = np.zeros(_MAX_INTERFACES, np.int64)
     none = np.empty(0, np.int64)
-    n, n_if, _end, _reason = _walk_pcapng(arr, False, if_link, if_snap, none, none, none, none,
-                                          np.empty(0, np.int32))
+    walk = kernels().walk_pcapng
+    n, n_if, _end, _reason = walk(arr, False, if_link, if_snap, none, none, none, none,
+                                  np.empty(0, np.int32))
     ts, orig, cap, off = (np.empty(n, np.int64) for _ in range(4))
     iface = np.empty(n, np.int32)
-    _n, n_if, end, reason = _walk_pcapng(arr, True, if_link, if_snap, ts, orig, cap, off, iface)
+    _n, n_if, end, reason = walk(arr, True, if_link, if_snap, ts, orig, cap, off, iface)
     if n_if == 0 and n == 0 and reason != 0:
         raise PcapError(f"pcapng file with no readable section: {_damage(reason, end)}")
     links = if_link[:n_if].copy()
@@ -230,116 +189,3 @@ def _pcapng(arr: npt.NDArray[np.uint8]) -> PcapRecords:
         damage=_damage(reason, end))
 
 
-@njit(cache=True, nogil=True)
-def _ts_to_ns(units, res, offset_s):  # type: ignore[no-untyped-def]
-    """pcapng timestamp units → ns: res is if_tsresol (MSB set: 2^-x s, else 10^-x s)."""
-    if res & 0x80:
-        shift = res & 0x7F
-        if shift == 0:
-            whole = units
-            frac = 0
-        else:
-            whole = units >> shift
-            frac = ((units & ((np.int64(1) << shift) - 1)) * 1_000_000_000) >> shift
-        return (whole + offset_s) * 1_000_000_000 + frac
-    if res <= 9:
-        return units * 10 ** (9 - res) + offset_s * 1_000_000_000
-    return units // 10 ** (res - 9) + offset_s * 1_000_000_000
-
-
-@njit(cache=True, nogil=True)
-def _walk_pcapng(b, fill, if_link, if_snap, ts, orig, cap, off, iface):  # type: ignore[no-untyped-def]
-    """Count packets or (``fill``) fill the arrays; returns (n, interfaces, stop, reason).
-
-    Interfaces of all sections are numbered in turn; a section's own ids are relative to
-    ``base``, the number of interfaces before it.
-    """
-    size = b.size
-    if_res = np.full(if_link.size, 6, np.int64)
-    if_offset = np.zeros(if_link.size, np.int64)
-    o = 0
-    n = 0
-    n_if = 0
-    base = 0
-    big = False
-    while o + 12 <= size:
-        btype = _u32(b, o, big)
-        if btype == 0x0A0D0D0A:  # section header: settles the byte order of what follows
-            bom = _u32(b, o + 8, False)
-            if bom == 0x1A2B3C4D:
-                big = False
-            elif bom == 0x4D3C2B1A:
-                big = True
-            else:
-                return n, n_if, o, 5
-            base = n_if
-        blen = _u32(b, o + 4, big)
-        if blen < 12 or blen % 4 != 0 or blen > _MAX_RECORD:
-            return n, n_if, o, 3
-        if o + blen > size:
-            return n, n_if, o, 1
-        if _u32(b, o + blen - 4, big) != blen:
-            return n, n_if, o, 3
-        body = o + 8
-        body_end = o + blen - 4
-        if btype == 1:  # interface description
-            if blen < 20 or n_if >= if_link.size:
-                return n, n_if, o, 3
-            if_link[n_if] = _u16(b, body, big)
-            if_snap[n_if] = _u32(b, body + 4, big)
-            p = body + 8
-            while p + 4 <= body_end:  # options: if_tsresol (9), if_tsoffset (14)
-                code = _u16(b, p, big)
-                olen = _u16(b, p + 2, big)
-                if code == 0 or p + 4 + olen > body_end:
-                    break
-                if code == 9 and olen >= 1:
-                    if_res[n_if] = b[p + 4]
-                elif code == 14 and olen >= 8:
-                    hi = _u32(b, p + 4, big)
-                    lo = _u32(b, p + 8, big)
-                    if_offset[n_if] = (hi << 32) | lo if big else (lo << 32) | hi
-                p += 4 + ((olen + 3) // 4) * 4
-            n_if += 1
-        elif btype == 6 or btype == 2:  # enhanced packet / obsolete packet block
-            if blen < 32:
-                return n, n_if, o, 3
-            local = _u32(b, body, big) if btype == 6 else _u16(b, body, big)
-            c = _u32(b, body + 12, big)
-            if c > blen - 32:
-                return n, n_if, o, 3
-            g = base + local
-            if g >= n_if:
-                return n, n_if, o, 4
-            if fill:
-                if n >= ts.size:
-                    break
-                units = (_u32(b, body + 4, big) << 32) | _u32(b, body + 8, big)
-                ts[n] = _ts_to_ns(units, if_res[g], if_offset[g])
-                orig[n] = _u32(b, body + 16, big)
-                cap[n] = c
-                off[n] = body + 20
-                iface[n] = g
-            n += 1
-        elif btype == 3:  # simple packet: no timestamp, interface 0 of the section
-            if blen < 16:
-                return n, n_if, o, 3
-            if base >= n_if:
-                return n, n_if, o, 4
-            wire = _u32(b, body, big)
-            c = min(wire, blen - 16)
-            if if_snap[base] > 0:
-                c = min(c, if_snap[base])
-            if fill:
-                if n >= ts.size:
-                    break
-                ts[n] = -9223372036854775807 - 1
-                orig[n] = wire
-                cap[n] = c
-                off[n] = body + 4
-                iface[n] = base
-            n += 1
-        o += blen
-    if o < size:
-        return n, n_if, o, 1
-    return n, n_if, o, 0

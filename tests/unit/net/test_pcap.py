@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from virtbench.net_qos.capture_report import analyse_capture, flow_measurements
+from virtbench.net_qos.compiled import jit_kernels, kernels
 from virtbench.net_qos.flows import (
     FlowSpecError,
     _assign_flows,
@@ -292,3 +293,22 @@ def test_command_json_and_clear_errors(tmp_path: Path) -> None:
         proc = subprocess.run(argv, capture_output=True, text=True)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and proc.stderr.startswith("error:")
+
+
+def _is_ahead_of_time() -> bool:
+    return str(getattr(kernels(), "__name__", "")).startswith("virtbench.net_qos._capture_aot_")
+
+
+@pytest.mark.skipif(not _is_ahead_of_time(),
+                    reason="no ahead-of-time module built: every test here ran the JIT loops")
+@pytest.mark.parametrize("name", ["two_flows.pcapng", "two_flows_sll.pcap"])
+def test_ahead_of_time_loops_equal_the_jit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    aot_records = read_pcap(DATA / name)
+    aot_flows = capture_flows(aot_records)
+    jit = jit_kernels()
+    monkeypatch.setattr("virtbench.net_qos.pcap.kernels", lambda: jit)
+    monkeypatch.setattr("virtbench.net_qos.flows.kernels", lambda: jit)
+    jit_records = read_pcap(DATA / name)
+    for field in ("ts_ns", "orig_len", "cap_len", "data_off", "iface", "if_linktype"):
+        assert np.array_equal(getattr(aot_records, field), getattr(jit_records, field))
+    assert capture_flows(jit_records) == aot_flows
