@@ -22,7 +22,7 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     err = Console(stderr=True)
     if report.records.damage:
         err.print(f"[yellow]warning:[/] {file}: {report.records.damage} "
-                  f"({report.records.packets} packets read; rows marked 'partial')",
+                  f"({report.records.packets} packets read; every figure below is partial)",
                   highlight=False)
     rows = flow_measurements(report)
     if as_json:
@@ -38,7 +38,8 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     times = [t for f in report.flows for t in (f.first_ns, f.last_ns) if t is not None]
     day = f", {_utc(min(times))[:10]} UTC" if times else ""
     console.print(Text(f"{file}: {rec.format}, {rec.packets:,} packets, {report.total_flows} "
-                       f"flows" + (f", {len(report.flows)} selected" if flow else "") + day))
+                       f"flows" + (f", {len(report.flows)} selected" if flow else "") + day
+                       + (" — PARTIAL (damaged file)" if rec.damage else "")))
     table = Table("flow", "packets", "bytes", "first", "last", "delay ms", "jitter ms",
                   "Mbit/s")
     for f in report.flows:
