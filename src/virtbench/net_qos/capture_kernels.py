@@ -335,12 +335,14 @@ def assign(b, data_off, cap_len, iface, if_link, flow_id):
 
 
 def flow_sums(flow_id, ts, wire, n_flows):
-    """Per flow: packets, bytes, first and last ts, Σ gap, Σ |Δ gap| (ns), whether its
-    timestamps never go back, and whether every packet has one."""
+    """Per flow: packets, bytes, earliest and latest ts, Σ gap and Σ |Δ gap| (ns) in file order,
+    whether its timestamps never go back (then the sums are the studies' sorted ones), and
+    whether every packet has a timestamp."""
     packets = np.zeros(n_flows, np.int64)
     nbytes = np.zeros(n_flows, np.int64)
     first = np.zeros(n_flows, np.int64)
     last = np.zeros(n_flows, np.int64)
+    prev = np.zeros(n_flows, np.int64)
     gap_sum = np.zeros(n_flows, np.int64)
     dgap_sum = np.zeros(n_flows, np.int64)
     prev_gap = np.zeros(n_flows, np.int64)
@@ -351,20 +353,23 @@ def flow_sums(flow_id, ts, wire, n_flows):
         f = flow_id[i]
         t = ts[i]
         nbytes[f] += wire[i]
+        packets[f] += 1
         if t == no_time:
             timed[f] = False
-        elif packets[f] == 0:
+            continue
+        if packets[f] == 1:
             first[f] = t
+            last[f] = t
         else:
-            gap = t - last[f]
+            gap = t - prev[f]
             if gap < 0:
                 ordered[f] = False
+            first[f] = min(first[f], t)
+            last[f] = max(last[f], t)
             gap_sum[f] += gap
-            if packets[f] >= 2:
+            if packets[f] >= 3:
                 d = gap - prev_gap[f]
                 dgap_sum[f] += d if d >= 0 else -d
             prev_gap[f] = gap
-        if t != no_time:
-            last[f] = t
-        packets[f] += 1
+        prev[f] = t
     return packets, nbytes, first, last, gap_sum, dgap_sum, ordered, timed

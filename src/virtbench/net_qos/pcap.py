@@ -152,17 +152,22 @@ def _classic(arr: npt.NDArray[np.uint8], magic: int, order: str) -> PcapRecords:
     record_header = 24 if magic == _MAGIC_KUZNETSOV else 16
     scale = 1 if magic == _MAGIC_NS else 1000
     big = order == ">"
-    none = np.empty(0, np.int64)
-    walk = kernels().walk_classic
-    n, _end, _reason = walk(arr, big, record_header, False, none, none, none, none, 0)
-    ts, orig, cap, off = (np.empty(n, np.int64) for _ in range(4))
-    _n, end, reason = walk(arr, big, record_header, True, ts, orig, cap, off, scale)
+    ts, orig, cap, off = _arrays((arr.size - _GLOBAL_HEADER) // record_header + 1)
+    n, end, reason = kernels().walk_classic(arr, big, record_header, True, ts, orig, cap, off,
+                                            scale)
+    ts, orig, cap, off = ts[:n], orig[:n], cap[:n], off[:n]
     linktype = linkinfo & 0xFFFF  # upper bits: FCS length flags
     return PcapRecords(
         ts_ns=ts, orig_len=orig, cap_len=cap, data_off=off, iface=np.zeros(n, np.int32),
         if_linktype=np.array([linktype], np.int32), snaplen=int(snaplen), linktype=linktype,
         data=arr, format="pcap-ns" if magic == _MAGIC_NS else "pcap",
         damage=_damage(reason, end))
+
+
+def _arrays(most: int) -> tuple[npt.NDArray[np.int64], ...]:
+    """Four arrays for at most ``most`` packets, filled in one walk and then cut to size: the
+    operating system backs only the pages written, so the unused tail costs no memory."""
+    return tuple(np.empty(most, np.int64) for _ in range(4))
 
 
 def _damage(reason: int, at: int) -> str | None:
@@ -172,13 +177,12 @@ def _damage(reason: int, at: int) -> str | None:
 def _pcapng(arr: npt.NDArray[np.uint8]) -> PcapRecords:
     if_link = np.zeros(_MAX_INTERFACES, np.int32)
     if_snap = np.zeros(_MAX_INTERFACES, np.int64)
-    none = np.empty(0, np.int64)
-    walk = kernels().walk_pcapng
-    n, n_if, _end, _reason = walk(arr, False, if_link, if_snap, none, none, none, none,
-                                  np.empty(0, np.int32))
-    ts, orig, cap, off = (np.empty(n, np.int64) for _ in range(4))
-    iface = np.empty(n, np.int32)
-    _n, n_if, end, reason = walk(arr, True, if_link, if_snap, ts, orig, cap, off, iface)
+    most = arr.size // 16 + 1  # the smallest packet block has 16 bytes
+    ts, orig, cap, off = _arrays(most)
+    iface = np.empty(most, np.int32)
+    n, n_if, end, reason = kernels().walk_pcapng(arr, True, if_link, if_snap, ts, orig, cap, off,
+                                                 iface)
+    ts, orig, cap, off, iface = ts[:n], orig[:n], cap[:n], off[:n], iface[:n]
     if n_if == 0 and n == 0 and reason != 0:
         raise PcapError(f"pcapng file with no readable section: {_damage(reason, end)}")
     links = if_link[:n_if].copy()

@@ -312,3 +312,22 @@ def test_ahead_of_time_loops_equal_the_jit(name: str, monkeypatch: pytest.Monkey
     for field in ("ts_ns", "orig_len", "cap_len", "data_off", "iface", "if_linktype"):
         assert np.array_equal(getattr(aot_records, field), getattr(jit_records, field))
     assert capture_flows(jit_records) == aot_flows
+
+
+def test_a_flow_whose_clock_steps_back_is_sorted_as_capture_qos_does() -> None:
+    # a capture on several CPUs: a few timestamps go back a little (seen in real TCP captures)
+    rng = np.random.default_rng(7)
+    ts = np.cumsum(rng.integers(1_000, 50_000, 500)) + 10**15
+    ts[[50, 51, 300]] -= 120_000
+    pkt = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 46, 0, 0, 64, 17, 0, bytes([10, 0, 0, 1]),
+                      bytes([10, 0, 0, 2])) + struct.pack(">HHHH", 9, 7, 26, 0) + b"x" * 18
+    data = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 96, 101) + b"".join(
+        struct.pack("<IIII", int(t) // 10**9, int(t) % 10**9, len(pkt), len(pkt)) + pkt
+        for t in ts)
+    [flow] = capture_flows(parse_pcap(data))
+    ref = capture_qos(ts.astype(np.int64), np.full(ts.size, len(pkt), np.int64))
+    assert flow.qos is not None
+    assert (flow.first_ns, flow.last_ns) == (int(ts.min()), int(ts.max()))
+    for a, b in ((flow.qos.delay_ms, ref.delay_ms), (flow.qos.jitter_ms, ref.jitter_ms),
+                 (flow.qos.throughput_mbps, ref.throughput_mbps)):
+        assert a == pytest.approx(b, rel=1e-12)
