@@ -17,6 +17,7 @@ import gzip
 import lzma
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,9 +94,10 @@ def read_pcap(path: str | Path) -> PcapRecords:
     path = Path(path)
     try:
         with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data: bytes | mmap.mmap = (
-                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
+            st = os.fstat(fh.fileno())
+            data: bytes | mmap.mmap = (  # a pipe (<(zcat f)) or an empty file cannot be mapped
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                if stat.S_ISREG(st.st_mode) and st.st_size else fh.read())
     except OSError as exc:
         raise PcapError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:

@@ -331,3 +331,19 @@ def test_a_flow_whose_clock_steps_back_is_sorted_as_capture_qos_does() -> None:
     for a, b in ((flow.qos.delay_ms, ref.delay_ms), (flow.qos.jitter_ms, ref.jitter_ms),
                  (flow.qos.throughput_mbps, ref.throughput_mbps)):
         assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_reads_a_pipe(tmp_path: Path) -> None:
+    # `virtbench parse pcap <(zcat capture.pcap.gz)`: a pipe cannot be memory-mapped
+    import os
+    import threading
+
+    fifo = tmp_path / "capture"
+    os.mkfifo(fifo)
+    raw = (DATA / "two_flows_sll.pcap").read_bytes()
+    writer = threading.Thread(target=fifo.write_bytes, args=(gzip.compress(raw),))
+    writer.start()
+    try:
+        assert _ours(read_pcap(fifo)) == _ours(parse_pcap(raw))
+    finally:
+        writer.join(10)
