@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     from virtbench.runner.engine import ProgressHook
     from virtbench.workloads.base import Tool
+else:  # the runner imports scipy and SQLAlchemy (~1 s at start-up), which `parse` never needs;
+    ProgressHook = object  # the Runner only calls _RichProgress's methods
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
@@ -58,37 +60,31 @@ def _store(location: str) -> Any:
     return Store(location)
 
 
-def _rich_progress(quiet: bool) -> ProgressHook:
-    # Imported here: the runner pulls in scipy and SQLAlchemy (~1 s), which `parse` never needs.
-    from virtbench.runner.engine import ProgressHook
+class _RichProgress(ProgressHook):
+    def __init__(self, quiet: bool) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(),
+                                 console=err, disable=quiet, transient=False)
+        self.task: Any = None
 
-    class _RichProgress(ProgressHook):
-        def __init__(self, quiet: bool) -> None:
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("ETA"), TimeRemainingColumn(),
-                                     console=err, disable=quiet, transient=False)
-            self.task: Any = None
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task("trials", total=total)
 
-        def start(self, total: int) -> None:
-            self.progress.start()
-            self.task = self.progress.add_task("trials", total=total)
+    def set_total(self, total: int) -> None:
+        self.progress.update(self.task, total=total)
 
-        def set_total(self, total: int) -> None:
-            self.progress.update(self.task, total=total)
+    def advance(self, key: Any, ok: bool) -> None:
+        self.progress.update(self.task, advance=1,
+                             description=f"{key.variant} · {key.workload_id}")
 
-        def advance(self, key: Any, ok: bool) -> None:
-            self.progress.update(self.task, advance=1,
-                                 description=f"{key.variant} · {key.workload_id}")
+    def message(self, text: str) -> None:
+        if not self.progress.disable:
+            self.progress.console.print(text, highlight=False)
 
-        def message(self, text: str) -> None:
-            if not self.progress.disable:
-                self.progress.console.print(text, highlight=False)
-
-        def stop(self) -> None:
-            self.progress.stop()
-
-    return _RichProgress(quiet)
+    def stop(self) -> None:
+        self.progress.stop()
 
 
 @app.command()
@@ -121,7 +117,7 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    runner = Runner(st, exp, text, str(experiment), progress=_rich_progress(quiet))
+    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet))
     try:
         outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:
