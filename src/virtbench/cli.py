@@ -360,8 +360,15 @@ def parse(
     file: Annotated[Path, typer.Argument(help="a saved output of the tool, plain or gzip/xz/"
                                          "zstd ('-' for stdin)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    flow: Annotated[str | None, typer.Option(
+        help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:
-    """Turn a saved tool output into normalised metrics; warnings go to stderr."""
+    """Turn a saved tool output (or a pcap/pcapng capture, per flow) into normalised metrics."""
+    if tool == "pcap":
+        from virtbench.cli_pcap import parse_pcap_command
+
+        parse_pcap_command(file, flow, as_json)
+        return
     from virtbench.cli_input import parse_input, read_input_bytes
     from virtbench.parsers.registry import get_parser
 

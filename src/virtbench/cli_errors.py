@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
@@ -76,19 +77,20 @@ def report(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, KeyboardInterrupt):
         if debug:
             traceback.print_exception(exc)
-        _err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'})", highlight=False,
+        _err.print(f"[yellow]interrupted[/] ({escape(str(exc)) or 'SIGINT'})", highlight=False,
                    soft_wrap=True)
         return EXIT_INTERRUPTED
     failure = classify(exc)
     if failure is None:
         traceback.print_exception(exc)
-        _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: {exc}\n"
-                   "Please report it with the traceback above.", highlight=False, soft_wrap=True)
+        _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
+                   f"{escape(str(exc))}\nPlease report it with the traceback above.", highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
     if debug:
         traceback.print_exception(exc)
     # Not wrapped: paths and commands in the message stay copyable.
-    _err.print(f"[red]error:[/] {failure.message}", highlight=False, soft_wrap=True)
+    # Escaped: brackets in a message (an IPv6 address, a list) are text, not rich markup.
+    _err.print(f"[red]error:[/] {escape(failure.message)}", highlight=False, soft_wrap=True)
     return failure.exit_code
 
 
