@@ -84,7 +84,8 @@ def report(exc: BaseException, debug: bool) -> int:
     if failure is None:
         traceback.print_exception(exc)
         _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
-                   f"{escape(str(exc))}\nPlease report it with the traceback above.", highlight=False, soft_wrap=True)
+                   f"{escape(str(exc))}\nPlease report it with the traceback above.",
+                   highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
     if debug:
         traceback.print_exception(exc)
