@@ -145,7 +145,7 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
         if set(added) <= local.flags():
             _measure(assessment, store, plan_whatif(view.guest_flags, added), progress)
             _attach(assessment.findings, assessment.effects, "cpu-flags")
-            if view.virttype == "qemu":
+            if view.virttype == "qemu" and assessment.effects:
                 assessment.notes.append("the guest runs under TCG: the gains are measured on "
                                         "this host with its masks, i.e. what a KVM guest gets")
         else:
