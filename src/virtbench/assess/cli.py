@@ -49,6 +49,9 @@ def assess(
     seconds = parse_budget(budget)
     st = Store(store)
     progress = ProgressHook()
+    if not as_json:  # a JSON reader gets one document on stdout and nothing else
+        typer.echo(f"assessing {'domain ' + domain if domain else 'this machine'} within "
+                   f"{seconds:g} s (measurements are stored in {store})", err=True)
     result: Assessment = (assess_domain(st, domain, connect, seconds, progress) if domain
                           else assess_machine(st, seconds, progress=progress))
     typer.echo(render_json(result) if as_json else render_text(result), nl=False)

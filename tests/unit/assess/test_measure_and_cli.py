@@ -79,6 +79,7 @@ def test_assess_text_output(tmp_path: Path) -> None:
                                       "test:///default", "--budget", "0",
                                       "--store", str(tmp_path / "a.db")])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("assessment of domain test on test:///default")
+    assert result.stdout.startswith("assessment of domain test on test:///default")
+    assert "assessing domain test within 0 s" in result.stderr
     assert "change (virtbench): virtbench kvm tune test --require" in result.output
     assert "[INFO] memory balloon" in result.output
