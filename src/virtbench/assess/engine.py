@@ -4,6 +4,7 @@ measured gains to their findings, rank, and keep the findings with the run."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from virtbench.assess.domain_rules import DOMAIN_RULES
 from virtbench.assess.domain_view import read_domain_view
 from virtbench.assess.findings import Change, Evidence, Finding
-from virtbench.assess.measure import FlagEffect, WhatIf, plan_whatif, run_whatif
+from virtbench.assess.measure import FlagEffect, plan_whatif, run_whatif
 from virtbench.assess.rules import run_rules
 from virtbench.assess.system_rules import SYSTEM_RULES, SystemView
 from virtbench.kvm.domxml import CpuChange
@@ -51,16 +52,18 @@ def measurement_budget(budget_s: float) -> float:
     return max(0.0, 0.8 * budget_s - 10.0)
 
 
-def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None,
-             progress: ProgressHook | None) -> None:
+def _measure(assessment: Assessment, store: Store, granted: Iterable[str],
+             added: Iterable[str] | None, progress: ProgressHook | None) -> None:
+    budget = measurement_budget(assessment.budget_s)
+    whatif = plan_whatif(granted, added, budget)
     if whatif is None:
         assessment.notes.append("no measurable workload uses the flags in question")
         return
-    budget = measurement_budget(assessment.budget_s)
     if budget <= 0:
         assessment.notes.append(f"budget {assessment.budget_s:g} s too small to measure; "
                                 "gains are cited")
         return
+    assessment.notes += whatif.skipped
     assessment.run_id, assessment.effects = run_whatif(store, whatif, budget, progress)
 
 
@@ -95,7 +98,7 @@ def assess_machine(store: Store, budget_s: float, root: Path = Path("/"),
                             run_rules(SYSTEM_RULES, view))
     if any(f.measure == "cpu-flags" and f.rule == "cpu-flags-present"
            for f in assessment.findings):
-        _measure(assessment, store, plan_whatif([], None), progress)
+        _measure(assessment, store, [], None, progress)
         _attach(assessment.findings, assessment.effects, "cpu-flags")
     else:
         assessment.notes.append("this CPU lacks the flags in question, so masking cannot show "
@@ -143,7 +146,7 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
     if cpu is not None:
         added = cpu.extra["require"]
         if set(added) <= local.flags():
-            _measure(assessment, store, plan_whatif(view.guest_flags, added), progress)
+            _measure(assessment, store, view.guest_flags, added, progress)
             _attach(assessment.findings, assessment.effects, "cpu-flags")
             if view.virttype == "qemu" and assessment.effects:
                 assessment.notes.append("the guest runs under TCG: the gains are measured on "

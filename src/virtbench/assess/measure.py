@@ -38,6 +38,9 @@ _WORKLOADS: tuple[tuple[set[str], dict[str, object]], ...] = (
     ({"ssse3", "sse4.1", "sse4.2", "avx", "avx2"},
      {"name": "media.x265", "params": {"clip": "quick", "duration_s": 0.6}}),
 )
+X265_MIN_BUDGET_S = 180.0
+"""x265 trials take seconds each (the others milliseconds): below this measurement budget they
+would take the repetitions the fast workloads need to converge, so x265 is left out (noted)."""
 TARGET_REL_CI = 0.04
 """Stop once every speedup's CI half-width is within 4 % (the floor is 5 %)."""
 
@@ -50,6 +53,8 @@ class WhatIf:
     without: tuple[str, ...]
     with_: tuple[str, ...] | None
     workloads: tuple[dict[str, object], ...]
+    skipped: tuple[str, ...] = ()
+    """Why an affected workload is not measured."""
 
     def experiment_text(self, budget_s: float) -> str:
         data = {
@@ -100,20 +105,30 @@ def _knob(flags: Iterable[str]) -> tuple[str, ...]:
     return tuple(f for f in KNOWN_FEATURES if f in names)
 
 
-def plan_whatif(granted: Iterable[str], added: Iterable[str] | None) -> WhatIf | None:
+def plan_whatif(granted: Iterable[str], added: Iterable[str] | None,
+                budget_s: float = math.inf) -> WhatIf | None:
     """The what-if for a guest with ``granted`` flags (libvirt names) gaining ``added``
-    (None: everything this host has). None when no measurable workload uses the difference."""
+    (None: everything this host has) within a measurement budget of ``budget_s`` seconds.
+    None when no measurable workload uses the difference."""
     without = _knob(granted)
     with_ = None if added is None else _knob({*granted, *added})
     affected = set(KNOWN_FEATURES) - set(without) if with_ is None else set(with_) - set(without)
     workloads: list[dict[str, object]] = []
+    skipped: list[str] = []
     for flags, spec in _WORKLOADS:
         if not flags & affected:
             continue
-        if spec["name"] == "media.x265" and shutil.which("ffmpeg") is None:
-            continue
+        if spec["name"] == "media.x265":
+            if shutil.which("ffmpeg") is None:
+                skipped.append("media.x265 not measured: ffmpeg is missing (apt-get install "
+                               "ffmpeg)")
+                continue
+            if budget_s < X265_MIN_BUDGET_S:
+                skipped.append("media.x265 not measured: its trials take seconds; give "
+                               "--budget 4m or more")
+                continue
         workloads.append(spec)
-    return WhatIf(without, with_, tuple(workloads)) if workloads else None
+    return WhatIf(without, with_, tuple(workloads), tuple(skipped)) if workloads else None
 
 
 def run_whatif(store: Store, whatif: WhatIf, budget_s: float,

@@ -49,6 +49,15 @@ def test_domain_whatif_adds_only_the_proposed_flags() -> None:
     assert plan_whatif(["aes"], ["popcnt"]) is None  # no workload of ours uses popcnt
 
 
+def test_a_short_budget_leaves_the_slow_x265_out_and_says_so() -> None:
+    long = plan_whatif([], None, budget_s=600)
+    short = plan_whatif([], None, budget_s=60)
+    assert long is not None and short is not None
+    if "media.x265" in [w["name"] for w in long.workloads]:  # ffmpeg installed
+        assert "media.x265" not in [w["name"] for w in short.workloads]
+        assert any("--budget 4m" in s for s in short.skipped)
+
+
 def test_assess_domain_on_the_test_driver(tmp_path: Path) -> None:
     pytest.importorskip("libvirt")
     if " aes " not in Path("/proc/cpuinfo").read_text():
