@@ -41,6 +41,8 @@ _WORKLOADS: tuple[tuple[set[str], dict[str, object]], ...] = (
 X265_MIN_BUDGET_S = 180.0
 """x265 trials take seconds each (the others milliseconds): below this measurement budget they
 would take the repetitions the fast workloads need to converge, so x265 is left out (noted)."""
+MIN_REPETITIONS = 8
+"""A bootstrap CI from three or four trials can look tight by luck: stop at eight or more."""
 TARGET_REL_CI = 0.04
 """Stop once every speedup's CI half-width is within 4 % (the floor is 5 %)."""
 
@@ -68,7 +70,7 @@ class WhatIf:
                 {"name": WITH, "knobs": {"cpu_features": list(self.with_)
                                          if self.with_ is not None else "host"}}],
             "workloads": list(self.workloads),
-            "repetitions": {"min": 3, "max": 400, "target_rel_ci": TARGET_REL_CI,
+            "repetitions": {"min": MIN_REPETITIONS, "max": 400, "target_rel_ci": TARGET_REL_CI,
                             "criterion": "speedup", "budget_s": round(max(1.0, budget_s), 1)},
             "warmup": 1,
         }
