@@ -10,9 +10,11 @@ import typer
 
 from virtbench.assess.engine import Assessment, assess_domain, assess_machine
 from virtbench.assess.render import findings_section, render_json, render_text
+from virtbench.kvm.access import parse_ssh_spec
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
 from virtbench.store import Store
+from virtbench.targets.ssh import SSHTarget
 
 __all__ = ["assess", "parse_budget"]
 
@@ -40,6 +42,11 @@ def assess(
         "--store", "-s", envvar="VIRTBENCH_STORE",
         help="SQLite file or postgresql:// URL; the measurements are a normal run")]
     = "virtbench.db",
+    ssh: Annotated[str | None, typer.Option(
+        help="with --domain: read the guest's /proc and /sys over SSH, [user@]host[:port]")]
+    = None,
+    known_hosts: Annotated[str | None, typer.Option(help="known_hosts file for --ssh")] = None,
+    identity: Annotated[str | None, typer.Option(help="private key for --ssh")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     report: Annotated[Path | None, typer.Option(
         help="also write the HTML report (findings on top) here")] = None,
@@ -52,8 +59,21 @@ def assess(
     if not as_json:  # a JSON reader gets one document on stdout and nothing else
         typer.echo(f"assessing {'domain ' + domain if domain else 'this machine'} within "
                    f"{seconds:g} s (measurements are stored in {store})", err=True)
-    result: Assessment = (assess_domain(st, domain, connect, seconds, progress) if domain
-                          else assess_machine(st, seconds, progress=progress))
+    if ssh and not domain:
+        raise VirtbenchError("--ssh reads a domain's guest: give --domain too (without it, "
+                             "virtbench assesses the machine it runs on)")
+    guest = None
+    if ssh:
+        user, host, port = parse_ssh_spec(ssh)
+        guest = SSHTarget(host, user=user, port=port, known_hosts=known_hosts,
+                          identity_file=identity)
+    try:
+        result: Assessment = (
+            assess_domain(st, domain, connect, seconds, progress, guest) if domain
+            else assess_machine(st, seconds, progress=progress))
+    finally:
+        if guest is not None:
+            guest.close()
     typer.echo(render_json(result) if as_json else render_text(result), nl=False)
     if report is not None:
         if result.run_id is None:

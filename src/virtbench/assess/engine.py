@@ -3,6 +3,7 @@ measured gains to their findings, rank, and keep the findings with the run."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from virtbench.assess.domain_rules import DOMAIN_RULES
 from virtbench.assess.domain_view import read_domain_view
 from virtbench.assess.findings import Change, Evidence, Finding
 from virtbench.assess.measure import FlagEffect, plan_whatif, run_whatif
+from virtbench.assess.remote_tree import fetch_system_tree
 from virtbench.assess.rules import run_rules
 from virtbench.assess.system_rules import SYSTEM_RULES, SystemView
 from virtbench.kvm.domxml import CpuChange
@@ -20,6 +22,7 @@ from virtbench.kvm.plan import make_plan
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
 from virtbench.store import Store
+from virtbench.targets.base import Target
 from virtbench.targets.libvirt_connection import is_local, open_connection
 
 __all__ = ["Assessment", "assess_domain", "assess_machine", "measurement_budget"]
@@ -117,16 +120,33 @@ def _cpu_changes(finding: Finding, conn: Any, name: str, base_xml: str, host: An
     finding.evidence += [Evidence("kvm tune", w) for w in plan.warnings]
 
 
+def _prefixed(findings: list[Finding], where: str) -> list[Finding]:
+    """Host or guest findings beside a domain's; its CPU flags are the domain rule's job."""
+    kept = [f for f in findings if f.measure != "cpu-flags"]
+    for finding in kept:
+        finding.title = f"{where}: {finding.title}"
+    return kept
+
+
+def _guest_findings(guest: Target) -> list[Finding]:
+    with tempfile.TemporaryDirectory(prefix="vb-assess-guest-") as tmp:
+        return _prefixed(run_rules(SYSTEM_RULES, fetch_system_tree(guest, Path(tmp))), "guest")
+
+
 def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
-                  progress: ProgressHook | None = None) -> Assessment:
-    """A libvirt domain: domain rules; where libvirt runs on this machine, the host's own rules
-    and the CPU-flag what-if for exactly the flags the finding proposes to add."""
+                  progress: ProgressHook | None = None,
+                  guest: Target | None = None) -> Assessment:
+    """A libvirt domain: domain rules; inside the guest (``guest``: its SSH target) the
+    guest rules; where libvirt runs on this machine, the host's own rules and the CPU-flag
+    what-if for exactly the flags the finding proposes to add."""
     started = time.monotonic()
     conn = open_connection(uri)
     try:
         view, host, catalog, base_xml = read_domain_view(conn, name)
         assessment = Assessment(f"domain {name} on {view.uri}", budget_s,
                                 run_rules(DOMAIN_RULES, view), notes=list(view.notes))
+        if guest is not None:
+            assessment.findings += _guest_findings(guest)
         cpu = next((f for f in assessment.findings if f.rule == "cpu-flags"), None)
         if cpu is not None:
             try:
@@ -139,10 +159,7 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
         assessment.notes.append("libvirt is remote: host rules and measurements skipped")
         return _finish(assessment, store, started)
     local = SystemView()
-    host_findings = [f for f in run_rules(SYSTEM_RULES, local) if f.measure != "cpu-flags"]
-    for finding in host_findings:
-        finding.title = f"host: {finding.title}"
-    assessment.findings += host_findings
+    assessment.findings += _prefixed(run_rules(SYSTEM_RULES, local), "host")
     if cpu is not None:
         added = cpu.extra["require"]
         if set(added) <= local.flags():

@@ -13,12 +13,24 @@ from virtbench.assess.rules import Rule
 from virtbench.kvm.flags import uses_of
 from virtbench.kvm.hostcpu import cpuinfo_flags
 
-__all__ = ["SYSTEM_RULES", "SystemView"]
+__all__ = ["SYSTEM_FILES", "SYSTEM_RULES", "SystemView"]
 
 KERNEL_DOC = "https://docs.kernel.org/admin-guide/"
 TUNING_DOC = ("Red Hat, Virtualization Tuning and Optimization Guide (RHEL 7), "
               "https://access.redhat.com/documentation/en-us/red_hat_enterprise_linux/7/"
               "html/virtualization_tuning_and_optimization_guide")
+# Every file the rules below read (glob patterns below the root), so a remote machine's tree can
+# be fetched in one command (virtbench.assess.remote_tree).
+SYSTEM_FILES = (
+    "proc/cpuinfo",
+    "sys/block/*/queue/scheduler",
+    "sys/block/*/queue/rotational",
+    "sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor",
+    "sys/devices/system/cpu/cpufreq/boost",
+    "sys/kernel/mm/transparent_hugepage/enabled",
+    "sys/devices/system/clocksource/clocksource0/current_clocksource",
+    "sys/devices/system/clocksource/clocksource0/available_clocksource",
+)
 _SELECTED = re.compile(r"\[([^\]]+)\]")
 
 

@@ -43,11 +43,15 @@ def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, SandboxI
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _ssh(info: SandboxInfo) -> SSHTarget:
+    host, port = info.ssh.split("@")[1].split(":")
+    return SSHTarget(host, user="root", port=int(port), known_hosts=info.known_hosts,
+                     identity_file=info.identity, multiplex=False)
+
+
 def _guest_flags(info: SandboxInfo, wait_s: float = 240.0) -> frozenset[str]:
     """The guest's flags, waiting for its sshd (a rollback restarts the guest)."""
-    host, port = info.ssh.split("@")[1].split(":")
-    ssh = SSHTarget(host, user="root", port=int(port), known_hosts=info.known_hosts,
-                    identity_file=info.identity, multiplex=False)
+    ssh = _ssh(info)
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -63,11 +67,19 @@ def test_assess_domain_recommends_flags_and_its_tune_command_works(
     box, info = sandbox
     assert box.info() == info and info.virt_type == "qemu"
     assert "aes" not in _guest_flags(info)
+    # A guest-side misconfiguration for the in-guest rules to find: the emulated HPET clock.
+    clock = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+    _ssh(info).run(["tee", clock], input="hpet\n", timeout=60)
     cli = CliRunner()
     assessed = cli.invoke(app, ["assess", "--domain", info.domain, "--connect", info.uri,
-                                "--budget", "0", "--json", "--store", str(tmp_path / "a.db")])
+                                "--budget", "0", "--json", "--store", str(tmp_path / "a.db"),
+                                "--ssh", info.ssh, "--known-hosts", info.known_hosts,
+                                "--identity", info.identity])
     assert assessed.exit_code == 0, assessed.output
-    finding = next(f for f in json.loads(assessed.output)["findings"] if f["rule"] == "cpu-flags")
+    findings = json.loads(assessed.output)["findings"]
+    clock_finding = next(f for f in findings if f["rule"] == "guest-clocksource")
+    assert clock_finding["title"] == "guest: guest clocksource hpet"
+    finding = next(f for f in findings if f["rule"] == "cpu-flags")
     assert finding["severity"] == "high"
     command = finding["changes"][0]["text"]
     assert command.startswith(f"virtbench kvm tune {info.domain} --require ")

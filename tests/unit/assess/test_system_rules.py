@@ -95,3 +95,14 @@ def test_this_machine() -> None:
         assert "cpu-flags" in flags
     for finding in found:
         assert finding.source and finding.changes
+
+
+def test_a_tree_fetched_through_a_target_judges_like_the_machine_itself(tmp_path: Path) -> None:
+    from virtbench.assess.remote_tree import fetch_system_tree
+    from virtbench.targets.local import LocalTarget
+
+    fetched = fetch_system_tree(LocalTarget(), tmp_path)
+    assert (tmp_path / "proc" / "cpuinfo").exists()
+    direct = run_rules(SYSTEM_RULES, SystemView(Path("/")))
+    via_target = run_rules(SYSTEM_RULES, fetched)
+    assert [(f.rule, f.evidence) for f in via_target] == [(f.rule, f.evidence) for f in direct]
