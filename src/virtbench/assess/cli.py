@@ -43,7 +43,8 @@ def assess(
         help="SQLite file or postgresql:// URL; the measurements are a normal run")]
     = "virtbench.db",
     ssh: Annotated[str | None, typer.Option(
-        help="with --domain: read the guest's /proc and /sys over SSH, [user@]host[:port]")]
+        help="with --domain: read the guest's /proc and /sys over SSH "
+             "(user@host or user@host:port)")]
     = None,
     known_hosts: Annotated[str | None, typer.Option(help="known_hosts file for --ssh")] = None,
     identity: Annotated[str | None, typer.Option(help="private key for --ssh")] = None,

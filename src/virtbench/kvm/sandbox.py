@@ -27,7 +27,7 @@ from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_connection import libvirt_module
 from virtbench.targets.local import LocalTarget
 
-__all__ = ["DEFAULT_DIR", "DEFAULT_DOMAIN", "DEFAULT_PORT", "Sandbox", "SandboxInfo",
+__all__ = ["DEFAULT_DIR", "DEFAULT_DOMAIN", "DEFAULT_PORT", "Sandbox", "SandboxInfo", "VirtType",
            "domain_xml", "sandbox_down", "sandbox_status", "sandbox_up", "wait_ssh"]
 
 DEFAULT_DIR = Path(".cache") / "virtbench-sandbox"

@@ -5,11 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 
-from virtbench.kvm.sandbox import DEFAULT_DIR, DEFAULT_DOMAIN, DEFAULT_PORT, Sandbox, SandboxInfo
+from virtbench.kvm.sandbox import (
+    DEFAULT_DIR,
+    DEFAULT_DOMAIN,
+    DEFAULT_PORT,
+    Sandbox,
+    SandboxInfo,
+    VirtType,
+)
 from virtbench.model import VirtbenchError
 
 __all__ = ["app"]
@@ -44,8 +51,8 @@ def up(
     """Build (once) and boot the guest; prints its SSH access and libvirt URI."""
     if virt_type not in ("auto", "kvm", "qemu"):
         raise VirtbenchError("--virt-type must be auto, kvm or qemu")
-    info = Sandbox(directory).up(domain=domain, port=port, virt_type=virt_type,  # type: ignore[arg-type]
-                                 memory_mib=memory)
+    info = Sandbox(directory).up(domain=domain, port=port,
+                                 virt_type=cast(VirtType, virt_type), memory_mib=memory)
     _show(info, as_json)
 
 
