@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
@@ -50,6 +51,8 @@ StoreOpt = Annotated[str, typer.Option(
     help="SQLite file or postgresql://user@host/db URL")]
 DEFAULT_STORE = "virtbench.db"
 FORMATS = ("table", "json", "csv", "markdown", "html")
+
+app.command("assess")(assess_cmd)
 
 # The kvm commands import the optional libvirt binding only when they run: without it,
 # `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error of

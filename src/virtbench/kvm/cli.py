@@ -17,6 +17,7 @@ from virtbench.kvm.hostcpu import read_host_cpu
 from virtbench.kvm.inventory import migration_note, missing_flags, read_guest_cpu
 from virtbench.kvm.plan import make_plan
 from virtbench.kvm.probes import serial_log_path
+from virtbench.kvm.sandbox_cli import app as sandbox_app
 from virtbench.kvm.state import default_state
 from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
@@ -25,6 +26,7 @@ __all__ = ["app"]
 
 app = typer.Typer(help="Guest CPU flags of libvirt/KVM domains: inventory, tune, rollback.",
                   no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
 
 ConnectOpt = Annotated[str | None, typer.Option(
     "--connect", "-c", help="libvirt URI (default $LIBVIRT_DEFAULT_URI or qemu:///system)")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import jinja2
@@ -27,7 +28,7 @@ from virtbench.analysis.views import (
 )
 from virtbench.report import charts
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
-from virtbench.report.sections import build_sections
+from virtbench.report.sections import Section, build_sections
 from virtbench.report.tables import row_record
 
 __all__ = ["CHART_BUDGET", "render_html"]
@@ -254,13 +255,14 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
              "baseline": "yes" if v.is_baseline else ""} for v in analysis.variants]
 
 
-def render_html(analysis: Analysis) -> str:
-    """The report as one self-contained HTML document (UTF-8 text)."""
+def render_html(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
+    """The report as one self-contained HTML document (UTF-8 text); ``lead`` sections (an
+    assessment's findings) come first, right below the title."""
     with charts.chart_style():
-        return _render(analysis)
+        return _render(analysis, lead)
 
 
-def _render(analysis: Analysis) -> str:
+def _render(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)
@@ -296,6 +298,7 @@ def _render(analysis: Analysis) -> str:
         "summary": summary,
         "series": [_series_section(g) for g in series_groups(analysis)],
         "study_sections": build_sections(analysis),
+        "lead_sections": list(lead),
         "realisations": _realisations(analysis),
         "limitations": limitations,
         "failures": [{"variant": str(f.get("variant", "")),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+from virtbench.kvm.sandbox_image import download_deb, kernel_package
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache" / "vbkvm-guest"
@@ -40,22 +41,6 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-def _kernel_package() -> str:
-    for line in _run(["apt-cache", "depends", "linux-image-cloud-amd64"]).splitlines():
-        line = line.strip()
-        if line.startswith("Depends:") and "linux-image-" in line:
-            return line.split(":", 1)[1].strip()
-    raise RuntimeError("apt-cache does not know linux-image-cloud-amd64")
-
-
-def _download(package: str, into: Path) -> Path:
-    _run(["apt-get", "download", package], cwd=into)
-    debs = sorted(into.glob(f"{package}_*.deb"))
-    if not debs:
-        raise RuntimeError(f"apt-get download {package} produced no .deb in {into}")
-    return debs[-1]
-
-
 def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = ()) -> GuestImage:
     """The kernel and initramfs, downloaded and built once, then reused.
 
@@ -72,8 +57,8 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
                            "is empty and the guest kernel panics")
     with tempfile.TemporaryDirectory(prefix="vbkvm-build-") as tmp:
         work = Path(tmp)
-        for package in (_kernel_package(), "busybox-static"):
-            deb = _download(package, work)
+        for package in (kernel_package(), "busybox-static"):
+            deb = download_deb(package, work)
             _run(["dpkg-deb", "-x", str(deb), str(work / "x")])
         vmlinuz = sorted((work / "x" / "boot").glob("vmlinuz-*"))[-1]
         root = work / "root"

@@ -1,0 +1,1 @@
+"""``virtbench assess``: what is misconfigured here, what fixing it buys (measured), the change."""

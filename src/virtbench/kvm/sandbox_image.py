@@ -1,0 +1,333 @@
+"""A small Debian guest that runs virtbench's workloads: python3 + crc32c + cryptography + sshd.
+
+Built once from Debian packages with ``debootstrap`` (minbase) and packed as an uncompressed
+initramfs (a cpio archive); booted with the Debian cloud kernel under QEMU (TCG or KVM). The
+kernel's virtio-net and virtio-rng modules are copied from the same kernel package and loaded by
+the guest's ``/init``, a busybox shell script that mounts the pseudo file systems, configures
+QEMU user-mode networking, prints /proc/cpuinfo between virtbench's console markers and hands
+over to busybox ``init``, which keeps ``sshd`` running. No systemd: it takes minutes under TCG.
+
+Per boot, :func:`make_instance` generates a fresh SSH host key and client key and appends them
+to the cached archive as a second cpio archive (the kernel unpacks concatenated archives in
+order), so no key is ever cached or shared; the host key is pinned in a known_hosts file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import CommandFailed
+from virtbench.targets.daemon import free_port
+from virtbench.targets.local import LocalTarget
+
+__all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debian_guest",
+           "download_deb", "kernel_package", "make_instance", "pack_cpio"]
+
+# debootstrap does not resolve virtual packages: python3-cffi-backend provides the
+# python3-cffi-backend-api-* that python3-cryptography depends on.
+PACKAGES = ("python3", "python3-cryptography", "python3-cffi-backend", "openssh-server",
+            "busybox")
+
+# Debian 12's python3-crc32c (2.3) is built without the SSE4.2 code: it reports
+# hardware_based=False even on a host with SSE4.2 (its library has no crc32 instruction and
+# no cpuid). virtbench needs crc32c>=2.4 (pyproject), so the guest gets the PyPI wheel of the
+# version this venv runs, which picks the hardware path at import when the CPU has SSE4.2.
+CRC32C_VERSION = importlib.metadata.version("crc32c")
+
+# Load order follows the modules' `depends` (modinfo): the kernel package ships no modules.dep.
+MODULES = (
+    "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
+    "drivers/virtio/virtio_pci_legacy_dev.ko",
+    "drivers/virtio/virtio_pci_modern_dev.ko",
+    "drivers/virtio/virtio_pci.ko",
+    "net/core/failover.ko",
+    "drivers/net/net_failover.ko",
+    "drivers/net/virtio_net.ko",
+    "drivers/char/hw_random/virtio-rng.ko",
+)
+
+INIT = f"""#!/bin/busybox sh
+# virtbench test guest: no systemd (minutes under TCG); busybox init keeps sshd alive.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+bb=/bin/busybox
+$bb mount -t proc proc /proc
+$bb mount -t sysfs sysfs /sys
+$bb mount -t devtmpfs devtmpfs /dev
+$bb mkdir -p /dev/pts /dev/shm
+$bb mount -t devpts devpts /dev/pts
+$bb mount -t tmpfs tmpfs /run
+$bb mount -t tmpfs tmpfs /tmp
+$bb mount -t tmpfs tmpfs /dev/shm
+$bb mkdir -p /run/sshd
+for m in {' '.join(Path(m).name for m in MODULES)}; do
+  $bb insmod /lib/modules/vbkvm/$m || echo "vbkvm: insmod $m failed"
+done
+$bb hostname vbkvm-debian
+$bb ip link set lo up
+# QEMU user-mode networking: fixed addresses, no DHCP needed.
+$bb ip link set eth0 up
+$bb ip addr add 10.0.2.15/24 dev eth0
+$bb ip route add default via 10.0.2.2
+echo {CONSOLE_BEGIN}
+$bb cat /proc/cpuinfo
+echo {CONSOLE_END}
+exec $bb init
+"""
+
+INITTAB = """::respawn:/usr/sbin/sshd -D -e
+::ctrlaltdel:/bin/busybox poweroff -f
+"""
+
+SSHD_CONFIG = """# virtbench test guest
+HostKey /etc/ssh/ssh_host_ed25519_key
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+# PAM and DNS look-ups only cost time under TCG.
+UsePAM no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+"""
+
+RECIPE = hashlib.sha256("\n".join((*PACKAGES, CRC32C_VERSION, *MODULES, INIT, INITTAB,
+                                    SSHD_CONFIG)).encode()
+                        ).hexdigest()[:12]
+"""Changes whenever the recipe changes, so a stale cached image is rebuilt."""
+
+
+@dataclass(frozen=True)
+class DebianGuestImage:
+    kernel: Path
+    rootfs: Path
+    """Uncompressed cpio archive of the whole root file system (the initramfs)."""
+
+
+@dataclass(frozen=True)
+class GuestInstance:
+    """One bootable guest: its initramfs (cached image + this instance's keys) and SSH access."""
+
+    kernel: Path
+    initrd: Path
+    port: int
+    known_hosts: Path
+    identity: Path
+    workdir: Path
+
+    @property
+    def ssh_spec(self) -> str:
+        return f"root@127.0.0.1:{self.port}"
+
+
+_LOCAL = LocalTarget()
+
+
+def kernel_package() -> str:
+    """The versioned package behind Debian's ``linux-image-cloud-amd64``."""
+    out = _LOCAL.run(["apt-cache", "depends", "linux-image-cloud-amd64"]).stdout
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("Depends:") and "linux-image-" in line:
+            return line.split(":", 1)[1].strip()
+    raise VirtbenchError("apt-cache does not know linux-image-cloud-amd64 (apt-get update?)")
+
+
+def download_deb(package: str, into: Path) -> Path:
+    _LOCAL.run(["apt-get", "download", package], cwd=str(into))
+    debs = sorted(into.glob(f"{package}_*.deb"))
+    if not debs:
+        raise VirtbenchError(f"apt-get download {package} produced no .deb in {into}")
+    return debs[-1]
+
+
+def pack_cpio(root: Path, names: Sequence[str], out: Path) -> None:
+    """Pack ``names`` (paths relative to ``root``) as a newc archive owned by root."""
+    _LOCAL.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0", "-O", str(out)],
+               cwd=str(root), input="\n".join(names) + "\n")
+
+
+def _mirror() -> tuple[str, str]:
+    """(codename, mirror URI) of this machine's own Debian main archive, as apt uses it."""
+    codename = ""
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            codename = line.split("=", 1)[1].strip().strip('"')
+    rows = _LOCAL.run(["apt-get", "indextargets", "--format",
+                       "$(REPO_URI) $(RELEASE) $(COMPONENT) $(IDENTIFIER)"]).stdout.splitlines()
+    for row in rows:
+        parts = row.split()
+        if len(parts) == 4 and parts[1] == codename and parts[2] == "main" \
+                and parts[3] == "Packages":
+            return codename, parts[0]
+    raise VirtbenchError(f"apt knows no '{codename} main' archive; run apt-get update first")
+
+
+def _tree_names(root: Path) -> list[str]:
+    # Parents before children, as cpio extraction needs; symlinks are not followed.
+    return [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*"))]
+
+
+def _trim(root: Path) -> None:
+    """Remove what a guest that only runs probes never reads (halves the archive)."""
+    for sub in ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
+                "usr/share/zoneinfo", "usr/share/i18n", "var/cache/apt", "var/lib/apt/lists",
+                "var/cache/debconf", "usr/share/common-licenses"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+    for key in (root / "etc" / "ssh").glob("ssh_host_*"):
+        key.unlink()  # every instance gets its own host key
+
+
+def _build(cache: Path) -> DebianGuestImage:
+    """Build in a private mount and PID namespace (``unshare``): the work tree is a tmpfs
+    there (dpkg's many fsyncs cost nothing), and debootstrap's /proc and /sys mounts, any
+    daemon a maintainer script starts in the chroot and the tmpfs itself all end with the
+    namespace — also on Ctrl-C or SIGKILL."""
+    for binary, package in (("debootstrap", "debootstrap"), ("cpio", "cpio"),
+                            ("unshare", "util-linux"), ("apt-get", "apt"),
+                            ("dpkg-deb", "dpkg")):
+        if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
+            raise VirtbenchError(f"'{binary}' is missing: apt-get install {package}")
+    codename, mirror = _mirror()
+    log = cache / "build.log"
+    done = _LOCAL.run(
+        ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
+         "--", sys.executable, "-m", "virtbench.kvm.sandbox_image", "_build-inside", str(cache),
+         codename, mirror], check=False)
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        raise VirtbenchError(f"building the Debian guest failed (log {log}): " + " | ".join(tail))
+    return DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+
+
+def _install_crc32c_wheel(root: Path, wheels: Path) -> None:
+    """Unpack the crc32c wheel for the guest's Python into its /usr/local dist-packages."""
+    pythons = sorted((root / "usr" / "lib").glob("python3.*"))
+    if not pythons:
+        raise VirtbenchError("debootstrap installed no python3")
+    version = pythons[-1].name.removeprefix("python")  # e.g. 3.11
+    tag = "cp" + version.replace(".", "")
+    wheels.mkdir(exist_ok=True)
+    pattern = f"crc32c-{CRC32C_VERSION}-{tag}-{tag}-*manylinux*x86_64*.whl"
+    if not list(wheels.glob(pattern)):
+        _LOCAL.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                    "--only-binary=:all:", "--implementation", "cp", "--python-version",
+                    version, "--abi", tag, "--platform", "manylinux2014_x86_64", "--dest",
+                    str(wheels), f"crc32c=={CRC32C_VERSION}"])
+    found = sorted(wheels.glob(pattern))
+    if not found:
+        raise VirtbenchError(f"pip downloaded no wheel matching {pattern} into {wheels}")
+    target = root / "usr" / "local" / "lib" / f"python{version}" / "dist-packages"
+    target.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(found[-1]) as wheel:
+        wheel.extractall(target)
+
+
+def _build_inside(cache: Path, codename: str, mirror: str) -> None:
+    """The build itself; runs inside the namespace made by :func:`_build`."""
+    work = Path(tempfile.mkdtemp(prefix="vbkvm-debian-build-", dir=cache))
+    try:
+        _LOCAL.run(["mount", "-t", "tmpfs", "-o", "size=2g", "vbkvm-build", str(work)])
+        root = work / "root"
+        debs = cache / "debs"
+        debs.mkdir(exist_ok=True)
+        # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
+        out = _LOCAL.run(["/usr/sbin/debootstrap", "--variant=minbase", "--components=main",
+                          f"--include={','.join(PACKAGES)}", f"--cache-dir={debs}", codename,
+                          str(root), mirror], check=False)
+        print(out.stdout[-4000:], out.stderr[-4000:], flush=True)
+        if out.returncode != 0:
+            raise CommandFailed(out)
+        _install_crc32c_wheel(root, cache / "wheels")
+        kdeb = download_deb(kernel_package(), work)
+        _LOCAL.run(["dpkg-deb", "-x", str(kdeb), str(work / "k")])
+        kernel = sorted((work / "k" / "boot").glob("vmlinuz-*"))[-1]
+        moddir = next((work / "k" / "lib" / "modules").iterdir()) / "kernel"
+        (root / "lib" / "modules" / "vbkvm").mkdir(parents=True)
+        for module in MODULES:
+            shutil.copy2(moddir / module, root / "lib" / "modules" / "vbkvm")
+        _trim(root)
+        (root / "init").write_text(INIT)
+        os.chmod(root / "init", 0o755)
+        (root / "etc" / "inittab").write_text(INITTAB)
+        (root / "etc" / "ssh" / "sshd_config.d" / "vbkvm.conf").write_text(SSHD_CONFIG)
+        (root / "root" / ".ssh").mkdir(mode=0o700, exist_ok=True)
+        rootfs = cache / "rootfs.cpio.tmp"
+        rootfs.unlink(missing_ok=True)
+        pack_cpio(root, _tree_names(root), rootfs)
+        if rootfs.stat().st_size < 20_000_000:
+            raise VirtbenchError("the guest's root archive is suspiciously small; "
+                                 "is cpio working?")
+        shutil.copy2(kernel, cache / "vmlinuz.tmp")
+        (cache / "vmlinuz.tmp").replace(cache / "vmlinuz")
+        rootfs.replace(cache / "rootfs.cpio")
+        (cache / "recipe").write_text(RECIPE + "\n")
+    finally:
+        _LOCAL.run(["umount", "--lazy", str(work)], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_debian_guest(cache: Path) -> DebianGuestImage:
+    """The kernel and root archive, built once (about 80 s with downloads) and reused while
+    the recipe is unchanged. A lock keeps two concurrent builds from colliding."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = cache / "recipe"
+        image = DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
+        if (image.kernel.exists() and image.rootfs.exists() and stamp.exists()
+                and stamp.read_text().strip() == RECIPE):
+            return image
+        for stale in cache.glob("vbkvm-debian-build-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a build that was killed
+        return _build(cache)
+
+
+def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = None
+                  ) -> GuestInstance:
+    """Fresh host and client keys for one guest, its initramfs, and a pinned known_hosts."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    overlay = workdir / "overlay"
+    (overlay / "etc" / "ssh").mkdir(parents=True)
+    (overlay / "root" / ".ssh").mkdir(parents=True, mode=0o700)
+    host_key = overlay / "etc" / "ssh" / "ssh_host_ed25519_key"
+    identity = workdir / "id_ed25519"
+    for key in (host_key, identity):
+        _LOCAL.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vbkvm", "-f",
+                    str(key)])
+    authorized = overlay / "root" / ".ssh" / "authorized_keys"
+    shutil.copy(identity.with_suffix(".pub"), authorized)
+    authorized.chmod(0o600)
+    kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
+    known_hosts = workdir / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {kind} {blob}\n")
+    names = ["etc", "etc/ssh", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub",
+             "root", "root/.ssh", "root/.ssh/authorized_keys"]
+    pack_cpio(overlay, names, workdir / "keys.cpio")
+    shutil.rmtree(overlay)
+    initrd = workdir / "initrd.cpio"
+    with initrd.open("wb") as out:
+        for part in (image.rootfs, workdir / "keys.cpio"):
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+    (workdir / "keys.cpio").unlink()
+    return GuestInstance(image.kernel, initrd, port, known_hosts, identity, workdir)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["_build-inside"]:
+        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4])

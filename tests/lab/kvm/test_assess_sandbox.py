@@ -1,0 +1,107 @@
+"""`virtbench kvm sandbox` + `virtbench assess --domain` end to end: the sandbox guest (Debian,
+QEMU TCG, custom qemu64, private libvirtd) is found lacking the flags; the `kvm tune` command
+the assessment prints, run with --apply, makes the guest see them; rollback removes them; the
+sandbox goes away completely."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kvm_debian_guest import CACHE
+from typer.testing import CliRunner
+
+from virtbench.cli import app
+from virtbench.kvm.hostcpu import cpuinfo_flags
+from virtbench.kvm.sandbox import Sandbox, SandboxInfo
+from virtbench.targets.base import CommandFailed
+from virtbench.targets.daemon import free_port
+from virtbench.targets.ssh import SSHTarget
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, SandboxInfo]]:
+    if shutil.which("debootstrap") is None and not Path("/usr/sbin/debootstrap").exists():
+        pytest.skip("debootstrap missing (apt-get install debootstrap)")
+    tmp = Path(tempfile.mkdtemp(prefix="vbkvm-assess-"))
+    monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp / "state"))
+    box = Sandbox(tmp / "sandbox", image_cache=CACHE)
+    try:
+        yield box, box.up(domain=f"vbassess-{uuid.uuid4().hex[:6]}", port=free_port(),
+                          virt_type="qemu")
+    finally:
+        box.down()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ssh(info: SandboxInfo) -> SSHTarget:
+    host, port = info.ssh.split("@")[1].split(":")
+    return SSHTarget(host, user="root", port=int(port), known_hosts=info.known_hosts,
+                     identity_file=info.identity, multiplex=False)
+
+
+def _guest_flags(info: SandboxInfo, wait_s: float = 240.0) -> frozenset[str]:
+    """The guest's flags, waiting for its sshd (a rollback restarts the guest)."""
+    ssh = _ssh(info)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return cpuinfo_flags(ssh.run(["cat", "/proc/cpuinfo"], timeout=60).stdout)
+        except CommandFailed:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def test_assess_domain_recommends_flags_and_its_tune_command_works(
+        sandbox: tuple[Sandbox, SandboxInfo], tmp_path: Path) -> None:
+    box, info = sandbox
+    assert box.info() == info and info.virt_type == "qemu"
+    assert "aes" not in _guest_flags(info)
+    # A guest-side misconfiguration for the in-guest rules to find: the emulated HPET clock.
+    clock = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+    _ssh(info).run(["tee", clock], input="hpet\n", timeout=60)
+    cli = CliRunner()
+    assessed = cli.invoke(app, ["assess", "--domain", info.domain, "--connect", info.uri,
+                                "--budget", "0", "--json", "--store", str(tmp_path / "a.db"),
+                                "--ssh", info.ssh, "--known-hosts", info.known_hosts,
+                                "--identity", info.identity])
+    assert assessed.exit_code == 0, assessed.output
+    findings = json.loads(assessed.output)["findings"]
+    clock_finding = next(f for f in findings if f["rule"] == "guest-clocksource")
+    assert clock_finding["title"] == "guest: guest clocksource hpet"
+    finding = next(f for f in findings if f["rule"] == "cpu-flags")
+    assert finding["severity"] == "high"
+    command = finding["changes"][0]["text"]
+    assert command.startswith(f"virtbench kvm tune {info.domain} --require ")
+    required = command.split("--require ")[1].split()[0].split(",")
+    assert {"aes", "sse4.2"} <= set(required)
+
+    argv = [
+        *shlex.split(command)[1:], "--apply", "--ssh", info.ssh, "--known-hosts",
+        info.known_hosts, "--identity", info.identity, "--shutdown-timeout", "0",
+        "--boot-timeout", "240"]
+    applied = cli.invoke(app, argv)
+    assert applied.exit_code == 0, applied.output
+    assert "verified inside the guest" in applied.output
+    assert {"aes", "sse4.2"} <= _guest_flags(info)
+
+    back = cli.invoke(app, ["kvm", "rollback", info.domain, "--connect", info.uri,
+                            "--shutdown-timeout", "0"])
+    assert back.exit_code == 0, back.output
+    assert "aes" not in _guest_flags(info)
+
+
+def test_sandbox_down_leaves_nothing(tmp_path: Path) -> None:
+    box = Sandbox(tmp_path / "nothing", image_cache=CACHE)
+    assert box.info() is None
+    assert box.down() is False  # nothing ran: nothing to stop, no error
