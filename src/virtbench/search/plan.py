@@ -46,7 +46,7 @@ class SearchPlan:
         return len(self.durations_s)
 
     def goal_ratio(self, phase: int) -> float:
-        """The largest hi/lo at which ``phase`` stops: (1 + precision) ** 2 ** (phases - 1 - phase)."""
+        """Largest hi/lo at which ``phase`` stops: (1 + precision) ** 2 ** (phases - 1 - phase)."""
         return float((1.0 + self.precision) ** (2 ** (self.phases - 1 - phase)))
 
     def predicted_trials(self) -> int:
