@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from virtbench.spec.search import SearchSpec
+
 __all__ = [
     "Adaptive",
     "Experiment",
@@ -51,6 +53,8 @@ class WorkloadSpec(_Strict):
     name: str
     id: str | None = Field(None, description="alias when one workload appears twice")
     params: dict[str, Any] = Field(default_factory=dict)
+    search: SearchSpec | None = Field(None, description="search the highest load that passes "
+                                                        "(docs/capacity.md)")
 
     @property
     def workload_id(self) -> str:

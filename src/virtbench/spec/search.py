@@ -1,0 +1,73 @@
+"""The ``search:`` block of a workload: which parameter is the load, what a passing trial is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from virtbench.model import VirtbenchError
+from virtbench.search import SearchPlan
+
+__all__ = ["Criterion", "SearchSpec"]
+
+
+class Criterion(BaseModel):
+    """A trial passes when the metric is at most ``max`` (and at least ``min``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    metric: str = Field(description="a metric the workload declares (e.g. loss_ratio)")
+    max: float | None = Field(None, description="pass when the value is at most this")
+    min: float | None = Field(None, description="pass when the value is at least this")
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> Criterion:
+        if self.max is None and self.min is None:
+            raise ValueError(f"criterion on '{self.metric}' needs max or min")
+        return self
+
+    def failure(self, values: Mapping[str, float]) -> str | None:
+        """Why the trial fails this criterion, or None when it passes."""
+        value = values.get(self.metric)
+        if value is None:
+            return f"{self.metric} was not measured"
+        if self.max is not None and value > self.max:
+            return f"{self.metric} {value:g} > {self.max:g}"
+        if self.min is not None and value < self.min:
+            return f"{self.metric} {value:g} < {self.min:g}"
+        return None
+
+
+class SearchSpec(BaseModel):
+    """Search the highest load the workload sustains (see docs/capacity.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    load: str = Field(description="the workload parameter that sets the offered load")
+    duration: str | None = Field(None, description="the workload parameter that sets the "
+                                                    "trial duration in seconds")
+    unit: str = Field("load/s", description="unit of the load, for the report (pps, req/s)")
+    lower: float = Field(gt=0, description="lowest load tried")
+    upper: float = Field(gt=0, description="highest load tried")
+    precision: float = Field(0.01, gt=0, lt=1,
+                             description="relative width (hi - lo) / lo of the final interval")
+    durations_s: list[float] = Field(default_factory=lambda: [1.0, 5.0], min_length=1,
+                                     description="trial duration per phase, short to long; "
+                                                 "the last is the final one")
+    integer: bool = Field(False, description="offer whole-number loads only")
+    pass_if: list[Criterion] = Field(min_length=1, description="every criterion must hold")
+
+    @model_validator(mode="after")
+    def _plan_is_valid(self) -> SearchSpec:
+        try:
+            self.plan()  # bounds, precision and durations, in the plan's own words
+        except VirtbenchError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    def plan(self) -> SearchPlan:
+        return SearchPlan(self.lower, self.upper, self.precision, tuple(self.durations_s),
+                          self.integer)
+
+    def failures(self, values: Mapping[str, float]) -> list[str]:
+        """Every criterion the trial's scalar values break (empty: the trial passed)."""
+        return [why for c in self.pass_if if (why := c.failure(values)) is not None]
