@@ -37,6 +37,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.workloads.cpu.aes",
         "virtbench.workloads.cpu.crc32c",
         "virtbench.workloads.media.x265",
+        "virtbench.workloads.net.packet_rate",
         "virtbench.workloads.net.qos_probe",
         "virtbench.workloads.net.qos_transfer",
         "virtbench.workloads.net.router",

@@ -88,10 +88,13 @@ class SearchedWorkload(Workload):
         if isinstance(step, SearchResult):
             raise VirtbenchError(f"search of {ctx.variant}/{self.name} is already finished")
         self.inner.params = self._params_at(step)
-        result = self.inner.run(ctx)
-        scalars = {m.metric: m.value for m in result.measurements
-                   if m.t is None and m.value is not None}
-        failures = self.spec.failures(scalars)
+        for attempt in range(1, self.spec.retries + 2):  # noqa: B007 - counted in notes
+            result = self.inner.run(ctx)
+            scalars = {m.metric: m.value for m in result.measurements
+                       if m.t is None and m.value is not None}
+            failures = self.spec.failures(scalars)
+            if self.spec.conclusive(not failures, step.load, scalars):
+                break
         search.record(not failures)
         labels = {"series": SEARCH_SERIES, "step": str(ctx.repetition),
                   "phase": str(step.phase)}
@@ -106,7 +109,11 @@ class SearchedWorkload(Workload):
         notes = {**result.notes, "search.load": repr(step.load),
                  "search.duration_s": repr(step.duration_s), "search.phase": str(step.phase),
                  "search.passed": "0" if failures else "1",
-                 "search.failures": "; ".join(failures)}
+                 "search.failures": "; ".join(failures), "search.attempts": str(attempt)}
+        if not self.spec.conclusive(not failures, step.load, scalars):
+            notes["search.inconclusive"] = (f"{self.spec.offered} stayed more than "
+                                            f"{self.spec.offered_tolerance:.0%} off the asked "
+                                            f"load after {attempt} attempts; verdict as measured")
         outcome = search.next()
         if isinstance(outcome, SearchResult):
             measurements += _result_measurements(outcome)

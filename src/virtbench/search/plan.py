@@ -60,6 +60,12 @@ class SearchPlan:
         bisections = max(0, math.ceil(math.log2(first) - 1e-9)) if first > 1 else 0
         return 2 + bisections + 3 * (self.phases - 1)
 
+    def trial_budget(self) -> int:
+        """Trials the search takes at most when, besides, each later phase has to move one
+        inherited bound once (a short trial passed a load its longer trial fails: a buffer
+        in the path hid the loss): the move and the extra bisection it costs, two trials."""
+        return self.predicted_trials() + 2 * (self.phases - 1)
+
     def predicted_duration_s(self) -> float:
         """Trial time of the predicted trials (setup and lab time not included)."""
         first = self.predicted_trials() - 3 * (self.phases - 1)

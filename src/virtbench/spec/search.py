@@ -55,6 +55,12 @@ class SearchSpec(BaseModel):
                                                  "the last is the final one")
     integer: bool = Field(False, description="offer whole-number loads only")
     pass_if: list[Criterion] = Field(min_length=1, description="every criterion must hold")
+    offered: str | None = Field(None, description="a metric measuring the load really offered "
+                                                  "(e.g. offered_pps): a trial whose verdict "
+                                                  "it leaves open is repeated")
+    offered_tolerance: float = Field(0.01, gt=0, lt=1, description="relative difference of "
+                                     "offered and asked load a verdict tolerates")
+    retries: int = Field(3, ge=0, le=20, description="repeats of an inconclusive trial")
 
     @model_validator(mode="after")
     def _plan_is_valid(self) -> SearchSpec:
@@ -67,6 +73,22 @@ class SearchSpec(BaseModel):
     def plan(self) -> SearchPlan:
         return SearchPlan(self.lower, self.upper, self.precision, tuple(self.durations_s),
                           self.integer)
+
+    def conclusive(self, passed: bool, asked: float, values: Mapping[str, float]) -> bool:
+        """Whether a verdict holds for the asked load, given the load really offered.
+
+        A pass at more than was asked, or a failure at less, holds for the asked load too (a
+        path that passes a load passes every lower one); a pass well below the asked load or
+        a failure well above it says nothing about the asked load.
+        """
+        if self.offered is None:
+            return True
+        offered = values.get(self.offered)
+        if offered is None:
+            return False
+        if passed:
+            return offered >= asked * (1 - self.offered_tolerance)
+        return offered <= asked * (1 + self.offered_tolerance)
 
     def failures(self, values: Mapping[str, float]) -> list[str]:
         """Every criterion the trial's scalar values break (empty: the trial passed)."""
