@@ -148,3 +148,24 @@ def test_a_criterion_on_an_undeclared_metric_is_refused(tmp_path: Path) -> None:
 def test_bad_bounds_name_the_file_line() -> None:
     with pytest.raises(SpecError, match=r":\d+:.*0 < lower < upper"):
         _exp(SEARCH.replace("upper: 100000", "upper: 10"))
+
+
+def test_the_report_shows_capacity_bounds_trace_and_load_latency(tmp_path: Path) -> None:
+    from virtbench.analysis import analyse
+    from virtbench.report.sections.capacity import capacity_sections
+
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp()
+    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    sections = {s.key: s for s in capacity_sections(analyse(store, [outcome.run_id]))}
+    summary = sections["capacity"]
+    rows = {row[0]: row for row in summary.rows}
+    assert set(rows) == set(CAPACITY) and not summary.warnings
+    assert all(row[7] == "yes" for row in rows.values())  # consistent traces
+    trace = sections["capacity-trace-small-test.threshold"]
+    assert {row[3] for row in trace.rows} == {"pass", "fail"}
+    curve = sections["capacity-curve-large-test.threshold"]
+    loads = [float(row[0]) for row in curve.rows]
+    assert loads == sorted(loads) and curve.columns[2].startswith("latency")
+    # A study without searches gets no capacity section.
+    assert "capacity-rfc2544" not in sections
