@@ -23,7 +23,13 @@ from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
-from virtbench.runner.search import SearchedWorkload, run_search, searched, trace_from_trials
+from virtbench.runner.search import (
+    SearchedWorkload,
+    after_from_trials,
+    run_search,
+    searched,
+    trace_from_trials,
+)
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import Store, TrialRecord
@@ -302,7 +308,8 @@ class Runner:
                             outcome)
 
             run_search(workload, key.variant,
-                       trace_from_trials(trials, key.variant, key.workload_id), step)
+                       trace_from_trials(trials, key.variant, key.workload_id), step,
+                       after_from_trials(trials, key.variant, key.workload_id))
 
     @contextlib.contextmanager
     def _entered(self, variant: str) -> Iterator[LabState]:

@@ -21,11 +21,13 @@ from virtbench.spec.search import SearchSpec
 from virtbench.targets.base import Target
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
-__all__ = ["SEARCH_SERIES", "SearchedWorkload", "run_search", "search_metrics", "searched",
-           "trace_from_trials"]
+__all__ = ["AFTER_SERIES", "SEARCH_SERIES", "SearchedWorkload", "after_from_trials",
+           "run_search", "search_metrics", "searched", "trace_from_trials"]
 
 SEARCH_SERIES = "search"
 """The series label of every per-step sample of a search (kept out of scalar statistics)."""
+AFTER_SERIES = "search_after"
+"""The series label of the trials at fractions of the found load (``latency_at``)."""
 
 
 def search_metrics(unit: str) -> tuple[Metric, ...]:
@@ -56,6 +58,9 @@ class SearchedWorkload(Workload):
         self.spec = spec
         self.base_params: dict[str, Any] = inner.params.model_dump()
         self.searches: dict[str, Search] = {}
+        self.after: dict[str, float] = {}
+        """The fraction of the found load the next after-trial of a variant runs at."""
+        self.after_done: dict[str, set[float]] = {}
 
     def search_for(self, variant: str) -> Search:
         if variant not in self.searches:
@@ -86,7 +91,7 @@ class SearchedWorkload(Workload):
         search = self.search_for(ctx.variant)
         step = search.next()
         if isinstance(step, SearchResult):
-            raise VirtbenchError(f"search of {ctx.variant}/{self.name} is already finished")
+            return self._after(ctx, step)
         self.inner.params = self._params_at(step)
         for attempt in range(1, self.spec.retries + 2):  # noqa: B007 - counted in notes
             result = self.inner.run(ctx)
@@ -120,6 +125,26 @@ class SearchedWorkload(Workload):
             notes["search.result"] = outcome.reason
         return TrialResult(measurements, result.artifacts, notes)
 
+    def _after(self, ctx: TrialContext, result: SearchResult) -> TrialResult:
+        """A trial at a fraction of the found load (latency below capacity)."""
+        fraction = self.after.get(ctx.variant)
+        if fraction is None or result.load is None:
+            raise VirtbenchError(f"search of {ctx.variant}/{self.name} is already finished")
+        final = self.spec.durations_s[-1]
+        step = Step(_round(self.spec, result.load * fraction), final, -1)
+        self.inner.params = self._params_at(step)
+        inner = self.inner.run(ctx)
+        labels = {"series": AFTER_SERIES, "fraction": f"{fraction:g}",
+                  "step": str(ctx.repetition)}
+        measurements = [Measurement(m.metric, m.value, 0.0, {**m.labels, **labels}, m.status)
+                        if m.t is None else m for m in inner.measurements]
+        measurements += [Measurement("search_load", step.load, 0.0, labels),
+                         Measurement("search_duration", final, 0.0, labels)]
+        self.after_done.setdefault(ctx.variant, set()).add(fraction)
+        return TrialResult(measurements, inner.artifacts,
+                           {**inner.notes, "search.after": repr(fraction),
+                            "search.load": repr(step.load)})
+
     def _params_at(self, step: Step) -> Any:
         load: float | int = int(step.load) if self.spec.integer else step.load
         values = {**self.base_params, self.spec.load: load}
@@ -130,6 +155,10 @@ class SearchedWorkload(Workload):
         except ValidationError as exc:
             raise VirtbenchError(f"{self.name}: search step {self.spec.load}={load}, "
                                  f"{self.spec.duration}={step.duration_s}: {exc}") from exc
+
+
+def _round(spec: SearchSpec, load: float) -> float:
+    return float(max(1, round(load))) if spec.integer else load
 
 
 def _result_measurements(result: SearchResult) -> list[Measurement]:
@@ -170,7 +199,8 @@ def trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
     for trial in trials:
         notes = trial.get("notes") or {}
         if (trial["variant"], trial["workload_id"]) != (variant, workload_id) \
-                or trial["status"] != "ok" or trial["warmup"] or "search.load" not in notes:
+                or trial["status"] != "ok" or trial["warmup"] or "search.load" not in notes \
+                or "search.after" in notes:
             continue
         steps[int(trial["repetition"])] = TraceEntry(
             float(notes["search.load"]), float(notes["search.duration_s"]),
@@ -178,16 +208,33 @@ def trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
     return [steps[i] for i in sorted(steps)]
 
 
-def run_search(workload: SearchedWorkload, variant: str, trace: list[TraceEntry],
-               run_trial: Callable[[int], None]) -> SearchResult:
-    """Continue the search of ``variant`` after ``trace`` until it has a result.
+def after_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
+                      workload_id: str) -> set[float]:
+    """The fractions of the found load whose after-trials are stored already."""
+    return {float(trial["notes"]["search.after"]) for trial in trials
+            if (trial["variant"], trial["workload_id"]) == (variant, workload_id)
+            and trial["status"] == "ok" and "search.after" in (trial.get("notes") or {})}
 
-    ``run_trial(step)`` runs and stores one trial with repetition ``step``; a failed trial
-    (no verdict) is retried at the same step, and the runner stops after repeated failures.
+
+def run_search(workload: SearchedWorkload, variant: str, trace: list[TraceEntry],
+               run_trial: Callable[[int], None], after_done: set[float] | None = None,
+               ) -> SearchResult:
+    """Continue the search of ``variant`` after ``trace`` until it has a result, then run the
+    trials at ``latency_at`` fractions of it that ``after_done`` lacks.
+
+    ``run_trial(index)`` runs and stores one trial with repetition ``index``; a failed trial
+    is retried at the same index, and the runner stops after repeated failures.
     """
     search = Search(workload.spec.plan())
     search.replay(trace)
     workload.searches[variant] = search
     while not isinstance(outcome := search.next(), SearchResult):
         run_trial(len(search.trace))
+    if outcome.load is None:
+        return outcome
+    done = workload.after_done.setdefault(variant, set(after_done or ()))
+    for fraction in workload.spec.latency_at:
+        workload.after[variant] = fraction
+        while fraction not in done:
+            run_trial(len(search.trace) + len(done))
     return outcome

@@ -60,10 +60,16 @@ class SearchSpec(BaseModel):
                                                   "it leaves open is repeated")
     offered_tolerance: float = Field(0.01, gt=0, lt=1, description="relative difference of "
                                      "offered and asked load a verdict tolerates")
+    latency_at: list[float] = Field(default_factory=list, description="after the search, "
+                                    "one final-duration trial at each of these fractions of "
+                                    "the found load (e.g. [0.1, 0.5, 0.9]: latency below "
+                                    "capacity)")
     retries: int = Field(3, ge=0, le=20, description="repeats of an inconclusive trial")
 
     @model_validator(mode="after")
     def _plan_is_valid(self) -> SearchSpec:
+        if any(not 0 < f <= 1 for f in self.latency_at):
+            raise ValueError("latency_at: fractions of the found load must be in (0, 1]")
         try:
             self.plan()  # bounds, precision and durations, in the plan's own words
         except VirtbenchError as exc:

@@ -169,3 +169,26 @@ def test_the_report_shows_capacity_bounds_trace_and_load_latency(tmp_path: Path)
     assert loads == sorted(loads) and curve.columns[2].startswith("latency")
     # A study without searches gets no capacity section.
     assert "capacity-rfc2544" not in sections
+
+
+def test_latency_at_fractions_of_the_result_runs_after_the_search(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(SEARCH + "      latency_at: [0.1, 0.5, 0.9]\n")
+    plan = exp.workloads[0].search.plan()
+    searched_trials = plan.predicted_trials()
+    # Interrupt inside the after-trials of the first variant searched, then resume.
+    Threshold.interrupt_at = searched_trials + 2
+    with pytest.raises(KeyboardInterrupt):
+        Runner(store, exp, text, workdir=tmp_path).run()
+    Threshold.interrupt_at = None
+    outcome = Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=store.run().id)
+    assert outcome.status == "complete"
+    after = [s for s in store.samples(outcome.run_id, metric="search_load")
+             if s.labels.get("series") == "search_after"]
+    for variant in CAPACITY:
+        found = next(s.value for s in store.samples(outcome.run_id, metric="capacity")
+                     if s.variant == variant)
+        loads = sorted(s.value for s in after if s.variant == variant)
+        assert loads == pytest.approx([0.1 * found, 0.5 * found, 0.9 * found])
+        fractions = sorted(s.labels["fraction"] for s in after if s.variant == variant)
+        assert fractions == ["0.1", "0.5", "0.9"]  # each once, none lost to the interrupt

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +26,7 @@ from virtbench.packetgen import (
     parse_trafgen,
     trafgen_config,
 )
+from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import busy_percent, read_cpu_times
@@ -57,6 +59,11 @@ class PacketRateParams(BaseModel):
     realtime: bool = Field(True, description="run trafgen under SCHED_FIFO (chrt -f 1) when "
                            "its gap is at least 50 µs: steady gaps on a busy machine, where a "
                            "normal process is woken late and then sends faster to catch up")
+    latency_probe: bool = Field(False, description="irtt probes beside the frames (needs "
+                                "IPv4 addresses on both ends): RTT, one-way delay, IPDV")
+    probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
+    probe_port: int = Field(2113, ge=1024, le=65535, description="UDP port of the irtt server "
+                                                                  "this workload starts")
     pacing: Literal["gap", "average"] = Field(
         "gap", description="gap: constant rate, one frame every cpus/rate s (trafgen -t, "
         "corrected for trafgen's own per-frame time measured in earlier trials); average: "
@@ -163,15 +170,19 @@ class PacketRate(Workload):
                "trafgen's CPU time (user + system) over its run time, % of one core"),
         Metric("cpu_busy_pct", "%", Better.LOWER,
                "whole-machine CPU busy share during the trial (/proc/stat, all cores)"),
+        *(replace(m, primary=False) for m in IRTT_METRICS),
     )
     tools = (Tool("trafgen", "netsniff-ng"), Tool("time", "time", "GNU time: trafgen's CPU use"),
-             Tool("ip", "iproute2"), Tool("chrt", "util-linux", "a real-time sender"))
+             Tool("ip", "iproute2"), Tool("chrt", "util-linux", "a real-time sender"),
+             Tool("irtt", "irtt", "latency probes (latency_probe)"))
     Params: ClassVar[type[BaseModel]] = PacketRateParams
 
     def __init__(self, params: BaseModel | None = None) -> None:
         super().__init__(params)
         self._pacing: dict[str, list[tuple[float, float]]] = {}
         """(gap, measured interval per frame) of recent trafgen runs, per frame mix."""
+        self._server: subprocess.Popen[bytes] | None = None
+        """The irtt server this workload started for latency_probe."""
 
     def _gap_s(self, mix: str) -> float:
         """The gap to ask trafgen for so that frames leave every cpus/rate seconds.
@@ -205,6 +216,35 @@ class PacketRate(Workload):
             runs.append((gap_s, interval_s))
             del runs[:-PACING_MEMORY]
 
+    def active_metrics(self) -> list[Metric]:
+        probed = {m.name for m in IRTT_METRICS}
+        return [m for m in self.metrics if self.params.latency_probe or m.name not in probed]
+
+    def setup(self, ctx: TrialContext) -> None:
+        if not self.params.latency_probe:
+            return
+        path = lab_path(self.params, ctx.services)
+        address = self._probe_address(ctx.target, path)
+        self._server = ctx.target.spawn(["ip", "netns", "exec", path.receiver_ns, "irtt",
+                                         "server", "-b", address])
+        time.sleep(0.3)  # irtt binds at once; give it a moment before the first probe
+        if self._server.poll() is not None:
+            raise VirtbenchError(f"irtt server on {address} in {path.receiver_ns} exited "
+                                 f"{self._server.returncode}")
+
+    def teardown(self, ctx: TrialContext) -> None:
+        if self._server is not None and self._server.poll() is None:
+            self._server.terminate()
+            self._server.wait(timeout=10)
+        self._server = None
+
+    def _probe_address(self, target: Target, path: Path) -> str:
+        ip = _ipv4(_link(target, path.receiver_ns, path.receiver_iface), "")
+        if not ip:
+            raise VirtbenchError(f"net.packet-rate: latency_probe needs an IPv4 address on "
+                                 f"{path.receiver_iface} in {path.receiver_ns}")
+        return f"{ip}:{self.params.probe_port}"
+
     def run(self, ctx: TrialContext) -> TrialResult:
         p: PacketRateParams = self.params
         target = ctx.target
@@ -237,6 +277,7 @@ class PacketRate(Workload):
             Measurement("generator_excess", max(0.0, sent.offered_pps / p.rate_pps - 1.0)),
             Measurement("generator_cpu_pct", sent.generator_cpu_pct),
             Measurement("cpu_busy_pct", sent.cpu_busy_pct),
+            *sent.probe,
         ]
         notes = {"generator": f"trafgen {sent.report.packets} frames of {mix.name} B on "
                               f"{sent.report.cpus} CPU(s) in {sent.report.sending_s:.3f} s, "
@@ -260,6 +301,7 @@ class PacketRate(Workload):
         before_tx = _counters(target, path.sender_ns, path.sender_iface)
         before_rx = _counters(target, path.receiver_ns, path.receiver_iface)
         cpu_before = read_cpu_times(target)
+        probe = self._start_probe(target, path, timing.with_suffix(".irtt.json"))
         # A real-time sender that sleeps between frames; at smaller gaps it would spin.
         realtime = (["chrt", "-f", "1"] if p.realtime and p.pacing == "gap"
                     and gap_s >= REALTIME_MIN_GAP_S else [])
@@ -271,6 +313,7 @@ class PacketRate(Workload):
                           "--cpus", str(p.cpus)],
                          timeout=p.duration_s * 20 + 60, check=False)
         cpu_after = read_cpu_times(target)
+        probed = self._finish_probe(probe, timing.with_suffix(".irtt.json"))
         time.sleep(p.settle_s)  # frames still queued in the path are not lost
         after_tx = _counters(target, path.sender_ns, path.sender_iface)
         after_rx = _counters(target, path.receiver_ns, path.receiver_iface)
@@ -286,7 +329,30 @@ class PacketRate(Workload):
         return Sent(report, output, gap_s, offered, after_rx["rx"] - before_rx["rx"],
                     max(report.sending_s, 1e-6),
                     100.0 * (user + system) / max(elapsed, 1e-6),
-                    busy_percent(cpu_before, cpu_after))
+                    busy_percent(cpu_before, cpu_after), probed)
+
+    def _start_probe(self, target: Target, path: Path, out: Any
+                     ) -> subprocess.Popen[bytes] | None:
+        p: PacketRateParams = self.params
+        if not p.latency_probe:
+            return None
+        return target.spawn(["ip", "netns", "exec", path.sender_ns, "irtt", "client", "-i",
+                             f"{p.probe_interval_ms:g}ms", "-d", f"{p.duration_s:g}s", "-Q",
+                             "-o", str(out), self._probe_address(target, path)])
+
+    def _finish_probe(self, probe: subprocess.Popen[bytes] | None,
+                      out: Any) -> list[Measurement]:
+        if probe is None:
+            return []
+        try:
+            probe.wait(timeout=self.params.duration_s + 30)
+        except subprocess.TimeoutExpired:
+            probe.kill()
+            probe.wait()
+            raise VirtbenchError("irtt client did not finish") from None
+        text = out.read_text()
+        out.unlink(missing_ok=True)
+        return irtt_measurements(parse_irtt_json(text))
 
 
 @dataclass(frozen=True)
@@ -301,6 +367,7 @@ class Sent:
     sending_s: float
     generator_cpu_pct: float
     cpu_busy_pct: float
+    probe: list[Measurement]
 
     @property
     def offered_pps(self) -> float:
