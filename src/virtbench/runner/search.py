@@ -100,6 +100,12 @@ class SearchedWorkload(Workload):
             failures = self.spec.failures(scalars)
             if self.spec.conclusive(not failures, step.load, scalars):
                 break
+        else:
+            # The load asked for was never really offered (or overshot into a failure): the
+            # verdict stays unknown, so the load counts as failed — the result is then the
+            # highest load the generator could verify, and the report says so.
+            failures = [*failures, f"{self.spec.offered} stayed more than "
+                        f"{self.spec.offered_tolerance:.0%} off the asked load"]
         search.record(not failures)
         labels = {"series": SEARCH_SERIES, "step": str(ctx.repetition),
                   "phase": str(step.phase)}
@@ -115,10 +121,8 @@ class SearchedWorkload(Workload):
                  "search.duration_s": repr(step.duration_s), "search.phase": str(step.phase),
                  "search.passed": "0" if failures else "1",
                  "search.failures": "; ".join(failures), "search.attempts": str(attempt)}
-        if not self.spec.conclusive(not failures, step.load, scalars):
-            notes["search.inconclusive"] = (f"{self.spec.offered} stayed more than "
-                                            f"{self.spec.offered_tolerance:.0%} off the asked "
-                                            f"load after {attempt} attempts; verdict as measured")
+        if self.spec.offered is not None and self.spec.offered in scalars:
+            notes["search.offered"] = repr(scalars[self.spec.offered])
         outcome = search.next()
         if isinstance(outcome, SearchResult):
             measurements += _result_measurements(outcome)

@@ -64,7 +64,8 @@ class SearchSpec(BaseModel):
                                     "one final-duration trial at each of these fractions of "
                                     "the found load (e.g. [0.1, 0.5, 0.9]: latency below "
                                     "capacity)")
-    retries: int = Field(3, ge=0, le=20, description="repeats of an inconclusive trial")
+    retries: int = Field(1, ge=0, le=20, description="repeats of an inconclusive trial; still "
+                                                    "inconclusive, the load counts as failed")
 
     @model_validator(mode="after")
     def _plan_is_valid(self) -> SearchSpec:

@@ -19,6 +19,7 @@ from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
 CAPACITY = {"small": 3_000.0, "large": 70_000.0}
 CALLS: list[tuple[str, float, float]] = []
+GENERATOR_CAP = 40_000.0
 
 
 class ThresholdParams(BaseModel):
@@ -33,7 +34,8 @@ class Threshold(Workload):
     name = "test.threshold"
     description = "fake path of known capacity"
     metrics = (Metric("loss_ratio", "ratio", Better.LOWER, "lost / sent", primary=True),
-               Metric("latency", "ms", Better.LOWER, "fake latency"))
+               Metric("latency", "ms", Better.LOWER, "fake latency"),
+               Metric("offered", "1/s", Better.HIGHER, "load the fake generator offered"))
     Params = ThresholdParams
     interrupt_at: ClassVar[int | None] = None
 
@@ -45,7 +47,8 @@ class Threshold(Workload):
         capacity = CAPACITY[ctx.variant]
         loss = max(0.0, (rate - capacity) / rate)
         return TrialResult([Measurement("loss_ratio", loss),
-                            Measurement("latency", 1.0 + rate / capacity)])
+                            Measurement("latency", 1.0 + rate / capacity),
+                            Measurement("offered", min(rate, GENERATOR_CAP))])
 
 
 @pytest.fixture(autouse=True)
@@ -192,3 +195,16 @@ def test_latency_at_fractions_of_the_result_runs_after_the_search(tmp_path: Path
         assert loads == pytest.approx([0.1 * found, 0.5 * found, 0.9 * found])
         fractions = sorted(s.labels["fraction"] for s in after if s.variant == variant)
         assert fractions == ["0.1", "0.5", "0.9"]  # each once, none lost to the interrupt
+
+
+def test_a_load_the_generator_cannot_offer_counts_as_failed(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(SEARCH + "      offered: offered\n")
+    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    found = {s.variant: s.value for s in store.samples(outcome.run_id, metric="capacity")}
+    assert found["small"] <= CAPACITY["small"]  # the path's limit, below the generator's
+    # the generator's limit (within the 1 % the verdict tolerates), not the path's 70 k
+    assert found["large"] <= GENERATOR_CAP * 1.01 < CAPACITY["large"]
+    failed = [t["notes"]["search.failures"] for t in store.trials(outcome.run_id)
+              if t["variant"] == "large" and t["notes"].get("search.passed") == "0"]
+    assert failed and all("offered stayed more than 1% off" in f for f in failed)
