@@ -207,4 +207,4 @@ def test_a_load_the_generator_cannot_offer_counts_as_failed(tmp_path: Path) -> N
     assert found["large"] <= GENERATOR_CAP * 1.01 < CAPACITY["large"]
     failed = [t["notes"]["search.failures"] for t in store.trials(outcome.run_id)
               if t["variant"] == "large" and t["notes"].get("search.passed") == "0"]
-    assert failed and all("offered stayed more than 1% off" in f for f in failed)
+    assert any("offered stayed more than 1% off" in f for f in failed)
