@@ -7,12 +7,11 @@ within ±3 % in at most the trials its plan budgets, with a consistent trace.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tbf_path import shaped_bridge_path
 
 from virtbench.runner import Runner
 from virtbench.runner.search import trace_from_trials
@@ -27,39 +26,13 @@ RATE_BITS = 8_000_000
 NDR_PPS = RATE_BITS / ((FRAME - 4) * 8)  # 1000 frames/s
 
 
-def ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True)
-
-
 @pytest.fixture
 def shaped_path() -> Iterator[dict[str, str]]:
-    prefix = f"vbcap{os.getpid() % 100000}"
-    ns = {role: f"{prefix}{role}" for role in ("gen", "mid", "sink")}
-    try:
-        for name in ns.values():
-            ip("netns", "add", name)
-            # No router solicitations or MLD reports: the counters see only the test frames.
-            subprocess.run(["ip", "netns", "exec", name, "sysctl", "-qw",
-                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
-        ip("link", "add", "g0", "netns", ns["gen"], "type", "veth", "peer", "name", "m0",
-           "netns", ns["mid"])
-        ip("link", "add", "m1", "netns", ns["mid"], "type", "veth", "peer", "name", "s0",
-           "netns", ns["sink"])
-        ip("-n", ns["mid"], "link", "add", "br0", "type", "bridge")
-        for port in ("m0", "m1"):
-            ip("-n", ns["mid"], "link", "set", port, "master", "br0")
-        for name, iface in ((ns["gen"], "g0"), (ns["mid"], "m0"), (ns["mid"], "m1"),
-                            (ns["mid"], "br0"), (ns["sink"], "s0")):
-            ip("-n", name, "link", "set", iface, "up")
-        # The known capacity: 8 Mbit/s with a bucket of 10 frames and a queue of 40 (a
-        # switch port's few), so an excess of 1.25 % overflows them within a final trial,
-        # while the jitter of a generator on a busy machine does not.
-        subprocess.run(["tc", "-n", ns["mid"], "qdisc", "add", "dev", "m1", "root", "tbf",
-                        "rate", "8mbit", "burst", "10000", "limit", "40000"], check=True)
+    # The known capacity: 8 Mbit/s with a bucket of 10 frames and a queue of 40 (a switch
+    # port's few), so an excess of 1.25 % overflows them within a final trial, while the
+    # jitter of a generator on a busy machine does not.
+    with shaped_bridge_path("8mbit", burst=10000, limit=40000) as ns:
         yield ns
-    finally:
-        for name in ns.values():
-            subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def test_ndr_search_finds_the_tbf_rate(tmp_path: Path, shaped_path: dict[str, str]) -> None:
