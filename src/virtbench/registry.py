@@ -42,6 +42,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.workloads.net.qos_transfer",
         "virtbench.workloads.net.router",
         "virtbench.workloads.storage",
+        "virtbench.workloads.storage.fio_capacity",
         "virtbench.workloads.web",
     ),
     "LABS": (
