@@ -33,6 +33,8 @@ from virtbench.workloads.net.cpu import busy_percent, read_cpu_times
 
 __all__ = ["WORKLOADS", "PacketRate"]
 
+PROBE_PORTS = 20
+"""Ports tried, from probe_port up, for this workload's irtt server."""
 TIMED_OUT = 124
 """timeout(1)'s exit status when it stopped the generator."""
 REALTIME_MIN_GAP_S = 50e-6
@@ -64,8 +66,8 @@ class PacketRateParams(BaseModel):
     latency_probe: bool = Field(False, description="irtt probes beside the frames (needs "
                                 "IPv4 addresses on both ends): RTT, one-way delay, IPDV")
     probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
-    probe_port: int = Field(2113, ge=1024, le=65535, description="UDP port of the irtt server "
-                                                                  "this workload starts")
+    probe_port: int = Field(2113, ge=1024, le=65000, description="UDP port of the irtt server "
+                            "this workload starts (the next free one of 20 from here)")
     pacing: Literal["gap", "average"] = Field(
         "gap", description="gap: constant rate, one frame every cpus/rate s (trafgen -t, "
         "corrected for trafgen's own per-frame time measured in earlier trials); average: "
@@ -186,6 +188,7 @@ class PacketRate(Workload):
         """(gap, measured interval per frame) of recent trafgen runs, per frame mix."""
         self._server: subprocess.Popen[bytes] | None = None
         """The irtt server this workload started for latency_probe."""
+        self._port = self.params.probe_port
 
     def _gap_s(self, mix: str) -> float:
         """The gap to ask trafgen for so that frames leave every cpus/rate seconds.
@@ -227,13 +230,17 @@ class PacketRate(Workload):
         if not self.params.latency_probe:
             return
         path = lab_path(self.params, ctx.services)
-        address = self._probe_address(ctx.target, path)
-        self._server = ctx.target.spawn(["ip", "netns", "exec", path.receiver_ns, "irtt",
-                                         "server", "-b", address])
-        time.sleep(0.3)  # irtt binds at once; give it a moment before the first probe
-        if self._server.poll() is not None:
-            raise VirtbenchError(f"irtt server on {address} in {path.receiver_ns} exited "
-                                 f"{self._server.returncode}")
+        # Another searched workload of the experiment may hold the port: take the next one.
+        for port in range(self.params.probe_port, self.params.probe_port + PROBE_PORTS):
+            self._port = port
+            address = self._probe_address(ctx.target, path)
+            self._server = ctx.target.spawn(["ip", "netns", "exec", path.receiver_ns, "irtt",
+                                             "server", "-b", address])
+            time.sleep(0.3)  # irtt binds at once; an exit by then means the port was taken
+            if self._server.poll() is None:
+                return
+        raise VirtbenchError(f"no irtt server could bind ports {self.params.probe_port}.."
+                             f"{self.params.probe_port + PROBE_PORTS - 1} in {path.receiver_ns}")
 
     def teardown(self, ctx: TrialContext) -> None:
         if self._server is not None and self._server.poll() is None:
@@ -246,7 +253,7 @@ class PacketRate(Workload):
         if not ip:
             raise VirtbenchError(f"net.packet-rate: latency_probe needs an IPv4 address on "
                                  f"{path.receiver_iface} in {path.receiver_ns}")
-        return f"{ip}:{self.params.probe_port}"
+        return f"{ip}:{self._port}"
 
     def run(self, ctx: TrialContext) -> TrialResult:
         p: PacketRateParams = self.params
