@@ -25,6 +25,9 @@ SERIES = "search"
 _TRACE_METRICS = ("search_load", "search_passed", "search_duration")
 _LATENCY_UNITS = ("ms", "µs", "us", "ns", "s")
 PACKET_WORKLOAD = "net.packet-rate"
+_FIRST = ("loss_ratio", "offered_pps", "generator_shortfall", "generator_cpu_pct",
+          "rtt_mean_ms", "response_time_p99", "failures", "achieved_rate")
+"""Trace columns shown first when the workload measures them."""
 
 
 @dataclass
@@ -91,6 +94,8 @@ def _unit(analysis: Analysis, wid: str) -> str:
 
 def _limit_note(steps: list[Step], result: SearchResult) -> str:
     """Whether the generator, rather than the path, decided the upper end."""
+    if result.reason == "unfinished":
+        return "search unfinished (resume the run)"
     if result.upper is None:
         return "upper bound passed: the capacity is at least the bound"
     if result.load is None:
@@ -147,8 +152,10 @@ def _trace(analysis: Analysis, variant: str, wid: str, steps: list[Step]) -> Sec
     unit = _unit(analysis, wid)
     extra = [m for m in _metrics(analysis, wid)
              if m.name not in _TRACE_METRICS and any(m.name in s.values for s in steps)]
-    extra = [m for m in extra if m.name not in ("capacity", "capacity_upper",
-                                                "search_trials")][:6]
+    extra = sorted((m for m in extra if m.name not in ("capacity", "capacity_upper",
+                                                       "search_trials")),
+                   key=lambda m: (_FIRST.index(m.name) if m.name in _FIRST else len(_FIRST),
+                                  not m.primary, m.name))[:6]
     section = Section(f"capacity-trace-{variant}-{wid}", f"Search trace: {variant} / {wid}",
                       columns=["step", "duration", f"load ({unit})", "verdict",
                                *[f"{m.name} ({m.unit})" for m in extra]])
