@@ -195,6 +195,13 @@ def test_latency_at_fractions_of_the_result_runs_after_the_search(tmp_path: Path
         assert loads == pytest.approx([0.1 * found, 0.5 * found, 0.9 * found])
         fractions = sorted(s.labels["fraction"] for s in after if s.variant == variant)
         assert fractions == ["0.1", "0.5", "0.9"]  # each once, none lost to the interrupt
+    from virtbench.analysis import analyse
+    from virtbench.report.sections.capacity import capacity_sections
+
+    sections = {s.key: s for s in capacity_sections(analyse(store, [outcome.run_id]))}
+    below = sections["capacity-below-large-test.threshold"]
+    assert [row[0] for row in below.rows] == ["10%", "50%", "90%"]
+    assert any(c.startswith("latency") for c in below.columns)
 
 
 def test_a_load_the_generator_cannot_offer_counts_as_failed(tmp_path: Path) -> None:

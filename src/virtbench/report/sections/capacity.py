@@ -22,6 +22,8 @@ __all__ = ["SECTIONS", "capacity_sections"]
 
 SERIES = "search"
 """The series label of a search's per-trial samples (``virtbench.runner.search``)."""
+AFTER_SERIES = "search_after"
+"""The series label of the trials at fractions of the found load (``latency_at``)."""
 _TRACE_METRICS = ("search_load", "search_passed", "search_duration")
 _LATENCY_UNITS = ("ms", "µs", "us", "ns", "s")
 PACKET_WORKLOAD = "net.packet-rate"
@@ -54,6 +56,37 @@ def _searches(analysis: Analysis) -> dict[tuple[str, str], list[Step]]:
     return {pair: [s for _i, s in sorted(by_index.items())
                    if all(m in s.values for m in _TRACE_METRICS)]
             for pair, by_index in steps.items()}
+
+
+def _after_trials(analysis: Analysis) -> dict[tuple[str, str], list[Step]]:
+    """The latency_at trials of each search (series ``search_after``), by load."""
+    steps: dict[tuple[str, str], dict[int, Step]] = defaultdict(dict)
+    for series in analysis.series:
+        if series.labels.get("series") != AFTER_SERIES or not series.values:
+            continue
+        pair = (series.variant, series.workload_id)
+        step = steps[pair].setdefault(series.repetition, Step(series.repetition))
+        step.values[series.metric] = series.values[0]
+    return {pair: sorted((s for s in by_index.values() if "search_load" in s.values),
+                         key=lambda s: s.values["search_load"])
+            for pair, by_index in steps.items()}
+
+
+def _below(analysis: Analysis, variant: str, wid: str, steps: list[Step]) -> Section:
+    """Latency and loss at fractions of the found load (RFC 2544's latency test)."""
+    capacity = _scalar(analysis, variant, wid, "capacity")
+    unit = _unit(analysis, wid)
+    shown = [m for m in _metrics(analysis, wid)
+             if any(m.name in s.values for s in steps) and m.name not in _TRACE_METRICS
+             and ((m.unit in _LATENCY_UNITS and m.better is Better.LOWER)
+                  or m.name in ("loss_ratio", "probe_loss_pct", "failures"))]
+    return Section(f"capacity-below-{variant}-{wid}",
+                   f"Below the found load: {variant} / {wid}",
+                   columns=["fraction", f"load ({unit})", *[f"{m.name} ({m.unit})"
+                                                             for m in shown]],
+                   rows=[[f"{s.values['search_load'] / capacity:.0%}" if capacity else "–",
+                          fmt_num(s.values["search_load"]),
+                          *[fmt_num(s.values.get(m.name)) for m in shown]] for s in steps])
 
 
 def _search_specs(analysis: Analysis) -> dict[str, SearchSpec]:
@@ -235,11 +268,14 @@ def capacity_sections(analysis: Analysis) -> list[Section]:
     table = _rfc2544(analysis, searches, specs)
     if table is not None:
         sections.append(table)
+    below = _after_trials(analysis)
     for (variant, wid), steps in sorted(searches.items()):
         sections.append(_trace(analysis, variant, wid, steps))
         curve = _curve(analysis, variant, wid, steps)
         if curve is not None:
             sections.append(curve)
+        if below.get((variant, wid)):
+            sections.append(_below(analysis, variant, wid, below[(variant, wid)]))
     return sections
 
 
