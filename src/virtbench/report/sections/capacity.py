@@ -45,31 +45,30 @@ class Step:
                           self.values["search_passed"] >= 0.5)
 
 
-def _searches(analysis: Analysis) -> dict[tuple[str, str], list[Step]]:
+def _steps(analysis: Analysis, label: str) -> dict[tuple[str, str], dict[int, Step]]:
+    """Each trial's values in the series ``label``, by (variant, workload) and repetition."""
     steps: dict[tuple[str, str], dict[int, Step]] = defaultdict(dict)
     for series in analysis.series:
-        if series.labels.get("series") != SERIES or not series.values:
+        if series.labels.get("series") != label or not series.values:
             continue
         pair = (series.variant, series.workload_id)
         step = steps[pair].setdefault(series.repetition, Step(series.repetition))
         step.values[series.metric] = series.values[0]
+    return steps
+
+
+def _searches(analysis: Analysis) -> dict[tuple[str, str], list[Step]]:
+    """Each search's trials in the order they ran."""
     return {pair: [s for _i, s in sorted(by_index.items())
                    if all(m in s.values for m in _TRACE_METRICS)]
-            for pair, by_index in steps.items()}
+            for pair, by_index in _steps(analysis, SERIES).items()}
 
 
 def _after_trials(analysis: Analysis) -> dict[tuple[str, str], list[Step]]:
     """The latency_at trials of each search (series ``search_after``), by load."""
-    steps: dict[tuple[str, str], dict[int, Step]] = defaultdict(dict)
-    for series in analysis.series:
-        if series.labels.get("series") != AFTER_SERIES or not series.values:
-            continue
-        pair = (series.variant, series.workload_id)
-        step = steps[pair].setdefault(series.repetition, Step(series.repetition))
-        step.values[series.metric] = series.values[0]
     return {pair: sorted((s for s in by_index.values() if "search_load" in s.values),
                          key=lambda s: s.values["search_load"])
-            for pair, by_index in steps.items()}
+            for pair, by_index in _steps(analysis, AFTER_SERIES).items()}
 
 
 def _below(analysis: Analysis, variant: str, wid: str, steps: list[Step]) -> Section:
