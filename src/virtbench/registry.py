@@ -37,10 +37,12 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.workloads.cpu.aes",
         "virtbench.workloads.cpu.crc32c",
         "virtbench.workloads.media.x265",
+        "virtbench.workloads.net.packet_rate",
         "virtbench.workloads.net.qos_probe",
         "virtbench.workloads.net.qos_transfer",
         "virtbench.workloads.net.router",
         "virtbench.workloads.storage",
+        "virtbench.workloads.storage.fio_capacity",
         "virtbench.workloads.web",
     ),
     "LABS": (
@@ -59,6 +61,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.parsers.varnishstat",
     ),
     "SECTIONS": (
+        "virtbench.report.sections.capacity",
         "virtbench.report.sections.net_qos",
         "virtbench.report.sections.storage",
         "virtbench.report.sections.vnf_scalability",

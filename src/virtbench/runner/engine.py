@@ -26,6 +26,13 @@ from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.deadline import run_with_time_limit, time_limits
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
+from virtbench.runner.search import (
+    SearchedWorkload,
+    after_from_trials,
+    run_search,
+    searched,
+    trace_from_trials,
+)
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import Store, TrialRecord
@@ -69,7 +76,8 @@ def _instantiate(exp: Experiment) -> dict[str, Workload]:
             params = cls.Params.model_validate(spec.params)
         except Exception as exc:  # pydantic's ValidationError, reworded with the location
             raise VirtbenchError(f"workloads[{index}] ({spec.name}) params: {exc}") from exc
-        workloads[spec.workload_id] = cls(params)
+        workload = cls(params)
+        workloads[spec.workload_id] = searched(workload, spec.search) if spec.search else workload
     return workloads
 
 
@@ -280,6 +288,12 @@ class Runner:
         adaptive = rule if isinstance(rule, Adaptive) else None
         max_reps = adaptive.max if adaptive else int(rule)  # type: ignore[arg-type]
         started = time.monotonic()
+        searches = [p for p in pairs if isinstance(self.workloads[p[1]], SearchedWorkload)]
+        if searches:
+            self._searches(run_id, searches, state, outcome)
+            pairs = [p for p in pairs if p not in searches]
+            if not pairs:
+                return "capacity searches done"
         for warm in range(self.exp.warmup):
             for key in round_order(pairs, -1 - warm, self.exp.seed):
                 if not any(d[0] == key.variant and d[1] == key.workload_id for d in done):
@@ -306,6 +320,22 @@ class Runner:
         if adaptive:
             return f"repetition budget ({adaptive.max}) spent before convergence"
         return f"fixed repetitions ({max_reps})"
+
+    def _searches(self, run_id: str, pairs: list[Pair], state: LabState | None,
+                  outcome: RunOutcome) -> None:
+        """Each searched (variant, workload) to its result, continuing a stored trace."""
+        trials = self.store.trials(run_id)
+        for key in round_order(pairs, 0, self.exp.seed):
+            workload = self.workloads[key.workload_id]
+            assert isinstance(workload, SearchedWorkload)
+
+            def step(index: int, key: TrialKey = key) -> None:
+                self._trial(run_id, TrialKey(key.variant, key.workload_id, index), state,
+                            outcome)
+
+            run_search(workload, key.variant,
+                       trace_from_trials(trials, key.variant, key.workload_id), step,
+                       after_from_trials(trials, key.variant, key.workload_id))
 
     @contextlib.contextmanager
     def _entered(self, variant: str) -> Iterator[LabState]:

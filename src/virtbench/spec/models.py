@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from virtbench.search.spec import SearchSpec
+
 __all__ = [
     "Adaptive",
     "Experiment",
@@ -54,6 +56,8 @@ class WorkloadSpec(_Strict):
     timeout_s: float | None = Field(
         None, gt=0, description="time limit of one trial, s (default: the workload's own); a "
                                 "trial past it is killed and recorded as failed")
+    search: SearchSpec | None = Field(None, description="search the highest load that passes "
+                                                        "(docs/capacity.md)")
 
     @property
     def workload_id(self) -> str:

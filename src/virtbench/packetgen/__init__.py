@@ -1,0 +1,13 @@
+"""Packet-generator helpers (pure): trafgen configurations per frame size, its report, GNU time."""
+
+from virtbench.packetgen.frames import (
+    FRAME_SIZES,
+    IMIX,
+    FrameMix,
+    frame_mix,
+    trafgen_config,
+)
+from virtbench.packetgen.reports import GeneratorReport, parse_gnu_time, parse_trafgen
+
+__all__ = ["FRAME_SIZES", "IMIX", "FrameMix", "GeneratorReport", "frame_mix", "parse_gnu_time",
+           "parse_trafgen", "trafgen_config"]

@@ -1,0 +1,76 @@
+"""The knee of an HTTP origin of known capacity: the highest open-model arrival rate with
+p99 ≤ SLO and no failures, found by a capacity search of web.load within ±10 %."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from virtbench.runner import Runner
+from virtbench.spec import parse_experiment
+from virtbench.store import Store
+
+pytestmark = pytest.mark.lab
+
+WORKERS = 10
+SERVICE_S = 0.05
+CAPACITY = WORKERS / SERVICE_S  # 200 requests/s
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def origin() -> Iterator[int]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name(
+        "fixed_capacity_origin.py")), str(port), str(WORKERS), str(SERVICE_S)],
+        stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_knee_of_a_fixed_capacity_origin(tmp_path: Path, origin: int) -> None:
+    text = f"""\
+name: web-knee
+workloads:
+  - name: web.load
+    params:
+      urls: ["http://127.0.0.1:{origin}/"]
+      per_request_samples: false
+      timeout_s: 5
+      connections: 32
+    search:
+      load: rate_per_s
+      duration: duration_s
+      unit: req/s
+      lower: 20
+      upper: 1000
+      precision: 0.02
+      durations_s: [2, 5]
+      pass_if:
+        - {{metric: response_time_p99, max: {3 * SERVICE_S * 1000:g}}}
+        - {{metric: failures, max: 0}}
+"""
+    exp = parse_experiment(text)
+    store = Store(str(tmp_path / "s.db"))
+    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    assert outcome.status == "complete", outcome.stop_reason
+    found = {s.metric: s.value for s in store.samples(outcome.run_id) if s.t is None}
+    trace = [(t["notes"]["search.load"], t["notes"]["search.duration_s"],
+              t["notes"]["search.passed"]) for t in store.trials(outcome.run_id)]
+    print(f"knee {found.get('capacity')} req/s (capacity {CAPACITY:g}); trace {trace}")
+    assert abs(found["capacity"] - CAPACITY) <= 0.10 * CAPACITY
+    assert found["search_trials"] <= exp.workloads[0].search.plan().trial_budget()
