@@ -30,16 +30,19 @@ from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import row_record
 
-__all__ = ["CHART_BUDGET", "render_html"]
+__all__ = ["CHART_BUDGET", "render_html", "report_context", "report_environment"]
 
 CHART_BUDGET = 60
 """Most per-metric charts drawn; beyond it only primary metrics get charts (tables stay
 complete), which keeps a report of a tool with dozens of metrics (bonnie++) fast."""
 
 
-def _environment() -> jinja2.Environment:
+def report_environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
+    """The report's jinja2 environment; ``loaders`` come first (serve's pages), then the
+    report's own templates, whose partials (report_body, report_toc) every page shares."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("virtbench.report", "templates"),
+        loader=jinja2.ChoiceLoader([*loaders,
+                                    jinja2.PackageLoader("virtbench.report", "templates")]),
         autoescape=True,  # every value from the store is escaped; charts are Markup
         trim_blocks=True,
         lstrip_blocks=True,
@@ -256,11 +259,17 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
 
 def render_html(analysis: Analysis) -> str:
     """The report as one self-contained HTML document (UTF-8 text)."""
+    context = report_context(analysis)
+    return report_environment().get_template("report.html.j2").render(**context)
+
+
+def report_context(analysis: Analysis) -> dict[str, Any]:
+    """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
     with charts.chart_style():
-        return _render(analysis)
+        return _context(analysis)
 
 
-def _render(analysis: Analysis) -> str:
+def _context(analysis: Analysis) -> dict[str, Any]:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)
@@ -283,7 +292,7 @@ def _render(analysis: Analysis) -> str:
                    for group in _realisations(analysis) for item in group["entries"]
                    for text in item["limitations"]]
     experiments = list(dict.fromkeys(r.experiment for r in analysis.runs))
-    context = {
+    context: dict[str, Any] = {
         "title": " vs ".join(experiments) or "virtbench report",
         "description": analysis.runs[0].description if analysis.runs else "",
         "runs": _runs(analysis),
@@ -318,4 +327,4 @@ def _render(analysis: Analysis) -> str:
         "max_bars": charts.MAX_BARS,
         "max_line_points": charts.MAX_LINE_POINTS,
     }
-    return _environment().get_template("report.html.j2").render(**context)
+    return context
