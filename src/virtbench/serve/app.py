@@ -151,5 +151,7 @@ def create_app(store: Store) -> Starlette:
         Route("/compare.{fmt:str}", compare_download),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app.state.reports = site.reports  # tests read its cache counters
+    return app
 
