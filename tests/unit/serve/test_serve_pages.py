@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import threading
 
 from serve_fill import HOSTILE, add_trial, make_run
 from starlette.testclient import TestClient
@@ -106,3 +107,37 @@ def test_a_read_only_store_refuses_writes(store: Store) -> None:
             raise AssertionError("a read-only store wrote")
     finally:
         reader.close()
+
+
+def test_many_readers_while_a_run_writes(store: Store) -> None:
+    run_id = make_run(store, reps=2)
+    store.set_run_status(run_id, "running")
+    app = create_app(Store(store.url, read_only=True))
+    seen: list[list[int]] = [[] for _ in range(3)]
+    failures: list[str] = []
+    done = threading.Event()
+
+    def read(slot: int) -> None:
+        with TestClient(app) as reader:
+            while not done.is_set():
+                for url in (f"/runs/{run_id}/progress", f"/runs/{run_id}/body", "/runs"):
+                    answer = reader.get(url)
+                    if answer.status_code != 200:
+                        failures.append(f"{url}: {answer.status_code}")
+                    elif url.endswith("progress"):
+                        seen[slot].append(answer.json()["samples"])
+
+    readers = [threading.Thread(target=read, args=(i,)) for i in range(3)]
+    for thread in readers:
+        thread.start()
+    try:
+        for rep in range(2, 40):
+            add_trial(store, run_id, "base", "cpu.demo", rep, 1.0 + rep / 100)
+    finally:
+        done.set()
+        for thread in readers:
+            thread.join()
+    assert failures == []
+    for counts in seen:  # each reader saw the run grow, never shrink
+        assert counts and counts == sorted(counts)
+    assert max(max(c) for c in seen) <= 42
