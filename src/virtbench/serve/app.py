@@ -37,10 +37,18 @@ class _Site:
         self.env.globals["version"] = virtbench.__version__
         self.env.globals["history_enabled"] = False
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
+        self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
 
     def page(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(template).render(**context)
         return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def all_runs(self) -> list[RunInfo]:
+        """The runs table, re-read only when a run was added, removed, started or ended."""
+        version = self.store.runs_version()
+        if self._runs is None or self._runs[0] != version:
+            self._runs = (version, self.store.runs())
+        return self._runs[1]
 
     def run(self, ref: str) -> RunInfo:
         try:
@@ -68,7 +76,7 @@ def _filtered(site: _Site, request: Request) -> tuple[RunFilter, list[RunInfo], 
         chosen = RunFilter.from_query(request.query_params)
     except VirtbenchError as exc:
         raise HTTPException(400, str(exc)) from exc
-    everything = site.store.runs()
+    everything = site.all_runs()
     return chosen, everything, filter_runs(everything, chosen)
 
 
@@ -101,7 +109,7 @@ def create_app(store: Store) -> Starlette:
     def run_page(request: Request) -> Response:
         run = site.run(request.path_params["run_id"])
         parts = site.reports.parts([run])
-        samples = site.store.sample_count(run.id)
+        samples = parts.samples[run.id]
         return site.page("run.html.j2", title=parts.title, run=run_row(run, samples),
                          progress=progress(site.store, run, samples, time.time()), parts=parts)
 

@@ -434,6 +434,14 @@ class Store:
         with self.engine.connect() as conn:
             return {r[0]: int(r[1]) for r in conn.execute(query)}
 
+    def runs_version(self) -> tuple[Any, ...]:
+        """Changes whenever a run is added, removed, started, resumed or ended: a reader that
+        keeps the runs table re-reads it only then (one aggregate over the runs table)."""
+        query = select(func.count(), func.max(s.runs.c.started_at),
+                       func.count(s.runs.c.ended_at), func.sum(s.runs.c.ended_at))
+        with self.engine.connect() as conn:
+            return tuple(conn.execute(query).one())
+
     def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
         """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
         ok = func.sum(case((s.trials.c.status == "ok", 1), else_=0))

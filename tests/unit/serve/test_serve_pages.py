@@ -6,6 +6,8 @@ import gzip
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 
 from serve_fill import HOSTILE, add_trial, make_run
 from starlette.testclient import TestClient
@@ -131,8 +133,10 @@ def test_many_readers_while_a_run_writes(store: Store) -> None:
     for thread in readers:
         thread.start()
     try:
+        _until(lambda: all(seen), "every reader answered once")
         for rep in range(2, 40):
             add_trial(store, run_id, "base", "cpu.demo", rep, 1.0 + rep / 100)
+        _until(lambda: all(counts[-1] == 42 for counts in seen), "every reader saw the end")
     finally:
         done.set()
         for thread in readers:
@@ -140,4 +144,11 @@ def test_many_readers_while_a_run_writes(store: Store) -> None:
     assert failures == []
     for counts in seen:  # each reader saw the run grow, never shrink
         assert counts and counts == sorted(counts)
-    assert max(max(c) for c in seen) <= 42
+    assert all(len(set(counts)) > 1 for counts in seen)
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
