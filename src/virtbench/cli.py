@@ -12,20 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
-from virtbench.runner.engine import ProgressHook
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -68,33 +59,6 @@ def _store(location: str) -> Any:
     return Store(location)
 
 
-class _RichProgress(ProgressHook):
-    def __init__(self, quiet: bool) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(),
-                                 console=err, disable=quiet, transient=False)
-        self.task: Any = None
-
-    def start(self, total: int) -> None:
-        self.progress.start()
-        self.task = self.progress.add_task("trials", total=total)
-
-    def set_total(self, total: int) -> None:
-        self.progress.update(self.task, total=total)
-
-    def advance(self, key: Any, ok: bool) -> None:
-        self.progress.update(self.task, advance=1,
-                             description=f"{key.variant} · {key.workload_id}")
-
-    def message(self, text: str) -> None:
-        if not self.progress.disable:
-            self.progress.console.print(text, highlight=False)
-
-    def stop(self) -> None:
-        self.progress.stop()
-
-
 @app.command()
 def run(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
@@ -128,9 +92,11 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
+    from virtbench.cli_progress import RichProgress
+
     noise = NoiseWatch()
     noise.initial = _preflight_gate(noise, strict, quiet)
-    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet), noise=noise)
+    runner = Runner(st, exp, text, str(experiment), progress=RichProgress(err, quiet), noise=noise)
     try:
         with noise.registered(exp.name):
             outcome = runner.run(resume_run_id=resume)
@@ -194,6 +160,10 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     from virtbench.report import text
 
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
+    if len(run_ids) > 1:
+        from virtbench.cli_decide import warn_if_not_comparable
+
+        warn_if_not_comparable(st, run_ids, err)
     if fmt == "table" and output is None:
         text.render_terminal(analysis, console, details)
         return
@@ -239,22 +209,6 @@ def report(
     if format == "html" and output is None:
         output = Path("report.html")
     _report(runs or ["latest"], _store(store), format, output, baseline, details, compare_by)
-
-
-@app.command()
-def compare(
-    runs: Annotated[list[str], typer.Argument(help="two or more runs (e.g. imported ones)")],
-    store: StoreOpt = DEFAULT_STORE,
-    format: Annotated[str, typer.Option("--format", "-f")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        help="'run-label/variant' to compare against (default: the first run's baseline)")]
-    = None,
-) -> None:
-    """Compare runs from different hosts in one report (the first run's baseline is the base)."""
-    if len(runs) < 2:
-        raise VirtbenchError("compare needs at least two runs")
-    report(runs, store, format, output, baseline, False, None)
 
 
 @app.command("runs")
@@ -385,27 +339,39 @@ def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @app.command()
 def parse(
     tool: Annotated[str, typer.Argument(help="e.g. iperf3, irtt, fio, bonnie++, varnishstat")],
-    file: Annotated[Path, typer.Argument(help="a saved output of the tool ('-' for stdin)")],
+    file: Annotated[Path, typer.Argument(help="a saved output of the tool, plain or gzip/xz/"
+                                         "zstd ('-' for stdin)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Turn a saved tool output into normalised metrics."""
+    """Turn a saved tool output into normalised metrics; warnings go to stderr."""
     from virtbench.parsers.registry import get_parser
 
     parser = get_parser(tool)
-    text = sys.stdin.read() if str(file) == "-" else file.read_text()
-    measurements = parser.parse(text)
+    try:
+        data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        raise VirtbenchError(f"cannot read {file}: {exc.strerror}") from None
+    parsed = parser.read(data)
     units = {m.name: m for m in parser.metrics}
+    for warning in parsed.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if parsed.partial:
+        err.print("[yellow]partial:[/] the tool's run was cut short; values cover part of it")
+    def unit(metric: str) -> str:
+        return units[metric].unit if metric in units else ""
+
     if as_json:
-        console.print_json(json.dumps([
-            {"metric": m.metric, "value": m.value,
-             "unit": units[m.metric].unit if m.metric in units else "", "status": m.status,
-             "t": m.t, "labels": m.labels} for m in measurements]))
+        console.print_json(json.dumps({
+            "tool": tool, "format": parsed.format, "partial": parsed.partial,
+            "warnings": parsed.warnings,
+            "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
+                              "status": m.status, "t": m.t, "labels": m.labels}
+                             for m in parsed.measurements]}))
         return
-    table = Table("metric", "value", "unit", "status", "labels")
-    for m in measurements:
-        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}",
-                      units[m.metric].unit if m.metric in units else "", m.status,
-                      ",".join(f"{k}={v}" for k, v in m.labels.items()))
+    table = Table("metric", "value", "unit", "status", "labels", title=parsed.format)
+    for m in parsed.measurements:
+        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}", unit(m.metric),
+                      m.status, ",".join(f"{k}={v}" for k, v in m.labels.items()))
     console.print(table)
 
 
@@ -435,6 +401,16 @@ def import_cmd(
 
     run_id = import_run(_store(store), file, replace=replace)
     err.print(f"imported run {run_id}")
+
+
+def _register_decide() -> None:
+    from virtbench import cli_decide as decide_cli
+
+    app.command()(decide_cli.compare)
+    app.command()(decide_cli.history)
+
+
+_register_decide()
 
 
 @app.command()

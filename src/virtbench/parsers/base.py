@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from virtbench.model import Measurement, Metric
+from virtbench.model import Measurement, Metric, VirtbenchError
 
-__all__ = ["ParseError", "Parser"]
+__all__ = ["NOT_MEASURED", "ParseError", "Parsed", "Parser"]
+
+NOT_MEASURED = "not_measured"
+"""Measurement status of a value the tool did not measure (gtod_reduce, irtt --tstamp=none)."""
 
 
-class ParseError(ValueError):
-    """The text is not an output of the tool the parser expects; says what was wrong."""
+class ParseError(VirtbenchError, ValueError):
+    """The input is not an output the parser can read; one line saying which tool version or
+    format was recognised and what was expected. (A ValueError too, for older callers.)"""
+
+
+@dataclass
+class Parsed:
+    """Everything a parser read from one output, and what it could not map."""
+
+    measurements: list[Measurement]
+    format: str
+    """What was recognised, e.g. ``fio-3.33 JSON+normal`` or ``irtt JSON (gzip)``."""
+    warnings: list[str] = field(default_factory=list)
+    """Sections of the output that were not mapped, and doubts about values (one line each)."""
+    partial: bool = False
+    """The tool's run was cut short (e.g. iperf3 stopped with Ctrl-C); values cover part of it."""
 
 
 @dataclass(frozen=True)
@@ -21,3 +38,18 @@ class Parser:
     description: str
     metrics: tuple[Metric, ...]
     parse: Callable[[str], list[Measurement]]
+    """Text → measurements (warnings dropped): what workloads call on their own runs."""
+    parse_full: Callable[[str], Parsed] | None = None
+    """Text → measurements with the recognised format, warnings and the partial mark."""
+
+    def read(self, data: bytes) -> Parsed:
+        """Raw bytes as saved (plain, gzip, xz or zstd, found by magic bytes) → Parsed."""
+        from virtbench.parsers.compressed import decompress  # it raises ParseError from here
+
+        raw, compression = decompress(data)
+        text = raw.decode("utf-8", errors="replace")
+        parsed = (self.parse_full(text) if self.parse_full is not None
+                  else Parsed(self.parse(text), self.tool))
+        if compression:
+            parsed.format = f"{parsed.format} ({compression})"
+        return parsed

@@ -1,9 +1,10 @@
 """bonnie++ output → measurements: the CSV line(s) and the human-readable table.
 
-bonnie++ (Debian 2.00a, CSV format version 1.98) prints one CSV line per loop (``-x N`` gives N
-lines, preceded by a header line that omits two columns, so fields are read by position). The
-human table is what bonnie++ prints on stdout (or stderr with ``-q``) and what ``bon_csv2txt``
-prints; it rounds rates (``240m``) so the CSV line is preferred when both are present.
+bonnie++ prints one CSV line per loop (``-x N`` gives N lines, preceded by a header line that
+omits two columns, so fields are read by position): format 1.98 (bonnie++ 2.00, 50 fields) and
+1.96/1.97 (bonnie++ 1.96/1.97, 48 fields). The human table is what bonnie++ prints on stdout (or
+stderr with ``-q``) and what ``bon_csv2txt`` prints; 2.00 rounds rates (``240m``), so the CSV
+line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on.
 
 ``+++++`` (and a ``+++`` CPU column) means the test finished too fast to measure: it becomes a
 Measurement with ``value=None`` and ``status="too_fast"``. An empty field means the test was
@@ -21,9 +22,11 @@ import re
 from dataclasses import dataclass
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import ParseError, Parser
+from virtbench.parsers.base import Parsed, ParseError, Parser
 
-__all__ = ["BONNIE_METRICS", "BONNIE_TESTS", "PARSERS", "BonnieTest", "parse_bonnie"]
+__all__ = [
+    "BONNIE_METRICS", "BONNIE_TESTS", "PARSERS", "BonnieTest", "parse_bonnie", "parse_bonnie_full",
+]
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,6 @@ _LATENCY_FACTOR = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 # sequential tests and /s for seeks and files.
 _HUMAN_RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)$")
 _HUMAN_FACTOR = {"": 1.0, "k": 1.0, "m": 1024.0, "g": 1024.0 * 1024.0}
-_TOO_FAST = "+++++"
 
 
 def _value(
@@ -122,19 +124,31 @@ def _latency(metric: str, raw: str, labels: dict[str, str]) -> Measurement:
                        labels=dict(labels))
 
 
+# Positions of each CSV format: first (rate, cpu) pair of the sequential tests, of the file
+# tests, first latency, and the field count. 1.98 (bonnie++ 2.00): 0 format, 1 version, 2 name,
+# 3 concurrency, 4 seed, 5 size, 6 chunk, 7 seeks, 8 seek procs, 9..20 six pairs, 21..25
+# file-test params, 26..37 six pairs, 38..49 twelve latencies. 1.96/1.97 (bonnie++ 1.96/1.97):
+# no seeks/seek-procs fields, so 7..18 pairs, 19..23 file params, 24..35 pairs, 36..47 latencies.
+_CSV_LAYOUTS = {"1.98": (9, 26, 38, 50), "1.97": (7, 24, 36, 48), "1.96": (7, 24, 36, 48)}
+
+
 def _parse_csv_row(row: list[str], labels: dict[str, str]) -> list[Measurement]:
-    if len(row) < 50:
-        raise ParseError(f"bonnie++ CSV line has {len(row)} fields; format 1.98 has 50")
-    # Positions of format 1.98: 0 format, 1 version, 2 name, 3 concurrency, 4 seed, 5 size,
-    # 6 chunk, 7 seeks, 8 seek procs, 9..20 six (rate, cpu) pairs, 21..25 file-test params,
-    # 26..37 six (rate, cpu) pairs, 38..49 twelve latencies.
-    pairs = [(9 + 2 * i) for i in range(6)] + [(26 + 2 * i) for i in range(6)]
+    layout = _CSV_LAYOUTS.get(row[0])
+    if layout is None:
+        version = row[1] if len(row) > 1 else "?"
+        raise ParseError(f"bonnie++ CSV format {row[0]!r} (bonnie++ {version}) is not known; "
+                         f"expected one of {', '.join(sorted(_CSV_LAYOUTS))}")
+    seq, files, latency, count = layout
+    if len(row) < count:
+        raise ParseError(f"bonnie++ CSV format {row[0]} line has {len(row)} fields; expected "
+                         f"{count}")
+    pairs = [(seq + 2 * i) for i in range(6)] + [(files + 2 * i) for i in range(6)]
     out: list[Measurement] = []
     for test, pos in zip(BONNIE_TESTS, pairs, strict=True):
         out.append(_value(_rate_name(test), row[pos], labels, row[pos + 1]))
         out.append(_value(f"{test.key}_cpu_pct", row[pos + 1], labels))
     for i, test in enumerate(BONNIE_TESTS):
-        out.append(_latency(f"{test.key}_latency_us", row[38 + i], labels))
+        out.append(_latency(f"{test.key}_latency_us", row[latency + i], labels))
     return out
 
 
@@ -153,68 +167,116 @@ def _human_rate(metric: str, raw: str, cpu: str, labels: dict[str, str]) -> Meas
         return Measurement(metric, None, labels=dict(labels), status="skipped")
     match = _HUMAN_RATE_RE.match(raw)
     if not match:
-        raise ParseError(f"bonnie++ table: rate for {metric} is {raw!r}")
+        raise ParseError(f"bonnie++ table: rate for {metric} is {raw!r}; expected e.g. 1235k, "
+                         "240m, 258.5 or +++++")
     factor = _HUMAN_FACTOR[match.group(2)] if metric.endswith("KiBps") else 1.0
     return Measurement(metric, float(match.group(1)) * factor, labels=dict(labels))
 
 
-def _columns(line: str, start: int, count: int, width: int) -> list[str]:
-    """Fixed-width cells: bonnie++ leaves blanks for skipped tests, so split by position."""
-    return [line[start + i * width:start + (i + 1) * width].strip() for i in range(count)]
+_TOKEN = re.compile(r"\S+")
 
 
-def _parse_table(text: str) -> list[Measurement]:
-    lines = text.splitlines()
-    # Section 1 data line follows the "Name:Size etc" header; section 2 follows "files".
+def _cells(line: str, anchors: list[int], skip: int) -> list[list[str]]:
+    """The tokens of each of the six cells of a table row, by whitespace, not by position:
+    numbers that fill their cell (an old table's 106363) push the next cell right. Blank
+    (skipped) cells make the row shorter; then each token goes to the nearest column end."""
+    tokens = [(m.group(), m.end()) for m in _TOKEN.finditer(line)][skip:]
+    per_cell = len(tokens) // len(anchors) if tokens else 0
+    cells: list[list[str]] = [[] for _ in anchors]
+    if per_cell and len(tokens) == per_cell * len(anchors):
+        for i, (token, _end) in enumerate(tokens):
+            cells[i // per_cell].append(token)
+        return cells
+    for token, end in tokens:
+        nearest = min(range(len(anchors)), key=lambda i: abs(anchors[i] - end))
+        cells[nearest].append(token)
+    return cells
+
+
+def _table_block(lines: list[str], head: int, tests: tuple[BonnieTest, ...],
+                 labels: dict[str, str]) -> list[Measurement]:
+    header = lines[head]
+    anchors = [m.end() for m in re.finditer(r"%CP", header)]
+    if len(anchors) != 6 or head + 1 >= len(lines):
+        raise ParseError(f"bonnie++ table: header line {head + 1} has {len(anchors)} '%CP' "
+                         "columns and no row after it; expected six")
+    data = lines[head + 1]
+    # Leading labels (machine and size, files spec) end left of the first 10-wide cell.
+    skip = sum(1 for m in _TOKEN.finditer(data) if m.end() <= anchors[0] - 10)
+    cells = _cells(data, anchors, skip)
     out: list[Measurement] = []
-    blocks = [i for i, line in enumerate(lines) if "/sec %CP" in line]
-    if len(blocks) < 2:
-        raise ParseError("not a bonnie++ table: expected two '/sec %CP' header rows")
-    for loop, b in enumerate(range(0, len(blocks) - 1, 2)):
-        labels = {"loop": str(loop + 1)} if len(blocks) > 2 else {}
-        seq_head, file_head = blocks[b], blocks[b + 1]
-        for head, tests in ((seq_head, BONNIE_TESTS[:6]), (file_head, BONNIE_TESTS[6:])):
-            # Cells are 10 characters wide ("  /sec %CP") and end where the header row ends.
-            end = len(lines[head].rstrip())
-            data = lines[head + 1]
-            latency = lines[head + 2]
-            if not latency.startswith("Latency"):
-                raise ParseError(f"bonnie++ table: no 'Latency' row after line {head + 2}")
-            start = end - 60
-            cells = _columns(data.ljust(end), start, 6, 10)
-            # Latency cells are right-aligned two columns left of the rate cells.
-            lat_cells = _columns(latency.ljust(end), start - 2, 6, 10)
-            for test, cell, lat in zip(tests, cells, lat_cells, strict=True):
-                parts = cell.split()
-                if len(parts) == 2:
-                    rate, cpu = parts
-                elif len(parts) == 0:
-                    rate, cpu = "", ""
-                else:
-                    raise ParseError(f"bonnie++ table: cell {cell!r} for {test.key}")
-                out.append(_human_rate(_rate_name(test), rate, cpu, labels))
-                out.append(_value(f"{test.key}_cpu_pct", cpu, labels))
-                out.append(_latency(f"{test.key}_latency_us", lat, labels))
+    lat_cells: list[list[str]] | None = None
+    if head + 2 < len(lines) and lines[head + 2].strip().startswith("Latency"):
+        lat_line = lines[head + 2]
+        lat_cells = _cells(lat_line, [a - 2 for a in anchors], 1)
+    for i, (test, cell) in enumerate(zip(tests, cells, strict=True)):
+        if len(cell) == 2:
+            rate, cpu = cell
+        elif not cell:
+            rate, cpu = "", ""
+        else:
+            raise ParseError(f"bonnie++ table line {head + 2}: cell of {test.key} is "
+                             f"{' '.join(cell)!r}; expected a rate and a CPU %")
+        out.append(_human_rate(_rate_name(test), rate, cpu, labels))
+        out.append(_value(f"{test.key}_cpu_pct", cpu, labels))
+        if lat_cells is not None:
+            lat = lat_cells[i]
+            if len(lat) > 1:
+                raise ParseError(f"bonnie++ table line {head + 3}: latency cell of {test.key} "
+                                 f"is {' '.join(lat)!r}")
+            out.append(_latency(f"{test.key}_latency_us", lat[0] if lat else "", labels))
     return out
 
 
-def parse_bonnie(text: str) -> list[Measurement]:
-    """Parse bonnie++ CSV line(s) (preferred) or, without any, the human table.
+def _parse_table(text: str) -> tuple[list[Measurement], str]:
+    lines = text.splitlines()
+    blocks = [i for i, line in enumerate(lines) if "/sec %CP" in line]
+    if len(blocks) < 2:
+        raise ParseError("not a bonnie++ table: expected two '/sec %CP' header rows")
+    version = re.search(r"Version\s+(\S+)", text)
+    out: list[Measurement] = []
+    for loop, b in enumerate(range(0, len(blocks) - 1, 2)):
+        labels = {"loop": str(loop + 1)} if len(blocks) > 2 else {}
+        for head, tests in ((blocks[b], BONNIE_TESTS[:6]), (blocks[b + 1], BONNIE_TESTS[6:])):
+            out += _table_block(lines, head, tests, labels)
+    return out, f"bonnie++ {version.group(1) if version else '?'} table"
 
-    Several CSV lines (``-x N``) are labelled ``loop=1..N``.
+
+def parse_bonnie_full(text: str) -> Parsed:
+    """CSV line(s) (preferred: exact rates) or, without a readable one, the human table.
+
+    Several results (``-x N``) are labelled ``loop=1..N``.
     """
     rows = _csv_rows(text)
+    warnings: list[str] = []
+    has_table = "/sec %CP" in text
     if rows:
-        out: list[Measurement] = []
-        for i, row in enumerate(rows):
-            labels = {"loop": str(i + 1)} if len(rows) > 1 else {}
-            out.extend(_parse_csv_row(row, labels))
-        return out
-    if "/sec %CP" in text:
-        return _parse_table(text)
-    raise ParseError("not a bonnie++ output: no CSV line (starting '1.98,') and no results table")
+        try:
+            out: list[Measurement] = []
+            for i, row in enumerate(rows):
+                labels = {"loop": str(i + 1)} if len(rows) > 1 else {}
+                out.extend(_parse_csv_row(row, labels))
+            return Parsed(out, f"bonnie++ {rows[0][1] if len(rows[0]) > 1 else '?'} CSV "
+                          f"(format {rows[0][0]})", warnings)
+        except ParseError as exc:
+            if not has_table:
+                raise
+            warnings.append(f"{exc}; read the table printed beside it instead (rates rounded)")
+    if has_table:
+        out, fmt = _parse_table(text)
+        if not any("Latency" in line for line in text.splitlines()):
+            warnings.append(f"{fmt} has no Latency rows (bonnie++ before 1.96): latencies "
+                            "are not reported")
+        return Parsed(out, fmt, warnings)
+    raise ParseError("not a bonnie++ output: no CSV line (starting '1.96,', '1.97,' or '1.98,')"
+                     " and no results table ('/sec %CP' header rows)")
+
+
+def parse_bonnie(text: str) -> list[Measurement]:
+    return parse_bonnie_full(text).measurements
 
 
 PARSERS = (
-    Parser("bonnie++", "bonnie++ 2.00 CSV line(s) or human table", BONNIE_METRICS, parse_bonnie),
+    Parser("bonnie++", "bonnie++ CSV line(s) (1.96-2.00) or human table (1.03-2.00)",
+           BONNIE_METRICS, parse_bonnie, parse_bonnie_full),
 )

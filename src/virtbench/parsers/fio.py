@@ -1,36 +1,57 @@
-"""fio ``--output-format=json`` → measurements, named by access pattern and direction.
+"""fio JSON output → measurements, named by access pattern and direction.
 
-Each fio job's ``rw`` option gives the pattern: ``read`` → ``seqread``, ``write`` → ``seqwrite``,
-``randread``, ``randwrite``; mixed jobs (``randrw``, ``rw``/``readwrite``) give one series per
-direction (``randrw_read``, ``seqrw_write`` ...). Directions that did no I/O are left out. With
-several jobs of the same pattern (no ``group_reporting``) measurements carry a ``job`` label.
+Accepts ``--output-format=json`` (also ``json+``) and ``json,normal`` (the JSON with fio's human
+text around it), fio 2.x (latencies in µs under ``clat``/``lat``, no ``total_ios``, no options)
+and 3.x (ns under ``clat_ns``/``lat_ns``).
 
-Units: bandwidth KiB/s (fio's ``bw``, 1024 bytes), IOPS, completion latency (clat) in
-microseconds (fio reports ns), CPU in percent of one CPU (fio's usr_cpu / sys_cpu).
+Each job's ``rw`` comes from its ``job options`` over the ``global options`` (a ``[global]``
+section or options given on the command line before ``--name``); without any fio's default
+``read`` applies. Patterns: ``read`` → ``seqread``, ``write`` → ``seqwrite``, ``randread``,
+``randwrite``, ``trim`` → ``seqtrim``, ``randtrim``; mixed jobs (``randrw``, ``rw``/``readwrite``,
+``trimwrite``) give one series per direction (``randrw_read``, ``seqrw_write`` ...). fio 2.x
+JSON carries no options, so its series are named by direction only (``read``, ``write``,
+``trim``), with a warning.
+
+Several jobs of the same pattern (``numjobs`` without ``group_reporting``, or several job
+sections) carry a ``job`` label (``name#k`` for clones of one name) and a ``job=total`` row per
+reporting group: bandwidth and IOPS summed, mean completion latency weighted by I/O count.
+
+Units: bandwidth KiB/s (fio's ``bw``, 1024 bytes), IOPS, latencies in microseconds, CPU in
+percent of one CPU. Latencies fio did not measure (``gtod_reduce=1``) have value None and status
+"not_measured". Total-latency percentiles (``lat_percentiles=1``) are ``*_lat_p*_us``.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import ParseError, Parser
+from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
+from virtbench.parsers.jsontext import find_json
 
-__all__ = ["FIO_METRICS", "FIO_SERIES", "PARSERS", "fio_series", "parse_fio"]
+__all__ = ["FIO_METRICS", "FIO_SERIES", "PARSERS", "fio_series", "parse_fio", "parse_fio_full"]
 
 _PATTERN = {
     "read": "seqread", "write": "seqwrite", "randread": "randread", "randwrite": "randwrite",
     "randrw": "randrw", "rw": "seqrw", "readwrite": "seqrw", "trim": "seqtrim",
-    "randtrim": "randtrim",
+    "randtrim": "randtrim", "trimwrite": "trimwrite",
 }
-_SINGLE = ("seqread", "seqwrite", "randread", "randwrite")
-_MIXED = ("randrw", "seqrw")
+_DIRECTIONS = {
+    "seqread": ("read",), "seqwrite": ("write",), "randread": ("read",),
+    "randwrite": ("write",), "seqtrim": ("trim",), "randtrim": ("trim",),
+    "randrw": ("read", "write"), "seqrw": ("read", "write"), "trimwrite": ("trim", "write"),
+}
+_SINGLE = ("seqread", "seqwrite", "randread", "randwrite", "seqtrim", "randtrim")
+_MIXED = ("randrw", "seqrw", "trimwrite")
+_BY_DIRECTION = ("read", "write", "trim")
+"""Series of fio 2.x outputs, whose JSON does not say the access pattern."""
 FIO_SERIES: tuple[str, ...] = (
-    *_SINGLE, *(f"{m}_{d}" for m in _MIXED for d in ("read", "write"))
+    *_SINGLE, *(f"{m}_{d}" for m in _MIXED for d in _DIRECTIONS[m]), *_BY_DIRECTION
 )
 _PERCENTILES = (("p50", "50.000000"), ("p99", "99.000000"), ("p99_9", "99.900000"))
+_MAPPED_TOP = {"fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs"}
 
 
 def _metrics() -> tuple[Metric, ...]:
@@ -40,7 +61,7 @@ def _metrics() -> tuple[Metric, ...]:
         out += [
             Metric(f"{series}_bandwidth_KiBps", "KiB/s", Better.HIGHER,
                    f"{what}: bytes transferred / job runtime, in KiB/s (fio 'bw')",
-                   primary=series in _SINGLE),
+                   primary=series in _SINGLE[:4]),
             Metric(f"{series}_iops", "IO/s", Better.HIGHER,
                    f"{what}: I/O operations completed per second (fio 'iops')"),
             Metric(f"{series}_clat_mean_us", "us", Better.LOWER,
@@ -51,6 +72,14 @@ def _metrics() -> tuple[Metric, ...]:
             out.append(Metric(f"{series}_clat_{name}_us", "us", Better.LOWER,
                               f"{what}: {pct}th percentile of completion latency, "
                               "microseconds (fio's histogram bins, ~1-3 % resolution)"))
+        out.append(Metric(f"{series}_lat_mean_us", "us", Better.LOWER,
+                          f"{what}: mean total latency (issue to completion), microseconds; "
+                          "reported with lat_percentiles=1"))
+        for name, _key in _PERCENTILES:
+            pct = name[1:].replace("_", ".")
+            out.append(Metric(f"{series}_lat_{name}_us", "us", Better.LOWER,
+                              f"{what}: {pct}th percentile of total latency (lat_percentiles=1),"
+                              " microseconds"))
     for pattern in (*_SINGLE, *_MIXED):
         out += [
             Metric(f"{pattern}_cpu_usr_pct", "%", Better.LOWER,
@@ -60,6 +89,14 @@ def _metrics() -> tuple[Metric, ...]:
                    f"fio {pattern}: system CPU time of the job / runtime, percent of one CPU",
                    domain=Domain.POSITIVE),
         ]
+    out += [
+        Metric("cpu_usr_pct", "%", Better.LOWER,
+               "fio 2.x job (pattern unknown): user CPU time / runtime, percent of one CPU",
+               domain=Domain.POSITIVE),
+        Metric("cpu_sys_pct", "%", Better.LOWER,
+               "fio 2.x job (pattern unknown): system CPU time / runtime, percent of one CPU",
+               domain=Domain.POSITIVE),
+    ]
     return tuple(out)
 
 
@@ -70,71 +107,240 @@ def fio_series(rw: str) -> str:
     """Pattern name for a fio ``rw`` value (``read`` → ``seqread``)."""
     base = rw.split(":", 1)[0]
     if base not in _PATTERN:
-        raise ParseError(f"fio: unknown rw={rw!r}")
+        raise ParseError(f"fio: unknown rw={rw!r}; expected one of {', '.join(_PATTERN)}")
     return _PATTERN[base]
 
 
-def _load(text: str) -> dict[str, Any]:
-    # fio may print warnings before the JSON document on the same stream.
-    start = text.find("{")
-    if start < 0:
-        raise ParseError("not a fio JSON output: no '{' found (run fio --output-format=json)")
+def _is_fio(doc: dict[str, Any]) -> bool:
+    return "jobs" in doc or "fio version" in doc
+
+
+def _float(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ParseError(f"fio JSON: {what} is {value!r}, not a number")
     try:
-        doc = json.loads(text[start:])
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"fio JSON output is malformed: {exc}") from exc
-    if not isinstance(doc, dict) or "jobs" not in doc:
-        raise ParseError("fio JSON output has no 'jobs' list")
-    return doc
+        return float(value)
+    except ValueError:
+        raise ParseError(f"fio JSON: {what} is {value!r}, not a number") from None
 
 
-def _direction(prefix: str, stats: dict[str, Any], labels: dict[str, str]) -> list[Measurement]:
-    out = [
-        Measurement(f"{prefix}_bandwidth_KiBps", float(stats["bw"]), labels=dict(labels)),
-        Measurement(f"{prefix}_iops", float(stats["iops"]), labels=dict(labels)),
-    ]
-    clat = stats.get("clat_ns") or {}
-    if "mean" in clat:
-        out.append(Measurement(f"{prefix}_clat_mean_us", float(clat["mean"]) / 1e3,
-                               labels=dict(labels)))
-    percentiles = clat.get("percentile") or {}
-    for name, key in _PERCENTILES:
-        if key in percentiles:
-            out.append(Measurement(f"{prefix}_clat_{name}_us", float(percentiles[key]) / 1e3,
-                                   labels=dict(labels)))
+@dataclass
+class _Job:
+    name: str
+    group: str
+    pattern: str | None
+    """None: fio 2.x, the pattern is unknown."""
+    doc: dict[str, Any]
+
+
+def _jobs(doc: dict[str, Any], version: str, warnings: list[str]) -> list[_Job]:
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise ParseError(f"{version} JSON: 'jobs' is missing or empty")
+    global_opts = doc.get("global options")
+    global_opts = global_opts if isinstance(global_opts, dict) else {}
+    # fio 3.x lists the options it was given; 2.x JSON has no options at all.
+    options_listed = "global options" in doc or not version.startswith(("fio-1.", "fio-2."))
+    out: list[_Job] = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            raise ParseError(f"{version} JSON: a job entry is {type(job).__name__}, not an object")
+        name = str(job.get("jobname", "?"))
+        error = job.get("error")
+        if error:
+            raise ParseError(f"{version}: job {name!r} failed with error {error} "
+                             "(fio's errno); no results for it")
+        job_opts = job.get("job options")
+        job_opts = job_opts if isinstance(job_opts, dict) else None
+        if job_opts is not None or options_listed:
+            opts = job_opts or {}
+            # fio lists only options that were given; none given means fio's default, read.
+            rw = opts.get("rw") or opts.get("readwrite") or global_opts.get("rw") \
+                or global_opts.get("readwrite") or "read"
+            pattern: str | None = fio_series(str(rw))
+        else:
+            pattern = None
+        out.append(_Job(name, str(job.get("groupid", 0)), pattern, job))
+    if any(j.pattern is None for j in out):
+        warnings.append(f"{version} JSON has no job options: the access pattern (rw) is "
+                        "unknown, so series are named by direction (read, write, trim)")
     return out
+
+
+def _latency(stats: dict[str, Any], kind: str) -> tuple[dict[str, Any], float] | None:
+    """(latency stats, factor to µs) for kind ``clat``/``lat``: 3.x ns or 2.x µs."""
+    if isinstance(stats.get(f"{kind}_ns"), dict):
+        return stats[f"{kind}_ns"], 1e-3
+    if isinstance(stats.get(kind), dict):
+        return stats[kind], 1.0
+    return None
+
+
+def _measured(lat: dict[str, Any]) -> bool:
+    # gtod_reduce=1: fio keeps no per-I/O times; 3.x says N=0, 2.x leaves min=max=mean=0.
+    if "N" in lat:
+        return bool(lat["N"])
+    return any(lat.get(k) for k in ("min", "max", "mean"))
+
+
+def _ios(stats: dict[str, Any], what: str) -> float:
+    if "total_ios" in stats:
+        return _float(stats["total_ios"], f"{what}.total_ios")
+    return _float(stats.get("io_bytes", 0), f"{what}.io_bytes")  # fio 2.x: any I/O at all
+
+
+def _direction(prefix: str, stats: dict[str, Any], labels: dict[str, str], what: str
+               ) -> list[Measurement]:
+    out = [
+        Measurement(f"{prefix}_bandwidth_KiBps", _float(stats.get("bw"), f"{what}.bw"),
+                    labels=dict(labels)),
+        Measurement(f"{prefix}_iops", _float(stats.get("iops"), f"{what}.iops"),
+                    labels=dict(labels)),
+    ]
+    clat = _latency(stats, "clat")
+    if clat is not None:
+        lat_stats, factor = clat
+        if not _measured(lat_stats):
+            out.append(Measurement(f"{prefix}_clat_mean_us", None, labels=dict(labels),
+                                   status=NOT_MEASURED))
+        else:
+            out.append(Measurement(f"{prefix}_clat_mean_us",
+                                   _float(lat_stats.get("mean"), f"{what}.clat.mean") * factor,
+                                   labels=dict(labels)))
+            out += _percentiles(f"{prefix}_clat", lat_stats, factor, labels, what)
+    lat = _latency(stats, "lat")
+    if lat is not None and isinstance(lat[0].get("percentile"), dict) and _measured(lat[0]):
+        lat_stats, factor = lat
+        out.append(Measurement(f"{prefix}_lat_mean_us",
+                               _float(lat_stats.get("mean"), f"{what}.lat.mean") * factor,
+                               labels=dict(labels)))
+        out += _percentiles(f"{prefix}_lat", lat_stats, factor, labels, what)
+    return out
+
+
+def _percentiles(stem: str, lat: dict[str, Any], factor: float, labels: dict[str, str],
+                 what: str) -> list[Measurement]:
+    percentiles = lat.get("percentile")
+    if not isinstance(percentiles, dict):
+        return []
+    return [Measurement(f"{stem}_{name}_us", _float(percentiles[key], f"{what} p{key}") * factor,
+                        labels=dict(labels))
+            for name, key in _PERCENTILES if key in percentiles]
+
+
+def _job_labels(jobs: list[_Job]) -> list[dict[str, str]]:
+    """A ``job`` label where a pattern has several jobs; clones of one name get ``#k``."""
+    repeated = {p for p, n in Counter(j.pattern for j in jobs).items() if n > 1}
+    names = Counter((j.name, j.pattern) for j in jobs)
+    seen: Counter[tuple[str, str | None]] = Counter()
+    out: list[dict[str, str]] = []
+    for job in jobs:
+        if job.pattern not in repeated:
+            out.append({})
+            continue
+        key = (job.name, job.pattern)
+        label = f"{job.name}#{seen[key]}" if names[key] > 1 else job.name
+        seen[key] += 1
+        out.append({"job": label})
+    return out
+
+
+def _totals(rows: list[tuple[_Job, str, dict[str, Any]]]) -> list[Measurement]:
+    """job=total rows per (series, group) over jobs that carry a ``job`` label."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for job, prefix, stats in rows:
+        groups.setdefault((prefix, job.group), []).append(stats)
+    multi_group = {p for p, g in groups if sum(1 for q, _ in groups if q == p) > 1}
+    out: list[Measurement] = []
+    for (prefix, group), members in groups.items():
+        if len(members) < 2:
+            continue
+        labels = {"job": "total", **({"group": group} if prefix in multi_group else {})}
+        out.append(Measurement(f"{prefix}_bandwidth_KiBps",
+                               sum(_float(s.get("bw"), "bw") for s in members), labels=labels))
+        out.append(Measurement(f"{prefix}_iops",
+                               sum(_float(s.get("iops"), "iops") for s in members),
+                               labels=dict(labels)))
+        lats = [_latency(s, "clat") for s in members]
+        if all(lat is not None and _measured(lat[0]) for lat in lats):
+            weights = [_ios(s, "total") for s in members]
+            total = sum(weights)
+            if total > 0:
+                mean = sum(w * _float(lat[0].get("mean"), "clat.mean") * lat[1]
+                           for w, lat in zip(weights, lats, strict=True) if lat is not None)
+                out.append(Measurement(f"{prefix}_clat_mean_us", mean / total,
+                                       labels=dict(labels)))
+        else:
+            out.append(Measurement(f"{prefix}_clat_mean_us", None, labels=dict(labels),
+                                   status=NOT_MEASURED))
+    return out
+
+
+def parse_fio_full(text: str) -> Parsed:
+    """Every job of one fio JSON document, per direction, with totals of repeated patterns."""
+    found = find_json(text, "fio", "the JSON of fio --output-format=json (or json,normal)",
+                      _is_fio)
+    doc = found.doc
+    version = str(doc.get("fio version", "fio"))
+    fmt = f"{version} JSON" + ("+normal" if found.after.strip() else "")
+    warnings: list[str] = [
+        f"fio printed: {line.strip()[:120]}" for line in found.before.splitlines()
+        if line.startswith("fio:") or "error" in line.lower() or "warn" in line.lower()]
+    jobs = _jobs(doc, version, warnings)
+    out: list[Measurement] = []
+    labelled_rows: list[tuple[_Job, str, dict[str, Any]]] = []
+    not_measured = False
+    for job, labels in zip(jobs, _job_labels(jobs), strict=True):
+        expected = _DIRECTIONS[job.pattern] if job.pattern else _BY_DIRECTION
+        for direction in ("read", "write", "trim"):
+            stats = job.doc.get(direction)
+            if not isinstance(stats, dict):
+                continue
+            what = f"job {job.name!r} {direction}"
+            if not _ios(stats, what):
+                continue
+            if direction not in expected:
+                warnings.append(f"{version}: job {job.name!r} (rw {job.pattern}) also did "
+                                f"{direction} I/O (verify?); not mapped")
+                continue
+            prefix: str
+            if job.pattern is None:
+                prefix = direction
+            elif job.pattern in _SINGLE:
+                prefix = job.pattern
+            else:
+                prefix = f"{job.pattern}_{direction}"
+            rows = _direction(prefix, stats, labels, what)
+            not_measured |= any(m.status == NOT_MEASURED for m in rows)
+            out += rows
+            if labels:
+                labelled_rows.append((job, prefix, stats))
+        cpu_stem = f"{job.pattern}_cpu" if job.pattern else "cpu"
+        for kind in ("usr", "sys"):
+            if f"{kind}_cpu" in job.doc:
+                out.append(Measurement(f"{cpu_stem}_{kind}_pct",
+                                       _float(job.doc[f"{kind}_cpu"], f"job {job.name!r} cpu"),
+                                       labels=dict(labels)))
+        sync = job.doc.get("sync")
+        if isinstance(sync, dict) and sync.get("total_ios"):
+            warnings.append(f"{version}: job {job.name!r} fsync/fdatasync latencies ('sync') "
+                            "are not mapped")
+    out += _totals(labelled_rows)
+    if not_measured:
+        warnings.append(f"{version}: completion latencies were not measured (gtod_reduce=1 or "
+                        "disable_clat): reported as not_measured, not as 0")
+    for key in sorted(set(doc) - _MAPPED_TOP):
+        warnings.append(f"{version} JSON section '{key}' is not mapped")
+    if not out:
+        raise ParseError(f"{fmt} contains no read, write or trim I/O; expected at least one job "
+                         "that did I/O")
+    return Parsed(out, fmt, warnings)
 
 
 def parse_fio(text: str) -> list[Measurement]:
     """Parse one fio JSON document (any number of jobs)."""
-    doc = _load(text)
-    jobs = doc["jobs"]
-    patterns = []
-    for job in jobs:
-        rw = (job.get("job options") or {}).get("rw") or "read"
-        patterns.append(fio_series(rw))
-    repeated = {p for p, n in Counter(patterns).items() if n > 1}
-    out: list[Measurement] = []
-    for job, pattern in zip(jobs, patterns, strict=True):
-        if job.get("error"):
-            raise ParseError(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
-        labels = {"job": str(job.get("jobname"))} if pattern in repeated else {}
-        if pattern in ("seqtrim", "randtrim"):
-            continue  # trim is not part of the study; no metrics declared
-        for direction in ("read", "write"):
-            stats = job.get(direction) or {}
-            if not stats.get("total_ios"):
-                continue
-            prefix = pattern if pattern in _SINGLE else f"{pattern}_{direction}"
-            if pattern in _SINGLE and not pattern.endswith(direction):
-                continue
-            out += _direction(prefix, stats, labels)
-        for kind in ("usr", "sys"):
-            out.append(Measurement(f"{pattern}_cpu_{kind}_pct", float(job[f"{kind}_cpu"]),
-                                   labels=dict(labels)))
-    if not out:
-        raise ParseError("fio JSON output contains no read or write I/O")
-    return out
+    return parse_fio_full(text).measurements
 
 
-PARSERS = (Parser("fio", "fio --output-format=json (fio 3.x)", FIO_METRICS, parse_fio),)
+PARSERS = (Parser("fio", "fio JSON (2.x, 3.x; json, json+, json,normal)", FIO_METRICS,
+                  parse_fio, parse_fio_full),)

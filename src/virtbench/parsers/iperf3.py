@@ -1,4 +1,14 @@
-"""iperf3 ``-J`` (JSON) output: throughput, TCP retransmissions, UDP jitter and loss, CPU use."""
+"""iperf3 output: ``-J`` (one JSON document) and ``--json-stream`` (3.17+, one event per line).
+
+Read: throughput at the receiver and the sender, TCP retransmits and RTT (mean/min/max of the
+streams' sender side), UDP jitter, packets and lost packets, CPU use; per stream (when there
+are several) and the sum; both directions of ``--bidir`` (label ``direction``). Text the tool
+prints around the JSON (warnings) is kept as warnings. A run stopped with Ctrl-C (end sums plus
+an ``error``) is a partial result; a value iperf3 did not report is absent or "not measured".
+
+Versions: the ``end.sum_sent``/``end.sum_received`` pair exists for UDP only from 3.11 on; older
+UDP outputs have ``end.sum`` alone (the sender's rate plus the receiver's loss and jitter).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import ParseError, Parser
+from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
+from virtbench.parsers.jsontext import find_json
 
-__all__ = ["IPERF3_METRICS", "PARSERS", "Iperf3Result", "parse_iperf3", "parse_iperf3_json"]
+__all__ = [
+    "IPERF3_DETAIL_METRICS", "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements",
+    "parse_iperf3", "parse_iperf3_full", "parse_iperf3_json",
+]
 
 IPERF3_METRICS = (
     Metric("throughput_mbps", "Mbit/s", Better.HIGHER,
@@ -30,6 +44,25 @@ IPERF3_METRICS = (
            "iperf3 process CPU use on the receiving host (user+system, % of one core)",
            domain=Domain.POSITIVE),
 )
+"""What ``iperf3_measurements`` gives (the workloads' metrics, positions kept: they slice it)."""
+IPERF3_DETAIL_METRICS = (
+    Metric("udp_packets", "packets", Better.HIGHER,
+           "UDP datagrams the sender sent (iperf3 'packets')"),
+    Metric("udp_lost_packets", "packets", Better.LOWER,
+           "UDP datagrams that did not arrive, from iperf3 sequence numbers ('lost_packets')"),
+    Metric("tcp_rtt_mean_ms", "ms", Better.LOWER,
+           "mean of the kernel's smoothed TCP RTT samples on the sender (iperf3 mean_rtt), ms"),
+    Metric("tcp_rtt_min_ms", "ms", Better.LOWER,
+           "smallest smoothed TCP RTT the sender's kernel reported (iperf3 min_rtt), ms"),
+    Metric("tcp_rtt_max_ms", "ms", Better.LOWER,
+           "largest smoothed TCP RTT the sender's kernel reported (iperf3 max_rtt), ms"),
+)
+_MAPPED_END = {
+    "streams", "sum", "sum_sent", "sum_received", "sum_bidir_reverse", "sum_sent_bidir_reverse",
+    "sum_received_bidir_reverse", "cpu_utilization_percent", "sender_tcp_congestion",
+    "receiver_tcp_congestion",
+}
+_MAPPED_TOP = {"start", "intervals", "end", "error"}
 
 
 @dataclass(frozen=True)
@@ -59,14 +92,252 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
+def _num(d: Any, key: str) -> float | None:
+    value = d.get(key) if isinstance(d, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _stream_doc(text: str, warnings: list[str]) -> dict[str, Any]:
+    """Rebuild the ``-J`` document from ``--json-stream`` events (one JSON object a line)."""
+    doc: dict[str, Any] = {"intervals": []}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            warnings.append(f"iperf3 --json-stream line {number} is not JSON, ignored: "
+                            f"{line[:80]!r}")
+            continue
+        if not isinstance(event, dict) or "event" not in event:
+            warnings.append(f"iperf3 --json-stream line {number} is not an event, ignored")
+            continue
+        kind, data = event.get("event"), event.get("data")
+        if kind == "interval":
+            doc["intervals"].append(data)
+        elif kind in ("start", "end", "error"):
+            doc[str(kind)] = data
+        else:
+            warnings.append(f"iperf3 --json-stream event {kind!r} (line {number}) is not mapped")
+    return doc
+
+
+def _document(text: str) -> tuple[dict[str, Any], str, list[str]]:
+    """(the -J document, format name, warnings about text around it)."""
+    warnings: list[str] = []
+    found = find_json(text, "iperf3", "the JSON of 'iperf3 -J' or '--json-stream'",
+                      lambda d: "event" in d or "start" in d or "end" in d or "error" in d)
+    if "event" in found.doc:
+        doc = _stream_doc(text[found.start:], warnings)
+        fmt = "--json-stream"
+    else:
+        doc, fmt = found.doc, "-J"
+        if found.after.strip():
+            warnings.append(f"iperf3: text after the JSON is not mapped: "
+                            f"{found.after.strip().splitlines()[0][:80]!r}")
+    for line in found.before.splitlines():
+        if line.strip():
+            warnings.append(f"iperf3 printed before its JSON: {line.strip()[:120]}")
+    version = doc.get("start", {}).get("version") if isinstance(doc.get("start"), dict) else None
+    return doc, f"{version or 'iperf3'} {fmt}", warnings
+
+
+def _check_error(doc: dict[str, Any], fmt: str) -> str | None:
+    """iperf3's error text when it reported one; a ParseError when nothing usable is left."""
+    error = doc.get("error")
+    if not error:
+        return None
+    end = doc.get("end")
+    if not isinstance(end, dict) or not any(k in end for k in ("sum_sent", "sum")):
+        raise ParseError(f"{fmt}: iperf3 reported an error and no results: {error}")
+    return str(error)
+
+
+def _rtt(streams: list[Any], sending: bool | None) -> dict[str, float]:
+    """RTT over the streams' sender side (µs in iperf3 → ms): mean of means, min, max."""
+    means, mins, maxs = [], [], []
+    for stream in streams:
+        sender = stream.get("sender") if isinstance(stream, dict) else None
+        if not isinstance(sender, dict) or not _num(sender, "max_rtt"):
+            continue  # absent, or zeros: with -R before 3.11 the remote sender's RTT is not sent
+        if sending is not None and bool(sender.get("sender", True)) != sending:
+            continue
+        means.append(_num(sender, "mean_rtt") or 0.0)
+        mins.append(_num(sender, "min_rtt") or 0.0)
+        maxs.append(_num(sender, "max_rtt") or 0.0)
+    if not means:
+        return {}
+    return {"tcp_rtt_mean_ms": sum(means) / len(means) / 1e3,
+            "tcp_rtt_min_ms": min(mins) / 1e3, "tcp_rtt_max_ms": max(maxs) / 1e3}
+
+
+def _sums(sent: Any, received: Any, udp: Any, labels: dict[str, str], interrupted: bool
+          ) -> list[Measurement]:
+    """Measurements of one direction's (or one stream's) sums."""
+    out: list[Measurement] = []
+    sent_bps = _num(sent, "bits_per_second")
+    recv_bps = _num(received, "bits_per_second")
+    if recv_bps is not None:
+        if interrupted and recv_bps == 0 and (_num(sent, "bytes") or 0) > 0:
+            # Stopped before the server's report arrived: iperf3 fills in zeros.
+            out.append(Measurement("throughput_mbps", None, labels=dict(labels),
+                                   status=NOT_MEASURED))
+        else:
+            out.append(Measurement("throughput_mbps", recv_bps / 1e6, labels=dict(labels)))
+    elif udp is not None:
+        out.append(Measurement("throughput_mbps", None, labels=dict(labels), status=NOT_MEASURED))
+    if sent_bps is not None:
+        out.append(Measurement("sender_throughput_mbps", sent_bps / 1e6, labels=dict(labels)))
+    elif udp is not None and _num(udp, "bits_per_second") is not None:
+        out.append(Measurement("sender_throughput_mbps",
+                               (_num(udp, "bits_per_second") or 0.0) / 1e6, labels=dict(labels)))
+    retransmits = _num(sent, "retransmits")
+    if retransmits is not None:
+        out.append(Measurement("tcp_retransmits", retransmits, labels=dict(labels)))
+    if udp is not None:
+        for metric, key in (("udp_jitter_ms", "jitter_ms"), ("udp_packets", "packets"),
+                            ("udp_lost_packets", "lost_packets")):
+            value = _num(udp, key)
+            if value is not None:
+                out.append(Measurement(metric, value, labels=dict(labels)))
+        packets, lost = _num(udp, "packets"), _num(udp, "lost_packets")
+        if packets:
+            out.append(Measurement("udp_loss_pct", 100.0 * (lost or 0.0) / packets,
+                                   labels=dict(labels)))
+    return out
+
+
+def _direction(end: dict[str, Any], reverse_half: bool, udp_proto: bool) -> tuple[Any, Any, Any]:
+    suffix = "_bidir_reverse" if reverse_half else ""
+    sent = end.get(f"sum_sent{suffix}")
+    received = end.get(f"sum_received{suffix}")
+    udp = end.get(f"sum{suffix}") if udp_proto else None
+    return sent, received, udp
+
+
+def _sending(stream: dict[str, Any], udp_proto: bool) -> bool:
+    """Whether this host sent on the stream (``sender`` flag of its sender or udp part)."""
+    part = stream.get("udp") if udp_proto else stream.get("sender")
+    return bool(part.get("sender", True)) if isinstance(part, dict) else True
+
+
+def _legacy_bidir(end: dict[str, Any], streams: list[Any], udp_proto: bool,
+                  labels_of: dict[bool, dict[str, str]], interrupted: bool,
+                  warnings: list[str]) -> list[Measurement]:
+    """iperf3 before 3.11 writes --bidir end sums for one direction only (their ``sender``
+    flag says which); the other direction is read from its stream when it has one."""
+    sent, received, udp = _direction(end, False, udp_proto)
+    flagged = next((x for x in (sent, udp) if isinstance(x, dict) and "sender" in x), {})
+    summed = bool(flagged.get("sender", True))
+    out = _sums(sent, received, udp, labels_of[summed], interrupted)
+    other = [s for s in streams if isinstance(s, dict) and _sending(s, udp_proto) != summed]
+    if len(other) == 1:
+        stream = other[0]
+        out += _sums(stream.get("sender"), stream.get("receiver"),
+                     stream.get("udp") if udp_proto else None, labels_of[not summed], interrupted)
+    if not udp_proto:
+        for sending in (summed, not summed):
+            for metric, value in _rtt(streams, sending).items():
+                out.append(Measurement(metric, value, labels=dict(labels_of[sending])))
+    warnings.append(
+        f"iperf3 --bidir before 3.11: end sums cover {labels_of[summed]['direction']} only; "
+        f"{labels_of[not summed]['direction']} is read from its "
+        f"{'stream' if len(other) == 1 else 'streams (no sum)'}")
+    return out
+
+
+def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
+                         labels_of: dict[bool, dict[str, str]], interrupted: bool
+                         ) -> list[Measurement]:
+    per_direction: dict[bool, list[Any]] = {True: [], False: []}
+    for stream in streams:
+        if not isinstance(stream, dict):
+            continue
+        per_direction[_sending(stream, udp_proto) if bidir else True].append(stream)
+    out: list[Measurement] = []
+    for sending, group in per_direction.items():
+        if len(group) < 2:
+            continue  # one stream is its own sum
+        for stream in group:
+            sender, receiver = stream.get("sender"), stream.get("receiver")
+            udp = stream.get("udp") if udp_proto else None
+            socket = (udp or sender or {}).get("socket", "?")
+            labels = {**labels_of[sending], "stream": str(socket)}
+            out += _sums(sender, receiver, udp, labels, interrupted)
+            for metric, value in _rtt([stream], None).items():
+                out.append(Measurement(metric, value, labels=dict(labels)))
+    return out
+
+
+def parse_iperf3_full(text: str) -> Parsed:
+    """Every result of one iperf3 client output (``-J`` or ``--json-stream``)."""
+    doc, fmt, warnings = _document(text)
+    if fmt.endswith("--json-stream") and "end" not in doc:
+        raise ParseError(f"{fmt} has no 'end' event after {len(doc['intervals'])} interval(s): "
+                         "the run did not finish; expected start, interval... and end events")
+    error = _check_error(doc, fmt)
+    interrupted = error is not None
+    if interrupted:
+        warnings.append(f"iperf3 reported '{error}': the run was stopped early; results cover "
+                        "the part before the stop")
+    test = _get(doc, "start", "test_start")
+    end = _get(doc, "end")
+    if not isinstance(end, dict) or not isinstance(test, dict):
+        raise ParseError(f"{fmt}: 'start.test_start' and 'end' must be objects")
+    udp_proto = str(test.get("protocol", "TCP")).upper() == "UDP"
+    raw_streams = end.get("streams")
+    streams: list[Any] = raw_streams if isinstance(raw_streams, list) else []
+    both_ways = len({_sending(s, udp_proto) for s in streams if isinstance(s, dict)}) == 2
+    legacy_bidir = both_ways and not any(k.endswith("bidir_reverse") for k in end)
+    bidir = bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end or legacy_bidir
+    reverse = bool(test.get("reverse", 0))
+    if "sum_sent" not in end and not (udp_proto and "sum" in end):
+        raise ParseError(f"{fmt}: no 'end.sum_sent' (nor UDP 'end.sum'); the run produced no "
+                         "results")
+    if udp_proto and "sum_received" not in end:
+        warnings.append(f"{fmt} UDP output has only end.sum (iperf3 < 3.11): the receiver's "
+                        "throughput is not reported; sender rate, jitter and loss are")
+    labels_of = ({True: {"direction": "client_to_server"}, False: {"direction": "server_to_client"}}
+                 if bidir else {True: {}, False: {}})
+    out: list[Measurement] = []
+    halves = () if legacy_bidir else (False, True) if bidir else (False,)
+    if legacy_bidir:
+        out += _legacy_bidir(end, streams, udp_proto, labels_of, interrupted, warnings)
+    for reverse_half in halves:
+        sent, received, udp = _direction(end, reverse_half, udp_proto)
+        labels = labels_of[not reverse_half]
+        out += _sums(sent, received, udp, labels, interrupted)
+        if not udp_proto:
+            sending = (not reverse_half) if bidir else None
+            for metric, value in _rtt(streams, sending).items():
+                out.append(Measurement(metric, value, labels=dict(labels)))
+    out += _stream_measurements(streams, udp_proto, bidir, labels_of, interrupted)
+    cpu = end.get("cpu_utilization_percent") or {}
+    host, remote = _num(cpu, "host_total"), _num(cpu, "remote_total")
+    if not bidir:
+        # host_* is this (client) process; remote_* the server. -R makes the server the sender.
+        cpu_sender, cpu_receiver = (remote, host) if reverse else (host, remote)
+        if cpu_sender is not None:
+            out.append(Measurement("cpu_sender_pct", cpu_sender))
+        if cpu_receiver is not None:
+            out.append(Measurement("cpu_receiver_pct", cpu_receiver))
+    elif cpu:
+        warnings.append("iperf3 --bidir: each host both sends and receives, so its CPU use is "
+                        "not attributed to a direction (cpu_utilization_percent not mapped)")
+    for key in sorted(set(end) - _MAPPED_END):
+        warnings.append(f"iperf3 JSON end.{key} is not mapped")
+    for key in sorted(set(doc) - _MAPPED_TOP):
+        warnings.append(f"iperf3 JSON '{key}' is not mapped")
+    if not out:
+        raise ParseError(f"{fmt}: end sums hold no rates")
+    return Parsed(out, fmt, warnings, partial=interrupted)
+
+
 def parse_iperf3_json(text: str) -> Iperf3Result:
-    """Parse the output of ``iperf3 -J`` (client side)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"iperf3: not JSON output of 'iperf3 -J' ({exc})") from exc
-    if not isinstance(doc, dict):
-        raise ParseError("iperf3: expected a JSON object")
+    """The forward direction's sums of one complete ``iperf3 -J`` run (what workloads use)."""
+    doc, fmt, _ = _document(text)
     if doc.get("error"):
         raise ParseError(f"iperf3 reported an error: {doc['error']}")
     test = _get(doc, "start", "test_start")
@@ -76,26 +347,28 @@ def parse_iperf3_json(text: str) -> Iperf3Result:
     sent = _get(end, "sum_sent")
     received = _get(end, "sum_received")
     cpu = end.get("cpu_utilization_percent") or {}
-    # host_* is this (client) process; remote_* the server. -R makes the server the sender.
-    host_cpu = cpu.get("host_total")
-    remote_cpu = cpu.get("remote_total")
+    host_cpu = _num(cpu, "host_total")
+    remote_cpu = _num(cpu, "remote_total")
     cpu_sender, cpu_receiver = (remote_cpu, host_cpu) if reverse else (host_cpu, remote_cpu)
     udp = end.get("sum") if protocol == "UDP" else None
-    return Iperf3Result(
-        protocol=protocol,
-        reverse=reverse,
-        seconds=float(received.get("seconds", sent.get("seconds", 0.0))),
-        receiver_bps=float(_get(received, "bits_per_second")),
-        sender_bps=float(_get(sent, "bits_per_second")),
-        sent_bytes=int(_get(sent, "bytes")),
-        received_bytes=int(_get(received, "bytes")),
-        retransmits=int(sent["retransmits"]) if "retransmits" in sent else None,
-        udp_jitter_ms=float(udp["jitter_ms"]) if udp and "jitter_ms" in udp else None,
-        udp_lost_packets=int(udp["lost_packets"]) if udp and "lost_packets" in udp else None,
-        udp_packets=int(udp["packets"]) if udp and "packets" in udp else None,
-        cpu_sender_pct=float(cpu_sender) if cpu_sender is not None else None,
-        cpu_receiver_pct=float(cpu_receiver) if cpu_receiver is not None else None,
-    )
+    try:
+        return Iperf3Result(
+            protocol=protocol,
+            reverse=reverse,
+            seconds=float(received.get("seconds", sent.get("seconds", 0.0))),
+            receiver_bps=float(_get(received, "bits_per_second")),
+            sender_bps=float(_get(sent, "bits_per_second")),
+            sent_bytes=int(_get(sent, "bytes")),
+            received_bytes=int(_get(received, "bytes")),
+            retransmits=int(sent["retransmits"]) if "retransmits" in sent else None,
+            udp_jitter_ms=float(udp["jitter_ms"]) if udp and "jitter_ms" in udp else None,
+            udp_lost_packets=int(udp["lost_packets"]) if udp and "lost_packets" in udp else None,
+            udp_packets=int(udp["packets"]) if udp and "packets" in udp else None,
+            cpu_sender_pct=cpu_sender,
+            cpu_receiver_pct=cpu_receiver,
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ParseError(f"{fmt}: a sum field is not a number ({exc})") from None
 
 
 def iperf3_measurements(result: Iperf3Result) -> list[Measurement]:
@@ -118,9 +391,10 @@ def iperf3_measurements(result: Iperf3Result) -> list[Measurement]:
 
 
 def parse_iperf3(text: str) -> list[Measurement]:
-    return iperf3_measurements(parse_iperf3_json(text))
+    return parse_iperf3_full(text).measurements
 
 
 PARSERS = (
-    Parser("iperf3", "iperf3 -J output (TCP or UDP, normal or -R)", IPERF3_METRICS, parse_iperf3),
+    Parser("iperf3", "iperf3 -J or --json-stream (TCP/UDP, -R, --bidir, -P; 3.x)",
+           IPERF3_METRICS + IPERF3_DETAIL_METRICS, parse_iperf3, parse_iperf3_full),
 )

@@ -1,12 +1,18 @@
-"""irtt client JSON (``irtt client -o FILE``): RTT, one-way delays, IPDV, loss, RFC 3550 jitter.
+"""irtt client JSON (``irtt client -o FILE``; gzip unless the name ends in .json): RTT, one-way
+delays, IPDV, loss, RFC 3550 jitter and packet counts.
 
 irtt reports durations in ns; everything here is converted to ms. One-way delays are only
-meaningful when client and server share a clock (same machine, or PTP-synchronised hosts).
+meaningful when client and server share a clock (same machine, or PTP-synchronised hosts); a
+negative one is reported with a warning. What irtt did not measure (``--tstamp=none|send|
+receive`` leaves server timestamps out; ``--clock=monotonic`` leaves out the wall clock that
+one-way delays need) is "not measured", never 0. Loss is irtt's: packets sent minus distinct
+packets received (duplicates excluded).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,9 +20,12 @@ import numpy as np
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
-from virtbench.parsers.base import ParseError, Parser
+from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
 
-__all__ = ["IRTT_METRICS", "PARSERS", "IrttResult", "parse_irtt", "parse_irtt_json"]
+__all__ = [
+    "IRTT_METRICS", "PARSERS", "IrttResult", "irtt_measurements", "parse_irtt",
+    "parse_irtt_full", "parse_irtt_json",
+]
 
 IRTT_METRICS = (
     Metric("rtt_mean_ms", "ms", Better.LOWER,
@@ -33,18 +42,28 @@ IRTT_METRICS = (
     Metric("rfc3550_jitter_down_ms", "ms", Better.LOWER,
            "RFC 3550 interarrival jitter of replies server → client, ms"),
     Metric("probe_loss_pct", "%", Better.LOWER,
-           "irtt probes without a reply, from sequence numbers: lost / sent × 100"),
+           "irtt probes without a reply, as irtt defines it: (sent − distinct replies) / sent "
+           "× 100 (duplicates excluded)"),
+    Metric("packets_sent", "packets", Better.HIGHER, "probes the irtt client sent"),
+    Metric("packets_received", "packets", Better.HIGHER,
+           "replies the irtt client received, duplicates included (irtt's packets_received)"),
+    Metric("packets_duplicate", "packets", Better.LOWER, "duplicate replies irtt received"),
+    Metric("packets_lost", "packets", Better.LOWER,
+           "probes without any reply: sent − (received − duplicates)"),
 )
+_MAPPED_STATS = {"rtt", "send_delay", "receive_delay", "ipdv_round_trip", "packets_sent",
+                 "packets_received", "duplicates", "packet_loss_percent",
+                 "server_packets_received"}
 
 
 @dataclass(frozen=True)
 class IrttResult:
-    """Summary of one irtt run (ms, %, counts)."""
+    """Summary of one irtt run (ms, %, counts); None where irtt measured nothing."""
 
-    rtt_mean_ms: float
-    rtt_median_ms: float
-    send_delay_ms: float
-    receive_delay_ms: float
+    rtt_mean_ms: float | None
+    rtt_median_ms: float | None
+    send_delay_ms: float | None
+    receive_delay_ms: float | None
     ipdv_rtt_ms: float | None
     jitter_up_ms: float | None
     jitter_down_ms: float | None
@@ -53,83 +72,165 @@ class IrttResult:
     loss_pct: float
     server_packets_received: int | None = None
     """Probes the server received (and answered); None when the server did not report it."""
+    duplicates: int = 0
+    negative_delays: tuple[str, ...] = ()
+    """Names of one-way delays with negative values (unsynchronised clocks)."""
+
+    @property
+    def packets_lost(self) -> int:
+        return self.packets_sent - (self.packets_received - self.duplicates)
 
 
-def _stat_ms(stats: dict[str, Any], name: str, field: str = "mean") -> float:
-    try:
-        return float(stats[name][field]) / 1e6
-    except (KeyError, TypeError) as exc:
-        raise ParseError(f"irtt JSON: missing 'stats.{name}.{field}'") from exc
+def _count(stats: dict[str, Any], key: str, default: int | None = 0) -> int | None:
+    value = stats.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ParseError(f"irtt JSON: stats.{key} is {value!r}, not a count")
+    return int(value)
 
 
-def _jitters(round_trips: list[Any]) -> tuple[float | None, float | None]:
-    rows = []
-    for rt in round_trips:
-        if rt.get("lost") != "false":
-            continue
-        ts = rt["timestamps"]
-        rows.append((ts["client"]["send"]["wall"], ts["server"]["receive"]["wall"],
-                     ts["server"]["send"]["wall"], ts["client"]["receive"]["wall"]))
-    if len(rows) < 2:
-        return None, None
-    a = np.array(rows, dtype=np.int64)
-    up = rfc3550_jitter_ns(a[:, 0], a[:, 1]) / 1e6
-    down = rfc3550_jitter_ns(a[:, 2], a[:, 3]) / 1e6
-    return up, down
+def _stat_ms(stats: dict[str, Any], name: str, field: str = "mean") -> float | None:
+    """A duration statistic in ms; None when irtt took no sample of it (n = 0 or absent)."""
+    entry = stats.get(name)
+    if not isinstance(entry, dict) or not entry.get("n") or field not in entry:
+        return None
+    value = entry[field]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(f"irtt JSON: stats.{name}.{field} is {value!r}, not a number")
+    return float(value) / 1e6
 
 
-def parse_irtt_json(text: str) -> IrttResult:
+def _stamp(rt: dict[str, Any], side: str, event: str, clock: str) -> int | None:
+    node: Any = rt.get("timestamps")
+    for key in (side, event, clock):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, int) and not isinstance(node, bool) else None
+
+
+def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, str]
+            ) -> float | None:
+    """RFC 3550 jitter between two timestamps; each side's clock (wall, else monotonic) only
+    appears in differences, so the two hosts' clocks need not agree."""
+    received = [rt for rt in round_trips if isinstance(rt, dict) and rt.get("lost") == "false"]
+    if len(received) < 2:
+        return None
+    clocks = ("wall", "monotonic")
+    send_clock = next((c for c in clocks if _stamp(received[0], *send, c) is not None), None)
+    recv_clock = next((c for c in clocks if _stamp(received[0], *receive, c) is not None), None)
+    if send_clock is None or recv_clock is None:
+        return None
+    pairs: list[tuple[int, int]] = []
+    for rt in received:
+        s = _stamp(rt, *send, send_clock)
+        r = _stamp(rt, *receive, recv_clock)
+        if s is None or r is None:
+            return None  # not every reply carries the stamp: no consistent series
+        pairs.append((s, r))
+    a = np.array(pairs, dtype=np.int64)
+    return rfc3550_jitter_ns(a[:, 0], a[:, 1]) / 1e6
+
+
+def _load(text: str) -> dict[str, Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"irtt: not the JSON written by 'irtt client -o' ({exc})") from exc
-    if not isinstance(doc, dict) or "stats" not in doc:
+        raise ParseError(f"irtt: not the JSON written by 'irtt client -o' (line {exc.lineno} "
+                         f"column {exc.colno}: {exc.msg}); expected a complete JSON document"
+                         ) from None
+    except RecursionError:
+        raise ParseError("irtt: JSON nested too deeply; expected 'irtt client -o' output"
+                         ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
         raise ParseError("irtt JSON: missing 'stats' (is this 'irtt client -o FILE' output?)")
+    return doc
+
+
+def parse_irtt_json(text: str) -> IrttResult:
+    return _result(_load(text))
+
+
+def _result(doc: dict[str, Any]) -> IrttResult:
     stats = doc["stats"]
-    sent = int(stats.get("packets_sent", 0))
-    received = int(stats.get("packets_received", 0))
-    if sent == 0:
+    sent = _count(stats, "packets_sent") or 0
+    received = _count(stats, "packets_received") or 0
+    duplicates = _count(stats, "duplicates") or 0
+    if sent <= 0:
         raise ParseError("irtt JSON: no packets were sent (stats.packets_sent = 0)")
-    if received == 0:
-        raise ParseError("irtt JSON: no reply received (is the irtt server reachable?)")
-    ipdv = stats.get("ipdv_round_trip") or {}
-    up, down = _jitters(doc.get("round_trips") or [])
+    if not 0 <= received - duplicates <= sent:
+        raise ParseError(f"irtt JSON: {received} received with {duplicates} duplicates does not "
+                         f"fit {sent} sent")
+    irtt_loss = stats.get("packet_loss_percent")
+    loss = (float(irtt_loss) if isinstance(irtt_loss, (int, float))
+            and not isinstance(irtt_loss, bool) else 100.0 * (sent - received + duplicates) / sent)
+    rts = doc.get("round_trips")
+    round_trips = rts if isinstance(rts, list) else []
+    negative = tuple(name for name in ("send_delay", "receive_delay")
+                     if (_stat_ms(stats, name, "min") or 0.0) < 0)
     return IrttResult(
         rtt_mean_ms=_stat_ms(stats, "rtt"),
-        rtt_median_ms=_stat_ms(stats, "rtt", "median") if "median" in stats["rtt"]
-        else _stat_ms(stats, "rtt"),
+        rtt_median_ms=_stat_ms(stats, "rtt", "median"),
         send_delay_ms=_stat_ms(stats, "send_delay"),
         receive_delay_ms=_stat_ms(stats, "receive_delay"),
-        ipdv_rtt_ms=float(ipdv["mean"]) / 1e6 if "mean" in ipdv else None,
-        jitter_up_ms=up,
-        jitter_down_ms=down,
+        ipdv_rtt_ms=_stat_ms(stats, "ipdv_round_trip"),
+        jitter_up_ms=_jitter(round_trips, ("client", "send"), ("server", "receive")),
+        jitter_down_ms=_jitter(round_trips, ("server", "send"), ("client", "receive")),
         packets_sent=sent,
         packets_received=received,
-        loss_pct=100.0 * (sent - received) / sent,
-        server_packets_received=(int(stats["server_packets_received"])
-                                 if "server_packets_received" in stats else None),
+        loss_pct=loss,
+        server_packets_received=_count(stats, "server_packets_received", None),
+        duplicates=duplicates,
+        negative_delays=negative,
     )
 
 
 def irtt_measurements(result: IrttResult) -> list[Measurement]:
-    out = [
-        Measurement("rtt_mean_ms", result.rtt_mean_ms),
-        Measurement("rtt_median_ms", result.rtt_median_ms),
-        Measurement("one_way_delay_up_ms", result.send_delay_ms),
-        Measurement("one_way_delay_down_ms", result.receive_delay_ms),
-        Measurement("probe_loss_pct", result.loss_pct),
-    ]
-    if result.ipdv_rtt_ms is not None:
-        out.append(Measurement("ipdv_rtt_ms", result.ipdv_rtt_ms))
-    if result.jitter_up_ms is not None:
-        out.append(Measurement("rfc3550_jitter_up_ms", result.jitter_up_ms))
-    if result.jitter_down_ms is not None:
-        out.append(Measurement("rfc3550_jitter_down_ms", result.jitter_down_ms))
-    return out
+    """Every metric; one irtt did not measure has value None and status not_measured."""
+    values = {
+        "rtt_mean_ms": result.rtt_mean_ms,
+        "rtt_median_ms": result.rtt_median_ms,
+        "one_way_delay_up_ms": result.send_delay_ms,
+        "one_way_delay_down_ms": result.receive_delay_ms,
+        "ipdv_rtt_ms": result.ipdv_rtt_ms,
+        "rfc3550_jitter_up_ms": result.jitter_up_ms,
+        "rfc3550_jitter_down_ms": result.jitter_down_ms,
+        "probe_loss_pct": result.loss_pct,
+        "packets_sent": float(result.packets_sent),
+        "packets_received": float(result.packets_received),
+        "packets_duplicate": float(result.duplicates),
+        "packets_lost": float(result.packets_lost),
+    }
+    return [Measurement(name, value, status="ok" if value is not None else NOT_MEASURED)
+            for name, value in values.items()]
+
+
+def parse_irtt_full(text: str) -> Parsed:
+    doc = _load(text)
+    result = _result(doc)
+    version = doc.get("version")
+    name = (f"irtt {version.get('irtt', '')}".strip() if isinstance(version, dict) else "irtt")
+    warnings = []
+    config = doc.get("config")
+    params = config.get("params") if isinstance(config, dict) else None
+    params = params if isinstance(params, dict) else {}
+    for delay in result.negative_delays:
+        warnings.append(f"irtt {delay} has negative values: the client's and server's clocks "
+                        "are not synchronised, so one-way delays are meaningless")
+    missing = [m.metric for m in irtt_measurements(result) if m.status == NOT_MEASURED]
+    if missing:
+        warnings.append(f"irtt did not measure {', '.join(missing)} (tstamp="
+                        f"{params.get('stamp_at', '?')}, clock={params.get('clock', '?')})")
+    stats = doc["stats"]
+    unmapped = sorted(k for k, v in stats.items() if k not in _MAPPED_STATS
+                      and isinstance(v, dict) and v.get("n"))
+    if unmapped:
+        warnings.append(f"irtt stats not mapped: {', '.join(unmapped)}")
+    return Parsed(irtt_measurements(result), f"{name} JSON", warnings)
 
 
 def parse_irtt(text: str) -> list[Measurement]:
     return irtt_measurements(parse_irtt_json(text))
 
 
-PARSERS = (Parser("irtt", "irtt client JSON (-o FILE)", IRTT_METRICS, parse_irtt),)
+PARSERS = (Parser("irtt", "irtt client JSON (-o FILE; plain or gzip)", IRTT_METRICS,
+                  parse_irtt, parse_irtt_full),)

@@ -1,8 +1,9 @@
 """``varnishstat -j`` output → cache counters and a hit-ratio timeline (pure functions).
 
 A file may hold one snapshot or several (concatenated JSON objects or JSON lines, as written by
-sampling ``varnishstat -n DIR -j`` every K seconds). Both the Varnish ≥ 6.5 layout
-(``{"version": 1, "timestamp": ..., "counters": {...}}``) and the older flat layout are read.
+sampling ``varnishstat -n DIR -j`` every K seconds). The Varnish ≥ 6.5 layout
+(``{"version": 1, "timestamp": ..., "counters": {...}}``), the older flat layout (4.x-6.4,
+``MAIN.cache_hit``) and Varnish 3.x's (``cache_hit`` without the ``MAIN.`` prefix) are read.
 
 Definitions (the issue's): hit ratio = MAIN.cache_hit / (MAIN.cache_hit + MAIN.cache_miss),
 per interval between two snapshots and cumulative since the first snapshot.
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
-from virtbench.parsers.base import ParseError, Parser
+from virtbench.parsers.base import Parsed, ParseError, Parser
 
 __all__ = [
     "PARSERS",
@@ -24,6 +26,7 @@ __all__ = [
     "VarnishSnapshot",
     "parse_snapshots",
     "parse_varnishstat",
+    "parse_varnishstat_full",
     "timeline",
 ]
 
@@ -84,7 +87,12 @@ def _counters(obj: dict[str, object]) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, entry in raw.items():
         if isinstance(entry, dict) and "value" in entry:
-            out[name] = int(entry["value"])
+            value = entry["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value):
+                raise ParseError(f"varnishstat: counter {name} is {value!r}, not a number")
+            # Varnish 3.x names the main section's counters without the MAIN. prefix.
+            out[name if "." in name else f"MAIN.{name}"] = int(value)
     if "MAIN.cache_hit" not in out:
         raise ParseError(
             "varnishstat: no MAIN.cache_hit counter (is this `varnishstat -j` output?)")
@@ -179,7 +187,10 @@ def timeline(snapshots: Sequence[VarnishSnapshot], times: Sequence[float] | None
 
 def parse_varnishstat(text: str) -> list[Measurement]:
     """One snapshot → its cumulative counters; several → the timeline between them."""
-    snapshots = parse_snapshots(text)
+    return _measurements(parse_snapshots(text))
+
+
+def _measurements(snapshots: list[VarnishSnapshot]) -> list[Measurement]:
     if len(snapshots) > 1:
         return timeline(snapshots)
     snap = snapshots[0]
@@ -196,11 +207,30 @@ def parse_varnishstat(text: str) -> list[Measurement]:
     ]
 
 
+def _layout(text: str) -> str:
+    if '"counters"' in text:
+        return "Varnish >= 6.5 layout"
+    return "Varnish 4.x-6.4 layout" if '"MAIN.' in text else "Varnish 3.x layout"
+
+
+def parse_varnishstat_full(text: str) -> Parsed:
+    snapshots = parse_snapshots(text)
+    mapped = {"MAIN.cache_hit", "MAIN.cache_miss", "MAIN.n_lru_nuked", "MAIN.backend_req"}
+    unmapped = [name for name in snapshots[-1].counters if name not in mapped
+                and not (name.startswith(("SMA.", "SMF.")) and name.endswith(("g_bytes",
+                                                                              "g_space")))]
+    warnings = [f"varnishstat: {len(unmapped)} counters not mapped (read: cache hits and "
+                "misses, LRU nukes, backend requests, storage bytes)"] if unmapped else []
+    return Parsed(_measurements(snapshots),
+                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)", warnings)
+
+
 PARSERS = (
     Parser(
         tool="varnishstat",
-        description="varnishstat -j (one snapshot, or several for a hit-ratio timeline)",
+        description="varnishstat -j (Varnish 3.x-7.x; one snapshot, or several for a timeline)",
         metrics=VARNISHSTAT_METRICS,
         parse=parse_varnishstat,
+        parse_full=parse_varnishstat_full,
     ),
 )

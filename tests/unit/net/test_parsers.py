@@ -45,7 +45,7 @@ def test_iperf3_errors() -> None:
     with pytest.raises(ParseError, match="unable to connect"):
         parse_iperf3(json.dumps({"start": {}, "intervals": [], "end": {},
                                  "error": "unable to connect to server"}))
-    with pytest.raises(ParseError, match="not JSON"):
+    with pytest.raises(ParseError, match="no JSON object"):
         parse_iperf3("Connecting to host 10.0.0.1, port 5201")
     with pytest.raises(ParseError, match="sum_sent"):
         parse_iperf3(json.dumps({"start": {"test_start": {}}, "end": {}}))

@@ -185,8 +185,11 @@ class QosTransfer(Workload):
             artifacts.append(Artifact(f"{tag}-irtt.json", text.encode(), "application/json"))
             probe = parse_irtt_json(text)
             out += irtt_measurements(probe)
-            model = emodel(probe.receive_delay_ms, probe.jitter_down_ms or 0.0, probe.loss_pct)
-            out += [Measurement("emodel_r", model.r_factor), Measurement("emodel_mos", model.mos)]
+            if probe.receive_delay_ms is not None:  # None: irtt measured no one-way delay
+                model = emodel(probe.receive_delay_ms, probe.jitter_down_ms or 0.0,
+                               probe.loss_pct)
+                out += [Measurement("emodel_r", model.r_factor),
+                        Measurement("emodel_mos", model.mos)]
         if captures:
             sent = None
             if tx_packets_sent is not None:

@@ -46,7 +46,7 @@ class FioWorkload(Workload):
     name = "storage.fio"
     description = ("fio: bandwidth, IOPS, completion latency (mean, p50, p99, p99.9) and CPU of "
                    "sequential and random reads and writes")
-    metrics = tuple(m for m in FIO_METRICS if not m.name.startswith(("randrw", "seqrw")))
+    metrics = tuple(m for m in FIO_METRICS if m.name.startswith(_DEFAULT_PATTERNS))
     tools = (Tool("fio", "fio", "the benchmark"), Tool("df", "coreutils", "free space"))
     Params = FioParams
 
