@@ -15,9 +15,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 import virtbench
+from virtbench.decide.compare import Comparison
+from virtbench.decide.history import History
 from virtbench.model import VirtbenchError
 from virtbench.report.html import report_environment
-from virtbench.serve import downloads
+from virtbench.serve import decided, downloads
+from virtbench.serve.cache import VersionedCache
 from virtbench.serve.listing import PAGE_SIZE, RunFilter, filter_runs
 from virtbench.serve.views import RunReports, progress, run_row
 from virtbench.store import RunInfo, Store
@@ -35,7 +38,8 @@ class _Site:
         self.reports = RunReports(store)
         self.env = report_environment(jinja2.PackageLoader("virtbench.serve", "templates"))
         self.env.globals["version"] = virtbench.__version__
-        self.env.globals["history_enabled"] = False
+        self.env.globals["history_enabled"] = True
+        self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
 
@@ -55,6 +59,24 @@ class _Site:
             return self.store.run(ref)
         except VirtbenchError as exc:
             raise HTTPException(404, str(exc)) from exc
+
+    def comparisons(self, runs: list[RunInfo]) -> list[Comparison | str]:
+        """decide's verdicts for the selection, cached like the reports (by trials)."""
+        version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
+        return self.verdicts.get(tuple(r.id for r in runs), version,
+                                 lambda: decided.comparisons(self.store, runs))
+
+    def history(self, request: Request) -> History | None:
+        """The history the page asks for (None before an experiment is chosen)."""
+        query = request.query_params
+        experiment = query.get("experiment", "")
+        if not experiment:
+            return None
+        try:
+            return decided.history(self.store, experiment, query.get("host", ""),
+                                   bool(query.get("any_spec")), bool(query.get("any_host")))
+        except VirtbenchError as exc:
+            raise HTTPException(400, str(exc)) from exc
 
     def selected(self, request: Request) -> list[RunInfo]:
         refs = [r for r in request.query_params.getlist("run") if r]
@@ -133,14 +155,41 @@ def create_app(store: Store) -> Starlette:
     def compare_page(request: Request) -> Response:
         runs = site.selected(request)
         parts = site.reports.parts(runs)
+        verdicts = [decided.verdict_view(item) for item in site.comparisons(runs)]
         return site.page("compare.html.j2", title="Compare", runs=[run_row(r, None) for r in runs],
-                         query=[("run", r.id) for r in runs], parts=parts)
+                         query=[("run", r.id) for r in runs], parts=parts, verdicts=verdicts)
 
     def compare_download(request: Request) -> Response:
         runs = site.selected(request)
         name = "compare-" + "-".join(r.id for r in runs)
-        return downloads.report(site.reports.parts(runs).analysis, request.path_params["fmt"],
-                                name)
+        fmt = request.path_params["fmt"]
+        items = site.comparisons(runs)
+        if fmt == "json":
+            return downloads.document({"comparisons": [
+                {"error": item} if isinstance(item, str) else item.as_dict() for item in items]},
+                name)
+        if fmt == "csv":
+            return downloads.table(decided.comparison_rows(items), fmt, name)
+        return downloads.report(site.reports.parts(runs).analysis, fmt, name)
+
+    def history_page(request: Request) -> Response:
+        result = site.history(request)
+        everything = site.all_runs()
+        query = {k: v for k, v in request.query_params.items() if v}
+        return site.page("history.html.j2", title="History", query=query,
+                         experiments=sorted({r.experiment for r in everything}),
+                         hosts=sorted({r.host for r in everything}),
+                         history=decided.history_view(result) if result else None)
+
+    def history_download(request: Request) -> Response:
+        result = site.history(request)
+        if result is None:
+            raise HTTPException(400, "experiment: choose an experiment")
+        fmt = request.path_params["fmt"]
+        name = f"history-{result.experiment}"
+        if fmt == "json":
+            return downloads.document(result.as_dict(), name)
+        return downloads.table(decided.history_rows(result), fmt, name)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -157,6 +206,8 @@ def create_app(store: Store) -> Starlette:
         Route("/runs/{run_id:str}/download/{fmt:str}", run_download),
         Route("/compare", compare_page),
         Route("/compare.{fmt:str}", compare_download),
+        Route("/history", history_page),
+        Route("/history.{fmt:str}", history_download),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})

@@ -15,11 +15,12 @@ from starlette.responses import Response
 
 from virtbench.analysis import Analysis
 from virtbench.report import text
+from virtbench.report.formatting import json_safe
 from virtbench.report.html import render_html
 from virtbench.store import Store
 from virtbench.store.portable import export_run
 
-__all__ = ["REPORT_FORMATS", "export", "report", "table"]
+__all__ = ["REPORT_FORMATS", "document", "export", "report", "table"]
 
 REPORT_FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json",
                   "html": "text/html; charset=utf-8"}
@@ -48,17 +49,23 @@ def report(analysis: Analysis, fmt: str, name: str) -> Response:
     return _attachment(body, REPORT_FORMATS[fmt], f"{name}.{fmt}")
 
 
+def document(data: Any, name: str) -> Response:
+    """Any JSON document, NaN and infinities as null (as the CLI's --json writes them)."""
+    body = json.dumps(json_safe(data), indent=1, default=str, allow_nan=False)
+    return _attachment(body, "application/json", f"{name}.json")
+
+
 def table(rows: list[dict[str, Any]], fmt: str, name: str) -> Response:
     """Rows of dicts as CSV (columns of the first row) or a JSON array."""
     if fmt == "json":
-        return _attachment(json.dumps(rows, indent=1), "application/json", f"{name}.json")
+        return document(rows, name)
     if fmt != "csv":
         raise HTTPException(404, f"no download format {fmt!r}: csv or json")
     out = io.StringIO()
     if rows:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(json_safe(rows))
     return _attachment(out.getvalue(), "text/csv; charset=utf-8", f"{name}.csv")
 
 

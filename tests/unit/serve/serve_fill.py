@@ -14,7 +14,8 @@ METRICS = [Metric("time", "s", Better.LOWER, "Wall time of one checksum.", True)
 
 def make_run(store: Store, experiment: str = "exp", *, host: str = "hostA",
              variants: tuple[str, ...] = ("base", "fast"), reps: int = 4,
-             workload: str = "cpu.demo", label: str = "", description: str = "") -> str:
+             workload: str = "cpu.demo", label: str = "", description: str = "",
+             scale: float = 1.0) -> str:
     run_id = store.create_run(experiment=experiment, description=description, spec_yaml="",
                               spec_path="", seed=1, host=host, target="local",
                               baseline=variants[0], version="0.1.0")
@@ -22,7 +23,8 @@ def make_run(store: Store, experiment: str = "exp", *, host: str = "hostA",
     store.add_workload(run_id, workload, workload, 0, {"size": 1}, METRICS)
     for rep in range(reps):
         for i, variant in enumerate(variants):
-            add_trial(store, run_id, variant, workload, rep, 1.0 / (1 + i) + 0.01 * rep, label)
+            add_trial(store, run_id, variant, workload, rep,
+                      scale * (1.0 / (1 + i) + 0.01 * rep), label)
     store.set_run_status(run_id, "complete", "fixed repetitions done")
     return run_id
 
