@@ -166,7 +166,7 @@ def test_runs_filter_run_report_and_download(site: dict[str, Any], page: Any,
     assert "time_per_checksum_s" in text and best in text
 
 
-def test_compare_two_selected_runs(site: dict[str, Any], page: Any) -> None:
+def test_compare_two_selected_runs_and_history(site: dict[str, Any], page: Any) -> None:
     page.goto(f"{site['url']}/runs?experiment=serve-e2e")
     boxes = page.locator("#runs tbody input[type=checkbox]")
     boxes.nth(0).check()
@@ -175,6 +175,18 @@ def test_compare_two_selected_runs(site: dict[str, Any], page: Any) -> None:
     page.wait_for_url("**/compare?*")
     assert page.locator("main.wide > h1").inner_text() == "Compare 2 runs"
     assert page.locator("#report-body #summary").is_visible()
+    new, base = _run_ids(site)  # newest first; the page takes the oldest as BASE
+    verdicts = json.loads(_virtbench("compare", base, new, "--json", "--store", site["db"],
+                                     env=site["env"]).stdout)
+    shown = [text.split()[0] for text in page.locator("td.verdict").all_inner_texts()]
+    assert shown and shown == [row["verdict"] for row in verdicts["rows"]]
+
+    page.goto(f"{site['url']}/runs/{new}")
+    page.click("a[href^='/history?']")
+    page.wait_for_url("**/history?experiment=serve-e2e")
+    assert page.locator("main.wide > h1").inner_text() == "History of serve-e2e"
+    assert page.locator("article.history").count() == 4  # 2 variants × 2 metrics
+    assert page.locator("article.history svg").count() == 4
 
 
 def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any],
