@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -33,3 +35,27 @@ def test_an_old_schema_is_refused_not_migrated(tmp_path: Path) -> None:
     assert result.returncode == 2 and "schema version 1" in " ".join(result.stderr.split())
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+
+
+def test_binding_beyond_127_0_0_1_warns(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    Store(str(db)).close()
+    with socket.socket() as sock:  # a free port on another loopback address
+        sock.bind(("127.0.0.2", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store",
+                               str(db), "--host", "127.0.0.2", "--port", str(port)],
+                              stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        assert server.stderr is not None
+        while not any("Ctrl-C" in line for line in lines):  # the announcement's last words
+            line = server.stderr.readline()
+            assert line, f"serve ended: {lines}"
+            lines.append(line)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    said = " ".join(" ".join(lines).split())
+    assert said.startswith("warning: binding 127.0.0.2") and "no login" in said
+    assert f"http://127.0.0.2:{port}/ (read-only" in said
