@@ -13,6 +13,7 @@ Run: .venv/bin/python benchmarks/serve_speed.py
 
 from __future__ import annotations
 
+import os
 import socket
 import statistics
 import subprocess
@@ -149,7 +150,10 @@ def million(tmp: str) -> str:
 
 def main() -> None:
     tmp = str(temp_dir())
+    before = os.getloadavg()[0]
     body = runs_page(tmp) + "\n" + million(tmp)
+    body += (f"\nLoad average (1 min) on this shared {os.cpu_count()}-core machine: "
+             f"{before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.\n")
     record("serve: response times", ".venv/bin/python benchmarks/serve_speed.py", body)
     print(body)
 
