@@ -135,10 +135,12 @@ def create_app(store: Store) -> Starlette:
         return site.page("run.html.j2", title=parts.title, run=run_row(run, samples),
                          progress=progress(site.store, run, samples, time.time()), parts=parts)
 
-    def run_body(request: Request) -> Response:
+    def run_part(request: Request) -> Response:
+        """The report body or its table of contents alone: the live page swaps them in."""
         run = site.run(request.path_params["run_id"])
-        return HTMLResponse(site.reports.parts([run]).body,
-                            headers={"Cache-Control": "no-store"})
+        parts = site.reports.parts([run])
+        part = parts.toc if request.url.path.endswith("/toc") else parts.body
+        return HTMLResponse(part, headers={"Cache-Control": "no-store"})
 
     def run_progress(request: Request) -> Response:
         run = site.run(request.path_params["run_id"])
@@ -201,7 +203,8 @@ def create_app(store: Store) -> Starlette:
         Route("/runs", runs_page),
         Route("/runs.{fmt:str}", runs_download),
         Route("/runs/{run_id:str}", run_page),
-        Route("/runs/{run_id:str}/body", run_body),
+        Route("/runs/{run_id:str}/body", run_part),
+        Route("/runs/{run_id:str}/toc", run_part),
         Route("/runs/{run_id:str}/progress", run_progress),
         Route("/runs/{run_id:str}/download/{fmt:str}", run_download),
         Route("/compare", compare_page),

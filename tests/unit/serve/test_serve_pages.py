@@ -56,9 +56,11 @@ def test_filters_and_search_select_runs(store: Store, client: TestClient) -> Non
 def test_run_page_is_the_html_report_body(store: Store, client: TestClient) -> None:
     run_id = make_run(store)
     body = _svg_ids(client.get(f"/runs/{run_id}/body").text).strip()
+    toc = client.get(f"/runs/{run_id}/toc").text.strip()
     report = _svg_ids(render_html(analyse(store, [run_id])))
     assert "<svg" in body and body in report  # the same partial, the same context
     assert body in _svg_ids(client.get(f"/runs/{run_id}").text)
+    assert toc and toc in render_html(analyse(store, [run_id]))
 
 
 def _svg_ids(html: str) -> str:

@@ -20,13 +20,17 @@
     });
   }
 
-  function refreshBody() {
-    return fetch(base + "/body", {cache: "no-store"}).then(function (response) {
-      if (!response.ok) { throw new Error("body: HTTP " + response.status); }
+  function swap(part, id) {
+    return fetch(base + "/" + part, {cache: "no-store"}).then(function (response) {
+      if (!response.ok) { throw new Error(part + ": HTTP " + response.status); }
       return response.text();
     }).then(function (html) {
-      document.getElementById("report-body").innerHTML = html;
+      document.getElementById(id).innerHTML = html;
     });
+  }
+
+  function refreshBody() {  // new metrics and workloads appear in the contents too
+    return swap("body", "report-body").then(function () { return swap("toc", "report-toc"); });
   }
 
   function tick() {
