@@ -27,4 +27,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[${extras}]"
+# Capture analysis loops as machine code (numba.pycc): no JIT start-up per command. Optional.
+.venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 \
+  || echo "note: capture loops not compiled ahead of time; they are JIT-compiled on first use"
 echo "virtbench installed: $(.venv/bin/virtbench --help >/dev/null && echo ok) (.venv/bin/virtbench)"

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from virtbench.cli_errors import ErrorReportingGroup
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
 
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False, add_completion=False,
+                  cls=ErrorReportingGroup,
+                  epilog="Exit codes: 0 success, 1 the run or check failed, 2 bad input or "
+                         "usage, 3 a bug in virtbench, 130 interrupted (docs/cli.md).")
 lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
 console = Console()
@@ -51,6 +55,15 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 # `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error of
 # the group is a bug that must surface, not a silently missing command.
 app.add_typer(kvm_app, name="kvm")
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[bool, typer.Option(
+        "--debug", envvar="VIRTBENCH_DEBUG",
+        help="on an error, also print the Python traceback")] = False,
+) -> None:
+    """Options of every command (the app's help text is set above)."""
 
 
 def _store(location: str) -> Any:
@@ -92,11 +105,16 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
+    elif resume is not None:
+        resume = st.run(resume).id  # an unknown id fails here, before the noise checks
     from virtbench.cli_progress import RichProgress
 
     noise = NoiseWatch()
-    noise.initial = _preflight_gate(noise, strict, quiet)
+    # Target, tools, params and knobs are checked first: bad input fails before the noise
+    # checks spend their window (and before their table is printed).
     runner = Runner(st, exp, text, str(experiment), progress=RichProgress(err, quiet), noise=noise)
+    runner.check()
+    noise.initial = _preflight_gate(noise, strict, quiet)
     try:
         with noise.registered(exp.name):
             outcome = runner.run(resume_run_id=resume)
@@ -342,16 +360,20 @@ def parse(
     file: Annotated[Path, typer.Argument(help="a saved output of the tool, plain or gzip/xz/"
                                          "zstd ('-' for stdin)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    flow: Annotated[str | None, typer.Option(
+        help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:
-    """Turn a saved tool output into normalised metrics; warnings go to stderr."""
+    """Turn a saved tool output (or a pcap/pcapng capture, per flow) into normalised metrics."""
+    if tool == "pcap":
+        from virtbench.cli_pcap import parse_pcap_command
+
+        parse_pcap_command(file, flow, as_json)
+        return
+    from virtbench.cli_input import parse_input, read_input_bytes
     from virtbench.parsers.registry import get_parser
 
     parser = get_parser(tool)
-    try:
-        data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        raise VirtbenchError(f"cannot read {file}: {exc.strerror}") from None
-    parsed = parser.read(data)
+    parsed = parse_input(parser.read, read_input_bytes(file), tool, file)
     units = {m.name: m for m in parser.metrics}
     for warning in parsed.warnings:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)
@@ -445,15 +467,8 @@ def lab_clean() -> None:
 
 
 def main() -> None:
-    try:
-        app()
-    except VirtbenchError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: samples so far are stored; resume with "
-                  "`virtbench run FILE --resume latest`")
-        sys.exit(130)
+    # Every failure of a command is reported by ErrorReportingGroup (cli_errors.py).
+    app()
 
 
 if __name__ == "__main__":

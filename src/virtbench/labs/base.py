@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from virtbench.contract import Knob, NoParams, Tool, missing_tools
+from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 
 __all__ = ["Lab", "LabState", "Manifest", "lab_root"]
@@ -42,7 +43,7 @@ class Manifest:
         self.path = path
         self.data: dict[str, Any] = {"lab": lab, "pid": os.getpid(), "objects": {}}
         if path.exists():
-            self.data = json.loads(path.read_text())
+            self.data = _read_manifest(path)
         self._save()
 
     def _save(self) -> None:
@@ -65,6 +66,19 @@ class Manifest:
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        reason = str(exc)
+    else:
+        if isinstance(data, dict) and isinstance(data.get("objects"), dict):
+            return data
+        reason = "no 'objects' mapping"
+    raise VirtbenchError(f"{path}: damaged lab manifest ({reason}); remove the objects it "
+                         "lists by hand, then delete it")
 
 
 @dataclass

@@ -8,6 +8,7 @@ import hashlib
 import os
 import signal
 import socket
+import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -20,14 +21,15 @@ from virtbench import __version__
 from virtbench.facts import collect_facts
 from virtbench.labs.base import Lab, LabState
 from virtbench.labs.registry import get_lab
-from virtbench.model import VirtbenchError
+from virtbench.model import RunFailed, VirtbenchError
 from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
+from virtbench.runner.deadline import run_with_time_limit, time_limits
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import Store, TrialRecord
-from virtbench.targets.base import Target
+from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
 from virtbench.workloads.registry import get_workload
@@ -35,6 +37,8 @@ from virtbench.workloads.registry import get_workload
 __all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "sigterm_as_interrupt"]
 
 MAX_CONSECUTIVE_FAILURES = 3
+# What stops a run without being a bug of virtbench (the CLI prints these without a traceback).
+EXPECTED_FAILURES = (VirtbenchError, CommandFailed, OSError, subprocess.TimeoutExpired)
 
 
 class ProgressHook:
@@ -98,7 +102,10 @@ def check_experiment(exp: Experiment, *, realise: bool = True) -> list[str]:
     ``realise=False``: the caller (the runner) realises the variants itself, once.
     """
     target = make_target(exp.target)
-    problems: list[str] = []
+    problems = target.check()
+    if problems:  # nothing else can be checked on a target that cannot be reached
+        target.close()
+        return problems
     try:
         lab = _make_lab(exp, Path("/tmp"), target)
         workloads = _instantiate(exp)
@@ -145,6 +152,7 @@ class Runner:
         self.progress = progress or ProgressHook()
         self.target = make_target(exp.target)
         self.workloads = _instantiate(exp)
+        self.time_limits = time_limits(exp.workloads, self.workloads)
         self.variants = {v.name: v.knobs for v in exp.all_variants()}
         self.baseline = exp.baseline_name
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -161,14 +169,22 @@ class Runner:
         self._failures_in_a_row = 0
         self._facts_id: int | None = None
         self.noise = noise
+        self._checked = False
 
     # ---- public --------------------------------------------------------------------------
-    def run(self, resume_run_id: str | None = None) -> RunOutcome:
+    def check(self) -> None:
+        """Everything that would stop the run (tools, target, lab, knobs), before anything runs;
+        raises RunFailed listing them. ``run`` calls it unless it was called already."""
         problems = check_experiment(self.exp, realise=False)
         self._realisations, unrealisable = realise_all(self.workloads, self.variants)
         problems += unrealisable
         if problems:
-            raise VirtbenchError("cannot run; fix these first:\n  " + "\n  ".join(problems))
+            raise RunFailed("cannot run; fix these first:\n  " + "\n  ".join(problems))
+        self._checked = True
+
+    def run(self, resume_run_id: str | None = None) -> RunOutcome:
+        if not self._checked:
+            self.check()
         run_id = self._open_run(resume_run_id)
         self.workdir = self.work_root / run_id
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +204,8 @@ class Runner:
             except BaseException as exc:
                 outcome.status = "failed"
                 outcome.stop_reason = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, EXPECTED_FAILURES):  # a lab that did not start, a full disk
+                    raise RunFailed(f"run {run_id} failed: {exc}") from exc
                 raise
             finally:
                 try:
@@ -328,7 +346,7 @@ class Runner:
             if state.target is not None:  # the lab's own target (a guest): check it there too
                 problems = workload.check(state.target)
                 if problems:
-                    raise VirtbenchError("cannot run; fix these first:\n  "
+                    raise RunFailed("cannot run; fix these first:\n  "
                                          + "\n  ".join(problems))
             workload.setup(ctx)
             self._setup_done.add(pair)
@@ -340,7 +358,7 @@ class Runner:
         notes: dict[str, str] = {}
         noise = self.noise.trial() if self.noise else None
         try:
-            result = workload.run(ctx)
+            result = run_with_time_limit(workload.run, ctx, self.time_limits[key.workload_id])
             declared = {m.name: m for m in workload.metrics}
             undeclared = sorted({m.metric for m in result.measurements} - set(declared))
             if undeclared:

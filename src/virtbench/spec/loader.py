@@ -151,4 +151,7 @@ def load_experiment(path: Path) -> tuple[Experiment, str]:
         text = path.read_text()
     except OSError as exc:
         raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a YAML experiment file (byte {exc.start} is not UTF-8)"
+                        ) from exc
     return parse_experiment(text, str(path)), text

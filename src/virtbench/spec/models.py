@@ -51,6 +51,9 @@ class WorkloadSpec(_Strict):
     name: str
     id: str | None = Field(None, description="alias when one workload appears twice")
     params: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float | None = Field(
+        None, gt=0, description="time limit of one trial, s (default: the workload's own); a "
+                                "trial past it is killed and recorded as failed")
 
     @property
     def workload_id(self) -> str:

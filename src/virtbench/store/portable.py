@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.exc import CompileError, IntegrityError
 
 from virtbench import __version__
 from virtbench.model import VirtbenchError
@@ -40,16 +44,13 @@ def export_run(store: Store, run_id: str, path: Path) -> int:
 
 def read_document(path: Path) -> dict[str, Any]:
     """The parsed export file (gzip or plain JSON), checked for format and version."""
-    raw = path.read_bytes()
-    try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        document = json.loads(raw)
-    except (OSError, EOFError, ValueError) as exc:
-        raise VirtbenchError(f"{path}: not a virtbench result file ({exc})") from exc
+    document = _read_document(path)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise VirtbenchError(f"{path}: not a virtbench result file (format field missing)")
-    if document.get("version", 0) > FORMAT_VERSION:
+    version = document.get("version", 0)
+    if not isinstance(version, int):
+        raise VirtbenchError(f"{path}: damaged result file (version {version!r})")
+    if version > FORMAT_VERSION:
         raise VirtbenchError(f"{path}: result format {document['version']} is newer than "
                              f"this virtbench reads ({FORMAT_VERSION}); upgrade virtbench")
     return document
@@ -57,7 +58,7 @@ def read_document(path: Path) -> dict[str, Any]:
 
 def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
     document = read_document(path)
-    tables: dict[str, list[dict[str, Any]]] = document["tables"]
+    tables = _tables_of(document, path)
     (run,) = tables["runs"]
     run_id = str(run["id"])
     if any(r.id == run_id for r in store.runs()):
@@ -65,6 +66,19 @@ def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
             raise VirtbenchError(f"run {run_id} is already in the store; use --replace")
         store.delete_run(run_id)
     run["imported_from"] = str(path)
+    try:
+        _insert_run(store, tables, run)
+    except (KeyError, TypeError, ValueError, binascii.Error, IntegrityError, CompileError) as exc:
+        # A row without a column it needs, or with one the schema does not have.
+        reason = getattr(exc, "orig", None) or f"{type(exc).__name__}: {exc}"
+        raise VirtbenchError(f"{path}: damaged result file, nothing imported ({reason})"
+                             ) from exc
+    return run_id
+
+
+def _insert_run(store: Store, tables: dict[str, list[dict[str, Any]]],
+                run: dict[str, Any]) -> None:
+    """One transaction: all of the run or nothing."""
     # Autoincrement ids are renumbered: map old trial/facts ids to the new ones.
     with store.engine.begin() as conn:
         store.insert_rows(conn, "runs", [run])
@@ -86,7 +100,39 @@ def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
             for r in tables["artifacts"]
         ]
         store.insert_rows(conn, "artifacts", artifacts)
-    return run_id
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise VirtbenchError(f"{path}: truncated or damaged (gzip: {exc}); export the run "
+                                 "again") from exc
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise VirtbenchError(f"{path}: not a virtbench result file ({exc})") from exc
+
+
+def _tables_of(document: dict[str, Any], path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The document's tables, each a list of rows, with exactly one run: else an error."""
+    tables = document.get("tables")
+    if not isinstance(tables, dict):
+        raise VirtbenchError(f"{path}: not a virtbench result file (no tables)")
+    for table in TABLES:
+        rows = tables.get(table)
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise VirtbenchError(f"{path}: damaged result file: table '{table}' is missing or "
+                                 "not a list of rows")
+    if len(tables["runs"]) != 1:
+        raise VirtbenchError(f"{path}: damaged result file: it holds {len(tables['runs'])} runs "
+                             "instead of one")
+    return tables
 
 
 def _insert_renumbered(store: Store, conn: Any, table: str, rows: list[dict[str, Any]],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,13 +28,14 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
-from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
+from virtbench.model import Artifact, Measurement, Metric, RunFailed, VirtbenchError
 from virtbench.store import schema as s
 from virtbench.store.migrations import MIGRATIONS, current_version, migrate
 
-__all__ = ["RunInfo", "SampleRow", "Store", "TrialRecord", "store_url"]
+__all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
 
 def store_url(location: str) -> str:
@@ -104,6 +107,30 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+class StoreFailed(RunFailed):
+    """The store could not be read or written (locked, disk full, connection lost)."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        hint = next((h for needle, h in _HINTS if needle in reason), "")
+        super().__init__(f"result store {location!r}: {reason}{hint}")
+        self.reason = reason
+
+
+_HINTS = (
+    ("database is locked", " (another process holds a write lock on it; wait for it to end)"),
+    ("disk is full", " (free space on the disk that holds it; what was stored before is kept)"),
+    ("disk I/O error", " (is the disk that holds it full or failing?)"),
+)
+
+
+def _store_failed(location: str, context: ExceptionContext) -> None:
+    """Turn the database's own operational errors into one clear message (not a traceback);
+    errors of what we asked (constraint violations, bad SQL) stay as they are."""
+    error = context.sqlalchemy_exception
+    if isinstance(error, OperationalError) or type(error) is DatabaseError:
+        raise StoreFailed(location, str(context.original_exception).strip()) from error
+
+
 def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # query_only: SQLite itself refuses every write; the journal mode is left as the writer set it.
@@ -116,6 +143,7 @@ class Store:
     def __init__(self, location: str, *, read_only: bool = False) -> None:
         """Open (and migrate) a store; ``read_only`` opens an existing, current store that the
         database itself refuses to write (a web viewer beside a running benchmark)."""
+        self.location = location
         self.url = store_url(location)
         self.read_only = read_only
         connect_args: dict[str, Any] = {}
@@ -125,18 +153,26 @@ class Store:
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file():
                 raise VirtbenchError(f"no result store at {path}")
-        self.engine: Engine = create_engine(self.url, future=True, connect_args=connect_args)
+        try:
+            self.engine: Engine = create_engine(self.url, future=True,
+                                                connect_args=connect_args)
+        except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
+            raise VirtbenchError(
+                f"cannot open result store {location!r}: {exc}; give a SQLite file path or "
+                "postgresql://user@host[:port]/dbname") from exc
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect",
                          _sqlite_read_only if read_only else _sqlite_pragmas)
+        event.listen(self.engine, "handle_error", functools.partial(_store_failed, location))
         try:
             with self.engine.begin() as conn:
                 if read_only:
                     _check_current(conn, location)
                 else:
                     migrate(conn)
-        except OperationalError as exc:
-            raise VirtbenchError(f"cannot open result store {location!r}: {exc.orig}") from exc
+        except (StoreFailed, DBAPIError) as exc:
+            reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
+            raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -286,6 +322,9 @@ class Store:
                     for m in measurements])
             raw.commit()
             return trial_id
+        except sqlite3.OperationalError as exc:  # locked, disk full: said as _store_failed does
+            raw.rollback()
+            raise StoreFailed(self.location, str(exc)) from exc
         except BaseException:
             raw.rollback()
             raise

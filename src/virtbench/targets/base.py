@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CommandFailed", "ProcResult", "Target"]
+__all__ = ["CommandFailed", "ProcResult", "Target", "cannot_run_true"]
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,21 @@ class Target(abc.ABC):
     def python(self) -> list[str]:
         """argv prefix that runs a Python 3 interpreter on this target."""
 
+    def check(self) -> list[str]:
+        """Problems that stop this target from running anything (an unreachable host)."""
+        return []
+
     def describe(self) -> str:
         return self.name
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (an SSH master, a libvirt connection); idempotent."""
+
+
+def cannot_run_true(target: Target, verb: str) -> list[str]:
+    """[] when ``true`` runs on ``target``; else one problem: "cannot VERB TARGET: reason"."""
+    result = target.run(["true"], check=False, timeout=60)
+    if result.returncode == 0:
+        return []
+    reason = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
+    return [f"cannot {verb} {target.name}: {reason}"]

@@ -60,6 +60,9 @@ class CgroupTarget(LocalTarget):
     def _wrap(self, argv: Sequence[str]) -> list[str]:
         return cgroup_argv(self.group.procs_files(), self.inner._wrap(argv))
 
+    def check(self) -> list[str]:
+        return self.inner.check()
+
     def which(self, binary: str) -> str | None:
         return self.inner.which(binary)
 

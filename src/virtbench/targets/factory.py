@@ -23,6 +23,8 @@ def make_target(spec: Any) -> Target:
     if kind == "local":
         return LocalTarget()
     if kind == "netns":
+        if "namespace" not in params:
+            raise VirtbenchError("target (netns) params: 'namespace' is required")
         return NetnsTarget(str(params["namespace"]))
     if kind not in TARGET_KINDS:
         known = ", ".join(["local", "netns", *TARGET_KINDS])
@@ -32,5 +34,8 @@ def make_target(spec: Any) -> Target:
         module = import_module(module_name)
     except ImportError as exc:
         raise VirtbenchError(f"target kind '{kind}' is not available: {exc}") from exc
-    target: Target = getattr(module, factory)(**params)
+    try:
+        target: Target = getattr(module, factory)(**params)
+    except TypeError as exc:  # a parameter the factory does not take, or a missing one
+        raise VirtbenchError(f"target ({kind}) params: {exc}") from exc
     return target

@@ -156,6 +156,15 @@ class LibvirtGuestTarget(Target):
             )
         return self.ssh.spawn(argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
 
+    def check(self) -> list[str]:
+        if self.ssh is not None:
+            return self.ssh.check()
+        try:
+            self._agent({"execute": "guest-ping"})
+        except (VirtbenchError, ImportError) as exc:
+            return [f"cannot reach {self.name}: {exc}"]
+        return []
+
     def which(self, binary: str) -> str | None:
         if self.ssh is not None:
             return self.ssh.which(binary)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from virtbench.targets.base import CommandFailed, ProcResult, Target
+from virtbench.targets.base import CommandFailed, ProcResult, Target, cannot_run_true
 from virtbench.targets.timed import spawn_timed
 
-__all__ = ["LocalTarget", "NetnsTarget", "merged_env"]
+__all__ = ["LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]
 
 
 def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
@@ -23,6 +26,17 @@ def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+def kill_process_group(proc: subprocess.Popen[Any], *, reap: bool = True) -> None:
+    """SIGKILL the process group that ``proc`` leads (started with ``start_new_session``),
+    then reap ``proc`` unless ``reap`` is False (in a signal handler, where waiting could
+    deadlock with a wait it interrupted); children that moved to a session of their own are
+    out of reach."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if reap:
+        proc.wait()
 
 
 class LocalTarget(Target):
@@ -44,22 +58,29 @@ class LocalTarget(Target):
         full = self._wrap(argv)
         started = time.perf_counter()
         try:
-            proc = subprocess.run(
+            # Its own session (and process group), so a timeout ends its children too.
+            proc = subprocess.Popen(
                 full,
                 env=merged_env(env),
                 cwd=cwd,
-                timeout=timeout,
-                input=input,
-                capture_output=True,
+                stdin=None if input is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                check=False,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             raise CommandFailed(
                 ProcResult(tuple(full), 127, "", f"{exc}", time.perf_counter() - started)
             ) from exc
+        with proc:
+            try:
+                stdout, stderr = proc.communicate(input, timeout=timeout)
+            except BaseException:  # the time limit, Ctrl-C, a trial's deadline: all of it ends
+                kill_process_group(proc)
+                raise
         result = ProcResult(
-            tuple(full), proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - started
+            tuple(full), proc.returncode, stdout, stderr, time.perf_counter() - started
         )
         if check and proc.returncode != 0:
             raise CommandFailed(result)
@@ -111,3 +132,6 @@ class NetnsTarget(LocalTarget):
 
     def _wrap(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
+
+    def check(self) -> list[str]:
+        return cannot_run_true(self, "enter")

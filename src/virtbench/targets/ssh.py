@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import shlex
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import ProcResult, Target
+from virtbench.targets.base import ProcResult, Target, cannot_run_true
 from virtbench.targets.local import LocalTarget
 
 __all__ = ["SSHTarget", "remote_argv"]
@@ -51,7 +52,8 @@ def remote_argv(
         full = [*prefix, *full]
     if timeout is not None:
         # The remote process must end too, not only our local ssh client.
-        full = ["timeout", "--kill-after=5", f"{max(1, int(timeout))}", *full]
+        # Rounded up: never before the caller's limit (busybox's timeout takes whole seconds).
+        full = ["timeout", "--kill-after=5", f"{max(1, math.ceil(timeout))}", *full]
     return full
 
 
@@ -143,6 +145,9 @@ class SSHTarget(Target):
         remote = remote_argv(argv, env=env, cwd=cwd)
         full = [*self._base, "-tt", "--", self.host, shlex.join(remote)]
         return self._local.spawn(full, stdout=stdout, stderr=stderr)
+
+    def check(self) -> list[str]:
+        return cannot_run_true(self, "reach")
 
     def which(self, binary: str) -> str | None:
         result = self.run(["sh", "-c", 'command -v -- "$1"', "sh", binary], check=False)

@@ -48,7 +48,9 @@ def spawn_timed(argv: Sequence[str], env: Mapping[str, str], timeout: float | No
                    (os.POSIX_SPAWN_DUP2, null.fileno(), 1),
                    (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
         started = time.perf_counter()
-        pid = os.posix_spawn(program, args, env, file_actions=actions, setsigdef=_DEFAULTED)
+        # A session of its own: a time limit or Ctrl-C kills the command's whole process group.
+        pid = os.posix_spawn(program, args, env, file_actions=actions, setsigdef=_DEFAULTED,
+                             setsid=True)
         exited = _wait(pid, timeout)
         duration = time.perf_counter() - started
         if exited is None:
@@ -69,14 +71,14 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._due: dict[int, float] = {}  # pidfd -> monotonic deadline
+        self._due: dict[int, tuple[int, float]] = {}  # pidfd -> (pid, monotonic deadline)
         self._expired: set[int] = set()
         self._wake_at = float("inf")
         self._thread: threading.Thread | None = None
 
-    def watch(self, pidfd: int, deadline: float) -> None:
+    def watch(self, pidfd: int, pid: int, deadline: float) -> None:
         with self._cond:
-            self._due[pidfd] = deadline
+            self._due[pidfd] = (pid, deadline)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="vb-timed-watchdog",
                                                 daemon=True)
@@ -97,18 +99,29 @@ class _Watchdog:
         with self._cond:
             while True:
                 now = time.monotonic()
-                for pidfd, deadline in list(self._due.items()):
+                for pidfd, (pid, deadline) in list(self._due.items()):
                     if deadline <= now:
                         del self._due[pidfd]
                         self._expired.add(pidfd)
-                        with contextlib.suppress(OSError):  # already exited: nothing to do
-                            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                self._wake_at = min(self._due.values(), default=float("inf"))
+                        _kill_group(pidfd, pid)
+                self._wake_at = min((d for _, d in self._due.values()), default=float("inf"))
                 self._cond.wait(None if self._wake_at == float("inf")
                                 else self._wake_at - now)
 
 
 _WATCHDOG = _Watchdog()
+
+
+def _kill_group(pidfd: int, pid: int) -> None:
+    """SIGKILL the command and its process group (it leads a session of its own)."""
+    try:
+        # Through the pidfd first: it fails once the command was reaped, so a reused pid's
+        # group is never hit.
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):  # no member left: nothing to do
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _wait(pid: int, timeout: float | None) -> int | None:
@@ -120,15 +133,14 @@ def _wait(pid: int, timeout: float | None) -> int | None:
     pidfd = os.pidfd_open(pid)
     try:
         if timeout is not None:
-            _WATCHDOG.watch(pidfd, time.monotonic() + timeout)
+            _WATCHDOG.watch(pidfd, pid, time.monotonic() + timeout)
         try:
             status = os.waitpid(pid, 0)[1]
         finally:
             timed_out = timeout is not None and _WATCHDOG.release(pidfd)
         return None if timed_out else status
     except BaseException:
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        _kill_group(pidfd, pid)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         raise

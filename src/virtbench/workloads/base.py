@@ -70,6 +70,9 @@ class Workload(abc.ABC):
     Params: ClassVar[type[BaseModel]] = NoParams
     knobs: ClassVar[tuple[Knob, ...]] = ()
     """Variant knobs this workload realises (``realise``); undeclared knobs are refused."""
+    timeout_s: ClassVar[float] = 3600.0
+    """Default time limit of one trial, s, beyond the trial's own ``duration_s`` parameter (if
+    any); an experiment overrides it per workload (``timeout_s:``)."""
 
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params: Any = params if params is not None else self.Params()
@@ -87,6 +90,11 @@ class Workload(abc.ABC):
     def active_metrics(self) -> list[Metric]:
         """Metrics this configuration will produce (a subset of the declared ones)."""
         return list(self.metrics)
+
+    def trial_time_limit_s(self) -> float:
+        """This configuration's default time limit of one trial, s."""
+        duration = getattr(self.params, "duration_s", None)
+        return self.timeout_s + (float(duration) if isinstance(duration, int | float) else 0.0)
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         """Translate variant knobs into this workload's mechanism (env vars, settings).

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.runner.deadline import TimeLimitExceeded, run_with_time_limit
 from virtbench.targets.base import CommandFailed
 from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
+from virtbench.workloads.base import TrialContext, TrialResult
 
 pytestmark = pytest.mark.lab
 
@@ -129,3 +131,31 @@ def test_unknown_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
         assert "Host key verification failed" in result.stderr
     finally:
         t.close()
+
+
+def test_time_limit_ends_the_remote_process_group(sshd: Sshd, tmp_path: Path) -> None:
+    """A trial past its limit on an SSH target: the remote command and its children end."""
+    pids = tmp_path / "pids"
+    t = target(sshd)
+
+    def hangs(ctx: TrialContext) -> TrialResult:
+        ctx.target.run(["sh", "-c", f"echo $$ >> {pids}; sleep 1000 & echo $! >> {pids}; "
+                                    "sleep 1000"])
+        return TrialResult([])
+
+    try:
+        wait_up(t)
+        ctx = TrialContext(target=t, variant="a", knobs={}, workdir=tmp_path, repetition=0,
+                           seed=1)
+        started = time.monotonic()
+        with pytest.raises(TimeLimitExceeded, match=r"time limit 2 s exceeded"):
+            run_with_time_limit(hangs, ctx, 2)
+        assert time.monotonic() - started < 30
+    finally:
+        t.close()
+    remote = [int(p) for p in pids.read_text().split()]
+    assert len(remote) == 2
+    time.sleep(0.5)  # the remote `timeout` sends SIGTERM; give the sleeps a moment to go
+    assert [p for p in remote if Path(f"/proc/{p}").exists()
+            and "sleep" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+            and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"] == []

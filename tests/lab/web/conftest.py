@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,17 +9,6 @@ import pytest
 from webhelpers import make_lab
 
 from virtbench.labs.web import WebLab
-
-
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A private directory the nginx and varnish users can traverse (pytest's tmp is 0700)."""
-    path = Path(tempfile.mkdtemp(prefix="vbweb-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

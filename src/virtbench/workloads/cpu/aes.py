@@ -57,6 +57,7 @@ class AesWorkload(Workload):
     python_modules = (("cryptography", "cryptography"),)
     Params = AesParams
     knobs = (CPU_FEATURES_KNOB,)
+    timeout_s = 600.0  # a probe of seconds; minutes only on a very slow or busy target
 
     def active_metrics(self) -> list[Metric]:
         study = self.params.mode in ("study", "both")

@@ -38,6 +38,7 @@ class Crc32cWorkload(Workload):
     python_modules = (("crc32c", "crc32c"),)
     Params = Crc32cParams
     knobs = (CPU_FEATURES_KNOB,)
+    timeout_s = 600.0  # a probe of seconds; minutes only on a very slow or busy target
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return crc32c_realisation(feature_set(knobs), self.name)

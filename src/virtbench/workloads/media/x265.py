@@ -57,6 +57,7 @@ class X265Workload(Workload):
     tools = (Tool("ffmpeg", "ffmpeg", "H.265 encoding with libx265"),)
     Params = X265Params
     knobs = (CPU_FEATURES_KNOB,)
+    timeout_s = 7200.0  # the encode's own limit: 1080p without asm takes minutes per clip
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return x265_realisation(feature_set(knobs), self.name)

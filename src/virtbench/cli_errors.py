@@ -1,0 +1,112 @@
+"""How a command fails: one clear message and a documented exit code (docs/cli.md).
+
+An expected failure (bad input, a failed run, a missing tool, an unusable store, a full disk) is
+printed as one ``error:`` message, without a traceback unless ``--debug`` (or
+``VIRTBENCH_DEBUG=1``) asks for it. Anything else is a bug in virtbench: its traceback is always
+printed, followed by a request to report it, and the exit code is :data:`EXIT_INTERNAL`.
+"""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
+from virtbench.targets.base import CommandFailed
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
+           "ErrorReportingGroup", "Failure", "classify", "report"]
+
+EXIT_INTERNAL = 3
+"""A bug in virtbench (an exception no code path expected)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, as shells report it)."""
+
+# Errors of the disk or the device, not of what the user named: the command failed (1).
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+
+_err = Console(stderr=True)
+
+
+@dataclass(frozen=True)
+class Failure:
+    message: str
+    exit_code: int
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """The message and exit code of an expected failure; None when ``exc`` is a bug."""
+    if isinstance(exc, VirtbenchError):
+        return Failure(str(exc), exc.exit_code)
+    if isinstance(exc, CommandFailed):
+        return Failure(str(exc), EXIT_FAILED)
+    if isinstance(exc, subprocess.TimeoutExpired):
+        return Failure(f"{_argv_text(exc.cmd)} did not finish within {exc.timeout:g} s",
+                       EXIT_FAILED)
+    if isinstance(exc, OSError):
+        return _os_failure(exc)
+    # The store says its own failures (locked, disk full, server gone) as StoreFailed, a
+    # VirtbenchError; any other database error is a bug of ours.
+    return None
+
+
+def _argv_text(cmd: Any) -> str:
+    return " ".join(map(str, cmd)) if isinstance(cmd, list | tuple) else str(cmd)
+
+
+def _os_failure(exc: OSError) -> Failure:
+    reason = exc.strerror or str(exc)
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.errno in _ENVIRONMENT_ERRNOS:
+        return Failure(f"{where}{reason}", EXIT_FAILED)
+    if exc.filename:  # a path the user named (or one derived from it) cannot be used
+        return Failure(f"{where}{reason}", EXIT_BAD_INPUT)
+    return Failure(reason, EXIT_FAILED)
+
+
+def report(exc: BaseException, debug: bool) -> int:
+    """Print ``exc`` as the user should see it; return the process exit code."""
+    if isinstance(exc, KeyboardInterrupt):
+        if debug:
+            traceback.print_exception(exc)
+        _err.print(f"[yellow]interrupted[/] ({escape(str(exc)) or 'SIGINT'})", highlight=False,
+                   soft_wrap=True)
+        return EXIT_INTERRUPTED
+    failure = classify(exc)
+    if failure is None:
+        traceback.print_exception(exc)
+        _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
+                   f"{escape(str(exc))}\nPlease report it with the traceback above.",
+                   highlight=False, soft_wrap=True)
+        return EXIT_INTERNAL
+    if debug:
+        traceback.print_exception(exc)
+    # Not wrapped: paths and commands in the message stay copyable.
+    # Escaped: brackets in a message (an IPv6 address, a list) are text, not rich markup.
+    _err.print(f"[red]error:[/] {escape(failure.message)}", highlight=False, soft_wrap=True)
+    return failure.exit_code
+
+
+class ErrorReportingGroup(TyperGroup):
+    """The top-level command group: turns every failure of a command into :func:`report`.
+
+    Usage errors and explicit exits keep typer's own handling (exit code 2 and 0/N).
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except (Exception, KeyboardInterrupt) as exc:
+            if isinstance(exc, BrokenPipeError):  # `virtbench report -f csv | head`: typer's
+                raise
+            raise typer.Exit(report(exc, bool(ctx.params.get("debug")))) from exc

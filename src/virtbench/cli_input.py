@@ -1,0 +1,42 @@
+"""Files a user hands to a command: read (also from stdin) and parsed, with an error that names
+the file when either fails. Decompression is the parsers' (virtbench.parsers.compressed)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from virtbench.model import VirtbenchError
+
+__all__ = ["parse_input", "read_input_bytes"]
+
+In = TypeVar("In")
+T = TypeVar("T")
+
+
+def read_input_bytes(path: Path) -> bytes:
+    """The bytes of ``path`` ('-' is stdin), as saved."""
+    if str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def parse_input(parse: Callable[[In], T], data: In, what: str, source: Path) -> T:
+    """``parse(data)``; any failure is the input's fault, reported with the file's name.
+
+    A parser rejects input it does not understand with ParseError; a parser that trips over
+    input it did not foresee (a KeyError on a missing field) is still reporting a file it
+    cannot read, so that is also bad input (``--debug`` shows where it tripped).
+    """
+    try:
+        return parse(data)
+    except (VirtbenchError, ValueError, KeyError, TypeError, IndexError, AttributeError
+            ) as exc:
+        reason = str(exc) if isinstance(exc, VirtbenchError | ValueError) else (
+            f"{type(exc).__name__}: {exc}")
+        raise VirtbenchError(f"{source}: not readable as {what} output: {reason}") from exc

@@ -1,0 +1,60 @@
+"""`virtbench parse pcap FILE`: a capture's flows as a table or as JSON measurement rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from virtbench.net_qos.capture_report import CAPTURE_METRICS, analyse_capture, flow_measurements
+
+__all__ = ["parse_pcap_command"]
+
+
+def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
+    source: Path | bytes = sys.stdin.buffer.read() if str(file) == "-" else file
+    report = analyse_capture(source, flow)
+    err = Console(stderr=True)
+    if report.records.damage:
+        err.print(f"[yellow]warning:[/] {file}: {report.records.damage} "
+                  f"({report.records.packets} packets read; every figure below is partial)",
+                  highlight=False)
+    rows = flow_measurements(report)
+    if as_json:
+        units = {m.name: m.unit for m in CAPTURE_METRICS}
+        print(json.dumps([{"metric": m.metric, "value": m.value, "unit": units[m.metric],
+                           "status": m.status, "t": m.t, "labels": m.labels} for m in rows],
+                          indent=1))
+        return
+    rec = report.records
+    console = Console()
+    if not console.is_terminal:  # a pipe or file: never wrap a 5-tuple over lines
+        console = Console(width=240)
+    times = [t for f in report.flows for t in (f.first_ns, f.last_ns) if t is not None]
+    day = f", {_utc(min(times))[:10]} UTC" if times else ""
+    console.print(Text(f"{file}: {rec.format}, {rec.packets:,} packets, {report.total_flows} "
+                       f"flows" + (f", {len(report.flows)} selected" if flow else "") + day
+                       + (" — PARTIAL (damaged file)" if rec.damage else "")))
+    table = Table("flow", "packets", "bytes", "first", "last", "delay ms", "jitter ms",
+                  "Mbit/s")
+    for f in report.flows:
+        q = f.qos
+        table.add_row(Text(str(f.flow), no_wrap=True), f"{f.packets:,}", f"{f.bytes:,}",
+                      _utc(f.first_ns)[11:], _utc(f.last_ns)[11:],
+                      "–" if q is None else f"{q.delay_ms:.6g}",
+                      "–" if q is None else f"{q.jitter_ms:.6g}",
+                      "–" if q is None else f"{q.throughput_mbps:.6g}")
+    console.print(table)
+
+
+def _utc(ns: int | None) -> str:
+    """``YYYY-MM-DD HH:MM:SS.nnnnnnnnn`` (exact to the ns, unlike a float)."""
+    if ns is None:
+        return " " * 11 + "–"
+    seconds, frac = divmod(ns, 1_000_000_000)
+    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M:%S}.{frac:09d}"

@@ -1,0 +1,85 @@
+"""A capture file analysed per flow, as normalised measurements (`virtbench parse pcap FILE`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from virtbench.model import Better, Measurement, Metric
+from virtbench.net_qos.flows import (
+    FlowSpecError,
+    FlowStats,
+    capture_flows,
+    parse_flow_spec,
+    select_flows,
+)
+from virtbench.net_qos.pcap import PcapRecords, parse_pcap, read_pcap
+
+__all__ = ["CAPTURE_METRICS", "CaptureReport", "analyse_capture", "flow_measurements"]
+
+CAPTURE_METRICS = (
+    Metric("packets", "packets", Better.HIGHER, "packets of the flow in the capture"),
+    Metric("bytes", "B", Better.HIGHER, "bytes on the wire (tshark's frame.len summed)"),
+    Metric("first_time_s", "s", Better.LOWER, "timestamp of the flow's first packet, s since the "
+           "Unix epoch"),
+    Metric("last_time_s", "s", Better.LOWER, "timestamp of the flow's last packet"),
+    Metric("capture_s", "s", Better.HIGHER, "last − first packet time"),
+    Metric("study_delay_ms", "ms", Better.LOWER,
+           "studies' 'delay': mean inter-arrival time of the flow's packets"),
+    Metric("study_jitter_ms", "ms", Better.LOWER,
+           "studies' 'jitter': mean |change| of consecutive inter-arrival times"),
+    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
+           "studies' 'throughput': wire bits / (last − first packet time), 10^6 bit/s",
+           primary=True),
+)
+
+
+@dataclass(frozen=True)
+class CaptureReport:
+    records: PcapRecords
+    flows: list[FlowStats]
+    """The selected flows, in order of first appearance."""
+    total_flows: int
+
+
+def analyse_capture(source: Path | bytes, flow: str | None = None) -> CaptureReport:
+    """Read a capture (a file, or its bytes) and keep the flows ``flow`` selects (all when
+    None); a selection that matches nothing is an error listing the flows there are."""
+    spec = parse_flow_spec(flow) if flow is not None else None  # bad spec: fail before reading
+    records = read_pcap(source) if isinstance(source, Path) else parse_pcap(source)
+    flows = capture_flows(records)
+    chosen = select_flows(flows, spec)
+    if spec is not None and not chosen:
+        have = "; ".join(str(f.flow) for f in flows[:8]) + (" …" if len(flows) > 8 else "")
+        raise FlowSpecError(f"--flow {flow!r} matches none of the {len(flows)} flows in the "
+                            f"capture ({have or 'it holds no packets'})")
+    return CaptureReport(records, chosen, len(flows))
+
+
+def flow_measurements(report: CaptureReport) -> list[Measurement]:
+    """One row per metric and flow, the flow's 5-tuple as labels; a damaged file marks every
+    row ``partial``."""
+    partial = report.records.damage is not None
+    out: list[Measurement] = []
+    for f in report.flows:
+        labels = f.flow.labels()
+
+        def row(metric: str, value: float | None, status: str = "ok",
+                labels: dict[str, str] = labels) -> Measurement:
+            return Measurement(metric, value, labels=labels,
+                               status="partial" if partial and status == "ok" else status)
+
+        out += [row("packets", float(f.packets)), row("bytes", float(f.bytes))]
+        if f.first_ns is None or f.last_ns is None:
+            out += [row(m, None, "no_timestamps") for m in ("first_time_s", "last_time_s")]
+        else:
+            out += [row("first_time_s", f.first_ns / 1e9), row("last_time_s", f.last_ns / 1e9),
+                    row("capture_s", (f.last_ns - f.first_ns) / 1e9)]
+        if f.qos is None:
+            why = "no_timestamps" if f.first_ns is None else "too_few_packets"
+            out += [row(m, None, why) for m in
+                    ("study_delay_ms", "study_jitter_ms", "study_throughput_mbps")]
+        else:
+            out += [row("study_delay_ms", f.qos.delay_ms), row("study_jitter_ms", f.qos.jitter_ms),
+                    row("study_throughput_mbps", f.qos.throughput_mbps)]
+    return out

@@ -1,0 +1,203 @@
+"""Packets of a capture grouped into flows (5-tuples), with the studies' capture formulas per flow.
+
+Decodes Ethernet (with VLAN tags), Linux cooked SLL and SLL2, raw IP and BSD loopback headers,
+IPv4 and IPv6 (skipping extension headers), and the ports of TCP, UDP, UDP-Lite and SCTP. One
+compiled loop (`virtbench.net_qos.capture_kernels`) assigns every packet a flow id through an
+open-addressing hash table; a second one sums each flow's packets, bytes, first/last time and
+the integer sums behind the studies' delay and jitter (`virtbench.net_qos.study.capture_qos`:
+the same formulas, exact in ns).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from virtbench.model import VirtbenchError
+from virtbench.net_qos.compiled import kernels
+from virtbench.net_qos.pcap import PcapRecords
+from virtbench.net_qos.study import CaptureQos
+
+__all__ = ["Flow", "FlowSpecError", "FlowStats", "capture_flows", "parse_flow_spec",
+           "select_flows"]
+
+PROTOCOLS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
+_BY_NAME = {v: k for k, v in PROTOCOLS.items()}
+_NO_TIME = np.iinfo(np.int64).min
+
+
+class FlowSpecError(VirtbenchError, ValueError):
+    """A --flow value this module cannot read; the message shows the accepted forms."""
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A 5-tuple (``version`` 4 or 6). Non-IP packets form the flow ``proto = "non-ip"``."""
+
+    version: int
+    proto: str
+    src: str
+    sport: int
+    dst: str
+    dport: int
+
+    def labels(self) -> dict[str, str]:
+        return {"proto": self.proto, "src": self.src, "sport": str(self.sport),
+                "dst": self.dst, "dport": str(self.dport)}
+
+    def __str__(self) -> str:
+        if self.proto == "non-ip":
+            return "non-ip"
+        left, right = (f"[{self.src}]", f"[{self.dst}]") if self.version == 6 else (
+            self.src, self.dst)
+        return f"{self.proto} {left}:{self.sport} > {right}:{self.dport}"
+
+
+@dataclass(frozen=True)
+class FlowStats:
+    """One flow of a capture: counts, first/last timestamps (ns) and the studies' formulas
+    (``qos`` is None below 3 packets or without timestamps, as the formulas need them)."""
+
+    flow: Flow
+    packets: int
+    bytes: int
+    first_ns: int | None
+    last_ns: int | None
+    qos: CaptureQos | None
+
+
+def capture_flows(rec: PcapRecords) -> list[FlowStats]:
+    """Every flow of the capture, in order of first appearance."""
+    keys, flow_id = _assign_flows(rec)
+    n_flows = keys.shape[0]
+    packets, nbytes, first, last, gap_sum, dgap_sum, ordered, timed = kernels().flow_sums(
+        flow_id, rec.ts_ns, rec.orig_len, n_flows)
+    out = []
+    for i in range(n_flows):
+        flow = _flow_of(keys[i])
+        n = int(packets[i])
+        qos = None
+        if timed[i] and n >= 3:
+            if not ordered[i]:  # a capture on several CPUs: the formulas sort the timestamps
+                gap_sum[i], dgap_sum[i] = _sorted_sums(rec.ts_ns[flow_id == i])
+            qos = _qos_from_sums(n, int(nbytes[i]), int(gap_sum[i]), int(dgap_sum[i]))
+        out.append(FlowStats(flow, n, int(nbytes[i]), int(first[i]) if timed[i] else None,
+                             int(last[i]) if timed[i] else None, qos))
+    return out
+
+
+def _sorted_sums(ts: npt.NDArray[np.int64]) -> tuple[int, int]:
+    """Σ gap and Σ |Δ gap| of the sorted timestamps (capture_qos sorts when a gap is negative);
+    timsort ('stable') is linear on the nearly sorted stamps of a multi-CPU capture."""
+    gaps = np.diff(np.sort(ts, kind="stable"))
+    return int(gaps.sum()), int(np.abs(np.diff(gaps)).sum())
+
+
+def _qos_from_sums(n: int, nbytes: int, gap_sum: int, dgap_sum: int) -> CaptureQos:
+    """capture_qos's formulas from exact integer sums of a flow's gaps in time order."""
+    capture_s = gap_sum / 1e9
+    return CaptureQos(
+        delay_ms=gap_sum / (n - 1) / 1e6,
+        jitter_ms=dgap_sum / (n - 2) / 1e6,
+        throughput_mbps=(nbytes * 8 / capture_s / 1e6) if capture_s > 0 else float("nan"),
+        packets=n, bytes=nbytes, capture_s=capture_s)
+
+
+def _assign_flows(rec: PcapRecords) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    flow_id = np.empty(rec.packets, np.int32)
+    keys = kernels().assign(rec.data, rec.data_off, rec.cap_len, rec.iface, rec.if_linktype,
+                            flow_id)
+    return keys, flow_id
+
+
+def _flow_of(key: npt.NDArray[np.int64]) -> Flow:
+    src_hi, src_lo, dst_hi, dst_lo, meta = (int(k) & 0xFFFF_FFFF_FFFF_FFFF for k in key)
+    version, proto = (meta >> 40) & 0xFF, (meta >> 32) & 0xFF
+    sport, dport = (meta >> 16) & 0xFFFF, meta & 0xFFFF
+    if version == 0:
+        return Flow(0, "non-ip", "", 0, "", 0)
+    if version == 4:
+        src, dst = str(ipaddress.IPv4Address(src_lo)), str(ipaddress.IPv4Address(dst_lo))
+    else:
+        src = str(ipaddress.IPv6Address((src_hi << 64) | src_lo))
+        dst = str(ipaddress.IPv6Address((dst_hi << 64) | dst_lo))
+    return Flow(version, PROTOCOLS.get(proto, str(proto)), src, sport, dst, dport)
+
+
+# --- selection ----------------------------------------------------------------------------------
+
+_SPEC_HELP = ("expected 'udp', 'tcp', 'tcp:5201' (either port), or a 5-tuple "
+              "'PROTO:SRC:SPORT:DST:DPORT' (IPv6 addresses in brackets, '*' for any part)")
+_TUPLE = re.compile(r"^(\w+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+)$")
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """What --flow asked for; None = any."""
+
+    proto: str | None
+    port: int | None = None
+    src: str | None = None
+    sport: int | None = None
+    dst: str | None = None
+    dport: int | None = None
+
+    def matches(self, f: Flow) -> bool:
+        if self.proto is not None and f.proto != self.proto:
+            return False
+        if self.port is not None and self.port not in (f.sport, f.dport):
+            return False
+        return all(want is None or want == have for want, have in (
+            (self.src, f.src), (self.sport, f.sport), (self.dst, f.dst), (self.dport, f.dport)))
+
+
+def parse_flow_spec(spec: str) -> FlowSpec:
+    """``udp``, ``tcp:5201`` (either port) or ``PROTO:SRC:SPORT:DST:DPORT`` (``*``: any)."""
+    text = spec.strip().lower()
+    m = _TUPLE.match(text)
+    if m:
+        proto, src, sport, dst, dport = m.groups()
+        return FlowSpec(_proto(proto, spec), None, _addr(src, spec), _port(sport, spec),
+                        _addr(dst, spec), _port(dport, spec))
+    parts = text.split(":")
+    if len(parts) == 1:
+        return FlowSpec(_proto(parts[0], spec))
+    if len(parts) == 2:
+        return FlowSpec(_proto(parts[0], spec), _port(parts[1], spec))
+    raise FlowSpecError(f"--flow {spec!r}: {_SPEC_HELP}")
+
+
+def _proto(text: str, spec: str) -> str | None:
+    if text == "*":
+        return None
+    if text in _BY_NAME:
+        return text
+    raise FlowSpecError(f"--flow {spec!r}: unknown protocol {text!r} "
+                        f"(known: {', '.join(_BY_NAME)}); {_SPEC_HELP}")
+
+
+def _port(text: str, spec: str) -> int | None:
+    if text == "*":
+        return None
+    if not text.isdigit() or int(text) > 65535:
+        raise FlowSpecError(f"--flow {spec!r}: port {text!r} is not 0–65535; {_SPEC_HELP}")
+    return int(text)
+
+
+def _addr(text: str, spec: str) -> str | None:
+    text = text.strip("[]")
+    if text == "*":
+        return None
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError as exc:
+        raise FlowSpecError(f"--flow {spec!r}: {text!r} is not an IP address; "
+                            f"{_SPEC_HELP}") from exc
+
+
+def select_flows(flows: list[FlowStats], spec: FlowSpec | None) -> list[FlowStats]:
+    return [f for f in flows if spec is None or spec.matches(f.flow)]
