@@ -438,6 +438,24 @@ def _register_decide() -> None:
 _register_decide()
 
 
+@app.command()
+def serve(
+    store: StoreOpt = DEFAULT_STORE,
+    port: Annotated[int, typer.Option(help="TCP port")] = 8023,
+    host: Annotated[str, typer.Option(
+        help="address to bind; anything but loopback exposes the results to the network")]
+    = "127.0.0.1",
+) -> None:
+    """A read-only web app over the store: runs, live progress, reports, downloads."""
+    from virtbench.serve.server import run_server
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"[yellow]warning:[/] binding {host}: anyone who reaches this address can "
+                  "read every result in the store (the app has no login)", highlight=False)
+    run_server(store, host, port, lambda url: err.print(f"serving {store} at {url} (read-only; "
+                                                         "Ctrl-C stops)", highlight=False))
+
+
 @lab_app.command("clean")
 def lab_clean() -> None:
     """Remove what crashed runs left behind (namespaces, bridges, daemons, mounts, cgroups)."""

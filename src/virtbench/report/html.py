@@ -31,16 +31,19 @@ from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import Section, build_sections
 from virtbench.report.tables import row_record
 
-__all__ = ["CHART_BUDGET", "render_html"]
+__all__ = ["CHART_BUDGET", "render_html", "report_context", "report_environment"]
 
 CHART_BUDGET = 60
 """Most per-metric charts drawn; beyond it only primary metrics get charts (tables stay
 complete), which keeps a report of a tool with dozens of metrics (bonnie++) fast."""
 
 
-def _environment() -> jinja2.Environment:
+def report_environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
+    """The report's jinja2 environment; ``loaders`` come first (serve's pages), then the
+    report's own templates, whose partials (report_body, report_toc) every page shares."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("virtbench.report", "templates"),
+        loader=jinja2.ChoiceLoader([*loaders,
+                                    jinja2.PackageLoader("virtbench.report", "templates")]),
         autoescape=True,  # every value from the store is escaped; charts are Markup
         trim_blocks=True,
         lstrip_blocks=True,
@@ -258,11 +261,17 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
 def render_html(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
     """The report as one self-contained HTML document (UTF-8 text); ``lead`` sections (an
     assessment's findings) come first, right below the title."""
+    context = report_context(analysis, lead)
+    return report_environment().get_template("report.html.j2").render(**context)
+
+
+def report_context(analysis: Analysis, lead: Sequence[Section] = ()) -> dict[str, Any]:
+    """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
     with charts.chart_style():
-        return _render(analysis, lead)
+        return _context(analysis, lead)
 
 
-def _render(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
+def _context(analysis: Analysis, lead: Sequence[Section] = ()) -> dict[str, Any]:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)
@@ -285,7 +294,7 @@ def _render(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
                    for group in _realisations(analysis) for item in group["entries"]
                    for text in item["limitations"]]
     experiments = list(dict.fromkeys(r.experiment for r in analysis.runs))
-    context = {
+    context: dict[str, Any] = {
         "title": " vs ".join(experiments) or "virtbench report",
         "description": analysis.runs[0].description if analysis.runs else "",
         "runs": _runs(analysis),
@@ -321,4 +330,4 @@ def _render(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
         "max_bars": charts.MAX_BARS,
         "max_line_points": charts.MAX_LINE_POINTS,
     }
-    return _environment().get_template("report.html.j2").render(**context)
+    return context

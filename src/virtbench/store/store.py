@@ -17,6 +17,7 @@ import numpy.typing as npt
 from sqlalchemy import (
     Connection,
     Engine,
+    case,
     cast,
     create_engine,
     delete,
@@ -32,7 +33,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, Operational
 
 from virtbench.model import Artifact, Measurement, Metric, RunFailed, VirtbenchError
 from virtbench.store import schema as s
-from virtbench.store.migrations import migrate
+from virtbench.store.migrations import MIGRATIONS, current_version, migrate
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -130,22 +131,45 @@ def _store_failed(location: str, context: ExceptionContext) -> None:
         raise StoreFailed(location, str(context.original_exception).strip()) from error
 
 
+def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # query_only: SQLite itself refuses every write; the journal mode is left as the writer set it.
+    cursor.execute("PRAGMA query_only=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
 class Store:
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, *, read_only: bool = False) -> None:
+        """Open (and migrate) a store; ``read_only`` opens an existing, current store that the
+        database itself refuses to write (a web viewer beside a running benchmark)."""
         self.location = location
         self.url = store_url(location)
+        self.read_only = read_only
+        connect_args: dict[str, Any] = {}
+        if read_only and self.url.startswith("postgresql"):
+            connect_args["options"] = "-c default_transaction_read_only=on"
+        if read_only and self.url.startswith("sqlite:///"):
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if not path.is_file():
+                raise VirtbenchError(f"no result store at {path}")
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(self.url, future=True,
+                                                connect_args=connect_args)
         except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
             raise VirtbenchError(
                 f"cannot open result store {location!r}: {exc}; give a SQLite file path or "
                 "postgresql://user@host[:port]/dbname") from exc
         if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "connect",
+                         _sqlite_read_only if read_only else _sqlite_pragmas)
         event.listen(self.engine, "handle_error", functools.partial(_store_failed, location))
         try:
             with self.engine.begin() as conn:
-                migrate(conn)
+                if read_only:
+                    _check_current(conn, location)
+                else:
+                    migrate(conn)
         except (StoreFailed, DBAPIError) as exc:
             reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
             raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc
@@ -352,6 +376,11 @@ class Store:
 
     def run(self, ref: str = "latest") -> RunInfo:
         """A run by id, unique id prefix, experiment name (its latest run) or 'latest'."""
+        if ref != "latest":  # an exact id needs one row, not the whole table
+            with self.engine.connect() as conn:
+                row = conn.execute(select(s.runs).where(s.runs.c.id == ref)).mappings().first()
+            if row is not None:
+                return _run_info(row)
         runs = self.runs()
         if not runs:
             raise VirtbenchError(f"the store {self.url} holds no runs yet")
@@ -435,6 +464,32 @@ class Store:
             value = conn.execute(select(func.count()).select_from(s.samples)
                                  .where(s.samples.c.run_id == run_id)).scalar()
         return int(value or 0)
+
+    def sample_counts(self, run_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """Samples per run (all runs, or those given) in one grouped query."""
+        query = select(s.samples.c.run_id, func.count()).group_by(s.samples.c.run_id)
+        if run_ids is not None:
+            query = query.where(s.samples.c.run_id.in_(list(run_ids)))
+        with self.engine.connect() as conn:
+            return {r[0]: int(r[1]) for r in conn.execute(query)}
+
+    def runs_version(self) -> tuple[Any, ...]:
+        """Changes whenever a run is added, removed, started, resumed or ended: a reader that
+        keeps the runs table re-reads it only then (one aggregate over the runs table)."""
+        query = select(func.count(), func.max(s.runs.c.started_at),
+                       func.count(s.runs.c.ended_at), func.sum(s.runs.c.ended_at))
+        with self.engine.connect() as conn:
+            return tuple(conn.execute(query).one())
+
+    def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
+        """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
+        ok = func.sum(case((s.trials.c.status == "ok", 1), else_=0))
+        query = (select(ok, func.count(), func.max(s.trials.c.ended_at))
+                 .where(s.trials.c.run_id == run_id, s.trials.c.warmup.is_(False)))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).one()
+        done, total = int(row[0] or 0), int(row[1] or 0)
+        return done, total - done, None if row[2] is None else float(row[2])
 
     def scalar_values(self, run_id: str) -> Iterator[tuple[str, str, str, float]]:
         """(variant, workload_id, metric, value) of every measured per-trial sample (t is None).
@@ -598,6 +653,15 @@ _SQLITE_INSERT_TRIAL = (f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
                         f"VALUES ({', '.join('?' * len(_TRIAL_COLUMNS))})")
 _SQLITE_INSERT_SAMPLE = (f"INSERT INTO samples ({', '.join(_SAMPLE_COLUMNS)}) "
                          f"VALUES ({', '.join('?' * len(_SAMPLE_COLUMNS))})")
+
+
+def _check_current(conn: Connection, location: str) -> None:
+    version = current_version(conn)
+    if version != len(MIGRATIONS):
+        raise VirtbenchError(
+            f"the store {location!r} has schema version {version}, this virtbench reads "
+            f"{len(MIGRATIONS)}; a read-only viewer does not migrate it (any writing command, "
+            "e.g. `virtbench runs`, does)")
 
 
 def _run_info(r: Any) -> RunInfo:

@@ -1,0 +1,219 @@
+"""The web app: Starlette routes over a read-only store. Pages render the report's templates."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+import virtbench
+from virtbench.decide.compare import Comparison
+from virtbench.decide.history import History
+from virtbench.model import VirtbenchError
+from virtbench.report.html import report_environment
+from virtbench.serve import decided, downloads
+from virtbench.serve.cache import VersionedCache
+from virtbench.serve.listing import PAGE_SIZE, RunFilter, filter_runs
+from virtbench.serve.views import RunReports, progress, run_row
+from virtbench.store import RunInfo, Store
+
+__all__ = ["create_app"]
+
+STATIC = Path(__file__).with_name("static")
+
+
+class _Site:
+    """The app's state: the store, the report cache, the templates."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.reports = RunReports(store)
+        self.env = report_environment(jinja2.PackageLoader("virtbench.serve", "templates"))
+        self.env.globals["version"] = virtbench.__version__
+        self.env.globals["history_enabled"] = True
+        self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
+        self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
+        self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
+
+    def page(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = self.env.get_template(template).render(**context)
+        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def all_runs(self) -> list[RunInfo]:
+        """The runs table, re-read only when a run was added, removed, started or ended."""
+        version = self.store.runs_version()
+        if self._runs is None or self._runs[0] != version:
+            self._runs = (version, self.store.runs())
+        return self._runs[1]
+
+    def run(self, ref: str) -> RunInfo:
+        try:
+            return self.store.run(ref)
+        except VirtbenchError as exc:
+            raise HTTPException(404, str(exc)) from exc
+
+    def comparisons(self, runs: list[RunInfo]) -> list[Comparison | str]:
+        """decide's verdicts for the selection, cached like the reports (by trials)."""
+        version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
+        return self.verdicts.get(tuple(r.id for r in runs), version,
+                                 lambda: decided.comparisons(self.store, runs))
+
+    def history(self, request: Request) -> History | None:
+        """The history the page asks for (None before an experiment is chosen)."""
+        query = request.query_params
+        experiment = query.get("experiment", "")
+        if not experiment:
+            return None
+        try:
+            return decided.history(self.store, experiment, query.get("host", ""),
+                                   bool(query.get("any_spec")), bool(query.get("any_host")))
+        except VirtbenchError as exc:
+            raise HTTPException(400, str(exc)) from exc
+
+    def selected(self, request: Request) -> list[RunInfo]:
+        refs = [r for r in request.query_params.getlist("run") if r]
+        if len(refs) < 2:
+            raise HTTPException(400, "select two or more runs to compare")
+        return [self.run(r) for r in dict.fromkeys(refs)]
+
+    def counts(self, runs: list[RunInfo]) -> dict[str, int]:
+        wanted = [r.id for r in runs if r.id not in self.finished_counts]
+        fresh = self.store.sample_counts(wanted) if wanted else {}
+        for run in runs:
+            if run.status != "running" and run.id in wanted:
+                self.finished_counts[run.id] = fresh.get(run.id, 0)
+        return {r.id: self.finished_counts.get(r.id, fresh.get(r.id, 0)) for r in runs}
+
+
+def _filtered(site: _Site, request: Request) -> tuple[RunFilter, list[RunInfo], list[RunInfo]]:
+    try:
+        chosen = RunFilter.from_query(request.query_params)
+    except VirtbenchError as exc:
+        raise HTTPException(400, str(exc)) from exc
+    everything = site.all_runs()
+    return chosen, everything, filter_runs(everything, chosen)
+
+
+def create_app(store: Store) -> Starlette:
+    """The ASGI app over ``store`` (open it read-only: the app never writes)."""
+    site = _Site(store)
+
+    def runs_page(request: Request) -> Response:
+        chosen, everything, matched = _filtered(site, request)
+        try:
+            page = max(1, int(request.query_params.get("page", "1")))
+        except ValueError as exc:
+            raise HTTPException(400, "page: not a number") from exc
+        shown = matched[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
+        counts = site.counts(shown)
+        return site.page(
+            "runs.html.j2", title="Runs", filter=chosen, query=chosen.query(),
+            rows=[run_row(r, counts.get(r.id, 0)) for r in shown], matched=len(matched),
+            total=len(everything), page=page, pages=max(1, -(-len(matched) // PAGE_SIZE)),
+            experiments=sorted({r.experiment for r in everything}),
+            hosts=sorted({r.host for r in everything}),
+            statuses=sorted({r.status for r in everything}))
+
+    def runs_download(request: Request) -> Response:
+        _chosen, _everything, matched = _filtered(site, request)
+        counts = site.counts(matched)
+        rows = [run_row(r, counts.get(r.id, 0)) for r in matched]
+        return downloads.table(rows, request.path_params["fmt"], "runs")
+
+    def run_page(request: Request) -> Response:
+        run = site.run(request.path_params["run_id"])
+        parts = site.reports.parts([run])
+        samples = parts.samples[run.id]
+        return site.page("run.html.j2", title=parts.title, run=run_row(run, samples),
+                         progress=progress(site.store, run, samples, time.time()), parts=parts)
+
+    def run_part(request: Request) -> Response:
+        """The report body or its table of contents alone: the live page swaps them in."""
+        run = site.run(request.path_params["run_id"])
+        parts = site.reports.parts([run])
+        part = parts.toc if request.url.path.endswith("/toc") else parts.body
+        return HTMLResponse(part, headers={"Cache-Control": "no-store"})
+
+    def run_progress(request: Request) -> Response:
+        run = site.run(request.path_params["run_id"])
+        return JSONResponse(progress(site.store, run, site.store.sample_count(run.id),
+                                     time.time()), headers={"Cache-Control": "no-store"})
+
+    def run_download(request: Request) -> Response:
+        run = site.run(request.path_params["run_id"])
+        fmt = request.path_params["fmt"]
+        if fmt == "export":
+            return downloads.export(site.store, run.id)
+        return downloads.report(site.reports.parts([run]).analysis, fmt, run.id)
+
+    def compare_page(request: Request) -> Response:
+        runs = site.selected(request)
+        parts = site.reports.parts(runs)
+        verdicts = [decided.verdict_view(item) for item in site.comparisons(runs)]
+        return site.page("compare.html.j2", title="Compare", runs=[run_row(r, None) for r in runs],
+                         query=[("run", r.id) for r in runs], parts=parts, verdicts=verdicts)
+
+    def compare_download(request: Request) -> Response:
+        runs = site.selected(request)
+        name = "compare-" + "-".join(r.id for r in runs)
+        fmt = request.path_params["fmt"]
+        items = site.comparisons(runs)
+        if fmt == "json":
+            return downloads.document({"comparisons": [
+                {"error": item} if isinstance(item, str) else item.as_dict() for item in items]},
+                name)
+        if fmt == "csv":
+            return downloads.table(decided.comparison_rows(items), fmt, name)
+        return downloads.report(site.reports.parts(runs).analysis, fmt, name)
+
+    def history_page(request: Request) -> Response:
+        result = site.history(request)
+        everything = site.all_runs()
+        query = {k: v for k, v in request.query_params.items() if v}
+        return site.page("history.html.j2", title="History", query=query,
+                         experiments=sorted({r.experiment for r in everything}),
+                         hosts=sorted({r.host for r in everything}),
+                         history=decided.history_view(result) if result else None)
+
+    def history_download(request: Request) -> Response:
+        result = site.history(request)
+        if result is None:
+            raise HTTPException(400, "experiment: choose an experiment")
+        fmt = request.path_params["fmt"]
+        name = f"history-{result.experiment}"
+        if fmt == "json":
+            return downloads.document(result.as_dict(), name)
+        return downloads.table(decided.history_rows(result), fmt, name)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return site.page("error.html.j2", status=exc.status_code, title="Error",
+                         code=exc.status_code, message=exc.detail)
+
+    routes = [
+        Route("/", lambda _request: RedirectResponse("/runs")),
+        Route("/runs", runs_page),
+        Route("/runs.{fmt:str}", runs_download),
+        Route("/runs/{run_id:str}", run_page),
+        Route("/runs/{run_id:str}/body", run_part),
+        Route("/runs/{run_id:str}/toc", run_part),
+        Route("/runs/{run_id:str}/progress", run_progress),
+        Route("/runs/{run_id:str}/download/{fmt:str}", run_download),
+        Route("/compare", compare_page),
+        Route("/compare.{fmt:str}", compare_download),
+        Route("/history", history_page),
+        Route("/history.{fmt:str}", history_download),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app.state.reports = site.reports  # tests read its cache counters
+    return app
+

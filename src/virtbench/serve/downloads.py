@@ -1,0 +1,71 @@
+"""Downloads of every view: the portable export file, the report as CSV, JSON or HTML, and the
+runs table as CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from virtbench.analysis import Analysis
+from virtbench.report import text
+from virtbench.report.formatting import json_safe
+from virtbench.report.html import render_html
+from virtbench.store import Store
+from virtbench.store.portable import export_run
+
+__all__ = ["REPORT_FORMATS", "document", "export", "report", "table"]
+
+REPORT_FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json",
+                  "html": "text/html; charset=utf-8"}
+
+
+def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
+    return Response(body, media_type=media_type,
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def export(store: Store, run_id: str) -> Response:
+    """The run as `virtbench export` writes it (gzip JSON), for `virtbench import` elsewhere."""
+    with tempfile.TemporaryDirectory(prefix="virtbench-serve.") as tmp:
+        path = Path(tmp) / f"{run_id}.json.gz"
+        export_run(store, run_id, path)
+        payload = path.read_bytes()
+    return _attachment(payload, "application/gzip", f"{run_id}.json.gz")
+
+
+def report(analysis: Analysis, fmt: str, name: str) -> Response:
+    """The analysis as `virtbench report -f csv|json|html` prints it."""
+    if fmt not in REPORT_FORMATS:
+        raise HTTPException(404, f"no download format {fmt!r}: one of "
+                                 f"export, {', '.join(REPORT_FORMATS)}")
+    body = {"csv": text.render_csv, "json": text.render_json, "html": render_html}[fmt](analysis)
+    return _attachment(body, REPORT_FORMATS[fmt], f"{name}.{fmt}")
+
+
+def document(data: Any, name: str) -> Response:
+    """Any JSON document, NaN and infinities as null (as the CLI's --json writes them)."""
+    body = json.dumps(json_safe(data), indent=1, default=str, allow_nan=False)
+    return _attachment(body, "application/json", f"{name}.json")
+
+
+def table(rows: list[dict[str, Any]], fmt: str, name: str) -> Response:
+    """Rows of dicts as CSV (columns of the first row) or a JSON array."""
+    if fmt == "json":
+        return document(rows, name)
+    if fmt != "csv":
+        raise HTTPException(404, f"no download format {fmt!r}: csv or json")
+    out = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(json_safe(rows))
+    return _attachment(out.getvalue(), "text/csv; charset=utf-8", f"{name}.csv")
+
+

@@ -1,0 +1,224 @@
+"""`virtbench serve` end to end in a real browser (Debian's chromium driven by Playwright).
+
+The store holds real runs of cpu.crc32c made by `virtbench run`; a third run starts during the
+test and its page follows it without a reload. Any console error in the browser fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import playwright.sync_api as playwright_api
+import pytest
+
+from virtbench.report.formatting import fmt_value
+from virtbench.store import Store
+
+CHROMIUM = Path("/usr/bin/chromium")
+HOSTILE = "<script>alert(1)</script>"
+SPEC = """\
+name: serve-e2e
+seed: 5
+baseline: default
+variants:
+  - {{name: default, knobs: {{cpu_features: []}}}}
+  - {{name: tuned, knobs: {{cpu_features: [sse4.2]}}}}
+workloads:
+  - {{name: cpu.crc32c, params: {{size_mib: 1, loops: 2}}}}
+repetitions: {reps}
+warmup: 0
+"""
+
+# lab: a real browser is a real component; its skip fails the session (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="chromium is not installed (apt-get install chromium)")]
+
+
+def _virtbench(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "virtbench.cli", *args], check=True,
+                          capture_output=True, text=True, **kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _hostile_run(location: str) -> None:
+    """A run whose stored names are markup: the pages must show them as text."""
+    store = Store(location)
+    try:
+        run_id = store.create_run(experiment=HOSTILE, description=HOSTILE, spec_yaml="",
+                                  spec_path="", seed=1, host="vm", target="local",
+                                  baseline=HOSTILE, version="0")
+        store.add_variants(run_id, [(HOSTILE, {})], HOSTILE)
+        store.set_run_status(run_id, "complete", HOSTILE)
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("serve")
+    env = os.environ | {"XDG_CACHE_HOME": str(tmp / "cache")}
+    (tmp / "small.yaml").write_text(SPEC.format(reps=3))
+    (tmp / "long.yaml").write_text(SPEC.format(reps=400))
+    db = str(tmp / "store.db")
+    for _ in range(2):
+        _virtbench("run", str(tmp / "small.yaml"), "--store", db, "--quiet", env=env, cwd=tmp)
+    _hostile_run(db)
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store", db,
+                               "--port", str(port)], cwd=tmp, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/runs")
+        yield {"tmp": tmp, "db": db, "env": env, "url": f"http://127.0.0.1:{port}"}
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture
+def page(site: dict[str, Any]) -> Iterator[Any]:
+    problems: list[str] = []
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        context = browser.new_context(accept_downloads=True)
+        tab = context.new_page()
+        tab.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+               if msg.type == "error" else None)
+        tab.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+
+        def on_dialog(dialog: Any) -> None:  # an executed <script>alert(1)</script>
+            problems.append(f"dialog: {dialog.message}")
+            dialog.dismiss()
+
+        tab.on("dialog", on_dialog)
+        yield tab
+        browser.close()
+    assert problems == []
+
+
+def _run_ids(site: dict[str, Any]) -> list[str]:
+    with urllib.request.urlopen(f"{site['url']}/runs.json?experiment=serve-e2e") as answer:
+        return [row["id"] for row in json.loads(answer.read())]
+
+
+def test_runs_filter_run_report_and_download(site: dict[str, Any], page: Any,
+                                             tmp_path: Path) -> None:
+    page.goto(f"{site['url']}/runs")
+    assert page.locator("#runs tbody tr").count() == 3
+    experiments = page.locator("#runs tbody td:nth-child(3)").all_inner_texts()
+    assert HOSTILE in experiments  # shown as text, never run (a dialog would fail the test)
+    page.select_option("select[name=experiment]", "serve-e2e")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url("**/runs?*experiment=serve-e2e*")
+    rows = page.locator("#runs tbody tr")
+    assert rows.count() == 2
+    run_id = rows.first.get_attribute("data-run")
+    assert run_id
+    page.click(f"a[href='/runs/{run_id}']")
+    page.wait_for_url(f"**/runs/{run_id}")
+
+    # a key result against `virtbench report --json` of the same run
+    row = page.locator("#summary tbody tr", has_text="time_per_checksum_s")
+    cells = row.locator("td").all_inner_texts()
+    best, shown_mean = cells[3].strip(), cells[4].strip()
+    document = json.loads(_virtbench("report", run_id, "--store", site["db"], "-f", "json",
+                                     env=site["env"]).stdout)
+    (result,) = [r for r in document["results"] if r["variant"] == best
+                 and r["workload"] == "cpu.crc32c" and r["metric"] == "time_per_checksum_s"]
+    assert shown_mean == fmt_value(result["mean"], result["unit"])
+
+    with page.expect_download() as download_info:
+        page.click(f"a[href='/runs/{run_id}/download/csv']")
+    saved = tmp_path / "run.csv"
+    download_info.value.save_as(saved)
+    text = saved.read_text()
+    assert "time_per_checksum_s" in text and best in text
+
+
+def test_compare_two_selected_runs_and_history(site: dict[str, Any], page: Any) -> None:
+    page.goto(f"{site['url']}/runs?experiment=serve-e2e")
+    boxes = page.locator("#runs tbody input[type=checkbox]")
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.click("#compare")
+    page.wait_for_url("**/compare?*")
+    assert page.locator("main.wide > h1").inner_text() == "Compare 2 runs"
+    assert page.locator("#report-body #summary").is_visible()
+    new, base = _run_ids(site)  # newest first; the page takes the oldest as BASE
+    verdicts = json.loads(_virtbench("compare", base, new, "--json", "--store", site["db"],
+                                     env=site["env"]).stdout)
+    shown = [text.split()[0] for text in page.locator("td.verdict").all_inner_texts()]
+    assert shown and shown == [row["verdict"] for row in verdicts["rows"]]
+
+    page.goto(f"{site['url']}/runs/{new}")
+    page.click("a[href^='/history?']")
+    page.wait_for_url("**/history?experiment=serve-e2e")
+    assert page.locator("main.wide > h1").inner_text() == "History of serve-e2e"
+    assert page.locator("article.history").count() == 4  # 2 variants × 2 metrics
+    assert page.locator("article.history svg").count() == 4
+
+
+def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any],
+                                                             page: Any) -> None:
+    before = set(_run_ids(site))
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "virtbench.cli", "run", str(site["tmp"] / "long.yaml"),
+         "--store", site["db"], "--quiet"], cwd=site["tmp"], env=site["env"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        new: set[str] = set()
+        while not new:
+            assert time.monotonic() < deadline, "the new run never appeared"
+            time.sleep(0.5)
+            new = set(_run_ids(site)) - before
+        (run_id,) = new
+        page.goto(f"{site['url']}/runs?status=running")
+        assert page.locator(f"#runs tbody tr[data-run='{run_id}']").is_visible()
+        page.click(f"a[href='/runs/{run_id}']")
+        page.wait_for_url(f"**/runs/{run_id}")
+        assert page.locator("#live-status").inner_text() == "running"
+        first = int(page.locator("#live-samples").inner_text())
+        # no reload from here on: the page's own script follows the run
+        page.wait_for_function(
+            f"Number(document.getElementById('live-samples').textContent) > {first + 4}",
+            timeout=60_000)
+        page.wait_for_function(
+            "document.querySelector('#report-body #summary tbody tr') !== null",
+            timeout=30_000)
+    finally:
+        writer.send_signal(signal.SIGINT)  # ended by its PID, as a user's Ctrl-C
+        writer.wait(60)
+    page.wait_for_function(
+        "document.getElementById('live-status').textContent !== 'running'", timeout=30_000)
