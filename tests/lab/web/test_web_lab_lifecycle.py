@@ -14,6 +14,7 @@ from webhelpers import make_lab, needs_web
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.model import VirtbenchError
+from virtbench.spec import SpecError, parse_experiment
 from virtbench.targets.daemon import is_ours
 
 pytestmark = [pytest.mark.lab, needs_web]
@@ -61,8 +62,11 @@ def test_entering_again_restarts_varnish_cold(static_lab: WebLab) -> None:
 def test_bad_knobs_name_the_variant(static_lab: WebLab) -> None:
     with pytest.raises(VirtbenchError, match=r"variant fast.*cache_storage 'ssd'"):
         static_lab.enter("fast", {"cache_storage": "ssd"})
-    with pytest.raises(VirtbenchError, match=r"knob.*colour"):
-        static_lab.enter("odd", {"colour": "red"})
+    # A knob the lab does not declare never reaches enter(): the experiment is refused first.
+    with pytest.raises(SpecError, match=r"unknown knob 'colour'.*lab web.*cache_storage"):
+        parse_experiment("name: odd\nlab: {kind: web}\n"
+                         "variants: [{name: odd, knobs: {colour: red}}]\n"
+                         "workloads: [{name: web.load}]\n", "odd.yaml")
     with pytest.raises(VirtbenchError, match="does not exist"):
         static_lab.enter("nodir", {"cache_storage": "file:/nonexistent/vbweb"})
 
