@@ -10,7 +10,10 @@ extras="kvm"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-mapfile -t packages < <(grep -v '^\s*#' scripts/apt-packages.txt | grep -v '^\s*$')
+lists=(scripts/apt-packages.txt)
+# Development-only tools (e.g. ansible, which the fleet's playbook test runs).
+[ "${1:-}" = "--dev" ] && lists+=(scripts/apt-packages-dev.txt)
+mapfile -t packages < <(cat "${lists[@]}" | grep -v '^\s*#' | grep -v '^\s*$')
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
