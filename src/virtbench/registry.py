@@ -47,6 +47,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.labs.storage",
         "virtbench.labs.host",
         "virtbench.labs.kvm",
+        "virtbench.labs.net.crosshost",
         "virtbench.labs.net.router",
         "virtbench.labs.net.vswitch",
         "virtbench.labs.web",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from virtbench.fleet.inventory import FleetHost
@@ -55,7 +56,14 @@ def ssh_problem(host: FleetHost, stderr: str, known_hosts: str | None) -> str:
 
 def probe(target: SSHTarget, host: FleetHost, known_hosts: str | None) -> str | None:
     """None when ``host`` runs a command, else the reason it cannot (see ssh_problem)."""
-    result = target.run(["true"], check=False, timeout=30)
-    if result.returncode == 0:
-        return None
-    return ssh_problem(host, result.stderr, known_hosts)
+    for attempt in (1, 2):  # a second try: a master connection set up under load can stall
+        try:
+            result = target.run(["true"], check=False, timeout=20)
+        except subprocess.TimeoutExpired:
+            if attempt == 2:
+                return f"unreachable: {host.address} port {host.port}: ssh timed out"
+            continue
+        if result.returncode == 0:
+            return None
+        return ssh_problem(host, result.stderr, known_hosts)
+    return None  # not reached: the loop returns

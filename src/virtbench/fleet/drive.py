@@ -21,12 +21,14 @@ from typing import Any
 from virtbench import __version__
 from virtbench.fleet.connect import connect, probe
 from virtbench.fleet.inventory import FleetHost
+from virtbench.labs.net.crosshost import CrossHostLab
 from virtbench.model import VirtbenchError
 from virtbench.runner import ProgressHook, Runner
 from virtbench.runner.engine import spec_digest
 from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
 from virtbench.store import Store
+from virtbench.targets.ssh import SSHTarget
 
 __all__ = ["FleetOutcome", "FleetRunner", "HostOutcome", "fleet_record", "latest_fleet"]
 
@@ -107,6 +109,10 @@ class FleetRunner:
         self.store_location = store_location
         self.exp, self.spec_yaml, self.spec_path = exp, spec_yaml, spec_path
         self.hosts = list(hosts)
+        # roles (lab cross-host): one run, on the client's host, with the server's as its peer
+        self.server: FleetHost | None = None
+        if exp.lab.kind == CrossHostLab.name:
+            self.hosts, self.server = _role_hosts(exp, self.hosts)
         self.known_hosts, self.netns = known_hosts, netns
         self.say: Say = say or (lambda _host, _text: None)
         self.stop = threading.Event()
@@ -176,6 +182,7 @@ class FleetRunner:
     def _drive(self, host: FleetHost, run_id: str, resume: bool) -> HostOutcome:
         store = Store(self.store_location)
         target = connect(host, known_hosts=self.known_hosts, netns=self.netns)
+        peers: list[SSHTarget] = []
         try:
             existing = {r.id: r for r in store.runs()}.get(run_id) if resume else None
             if existing is not None and existing.status == "complete":
@@ -192,6 +199,14 @@ class FleetRunner:
                             progress=_HostProgress(host.name, self.say, self.stop),
                             target=target, host_label=host.name,
                             run_id=None if existing else run_id)
+            if self.server is not None and isinstance(runner.lab, CrossHostLab):
+                peer = connect(self.server, known_hosts=self.known_hosts, netns=self.netns)
+                peers.append(peer)
+                problem = probe(peer, self.server, self.known_hosts)
+                if problem is not None:
+                    return self._failed(store, host, run_id, existing is not None,
+                                        f"server host {self.server.name}: {problem}")
+                runner.lab.connect_peer(peer, self.server.address)
             try:
                 result = runner.run(resume_run_id=run_id if existing else None)
             except KeyboardInterrupt:
@@ -204,6 +219,8 @@ class FleetRunner:
             return HostOutcome(host.name, run_id, result.status, result.stop_reason,
                                result.trials, result.failures)
         finally:
+            for peer in peers:
+                peer.close()
             target.close()
             store.close()
 
@@ -220,6 +237,21 @@ class FleetRunner:
         trials = [t for t in store.trials(run_id)]
         return HostOutcome(host.name, run_id, "failed", reason, len(trials),
                            sum(1 for t in trials if t["status"] != "ok"))
+
+
+def _role_hosts(exp: Experiment, hosts: list[FleetHost]) -> tuple[list[FleetHost], FleetHost]:
+    """([the client's host], the server's host) of a cross-host experiment's roles."""
+    roles = dict(exp.lab.params.get("roles") or {})
+    by_name = {h.name: h for h in hosts}
+    unknown = sorted(name for name in roles.values() if name not in by_name)
+    if unknown or "server" not in roles or "client" not in roles:
+        raise VirtbenchError(f"lab cross-host roles {roles}: "
+                             + (f"not in the inventory: {', '.join(unknown)} (hosts: "
+                                f"{', '.join(by_name)})" if unknown
+                                else "name a server and a client host"))
+    if roles["server"] == roles["client"]:
+        raise VirtbenchError("lab cross-host: server and client must be different hosts")
+    return [by_name[roles["client"]]], by_name[roles["server"]]
 
 
 def host_experiment(exp: Experiment, host: str) -> Experiment:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sshhosts import SshFleet
 
-from virtbench.fleet import FleetRunner, load_inventory
+from virtbench.fleet import FleetHost, FleetRunner, load_inventory, parse_inventory
 from virtbench.fleet.drive import FleetOutcome
 from virtbench.spec import load_experiment
 from virtbench.store import Store
@@ -153,3 +153,23 @@ def test_unknown_host_key_is_refused_with_how_to_add_it(
     assert "ssh-keyscan" in result.stderr
     assert by_host["h2"].status == by_host["h3"].status == "complete"
     assert three_hosts.known_hosts.read_text().count("\n") == 2  # nothing was added
+
+
+def test_ssh_batch_returns_each_commands_output_and_exit_code(three_hosts: SshFleet) -> None:
+    from virtbench.fleet.connect import connect
+
+    host = load_inventory_text(three_hosts)[0]
+    target = connect(host, netns=three_hosts.controller)
+    try:
+        results = target.run_batch([["echo", "one two"], ["sh", "-c", "echo err >&2; exit 3"],
+                                    ["no-such-binary-vb"], ["printf", "no newline"]])
+    finally:
+        target.close()
+    assert [(r.returncode, r.stdout, r.stderr) for r in results[:2]] == [
+        (0, "one two\n", ""), (3, "", "err\n")]
+    assert results[2].returncode == 127
+    assert results[3].stdout == "no newline"
+
+
+def load_inventory_text(fleet: SshFleet) -> list[FleetHost]:
+    return parse_inventory(fleet.inventory_yaml(), "inventory")
