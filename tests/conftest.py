@@ -1,4 +1,9 @@
-"""Shared fixtures: result stores on SQLite and on a real PostgreSQL server."""
+"""Shared fixtures: result stores on SQLite and on a real PostgreSQL server.
+
+Session guards: a skipped lab test fails the session (a skip there hides a failure: a lab
+needs root, its tools, its kernel features, and CI must say when any of them is missing), and
+so does a test that leaves a new file in the repository root (outputs belong in tmp_path).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,71 @@ import pytest
 from virtbench.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
+# Caches made in the root by design (tools; .cache: the lab tests' guest images, gitignored);
+# anything else a test leaves there is a stray output.
+_ROOT_CACHES = {".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache", ".coverage",
+                ".cache"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--allow-lab-skips", action="store_true",
+                     help="do not fail the session when a test marked 'lab' is skipped")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SessionGuards(config), "virtbench-session-guards")
+
+
+class SessionGuards:
+    """Fails an otherwise green session on a skipped lab test or a file left in the repo root."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.allow_lab_skips = bool(config.getoption("allow_lab_skips"))
+        self.lab_skips: list[tuple[str, str]] = []
+        self.root_before = self._root_entries()
+
+    @staticmethod
+    def _root_entries() -> set[str]:
+        return {p.name for p in REPO.iterdir()} - _ROOT_CACHES
+
+    def new_root_files(self) -> list[str]:
+        return sorted(self._root_entries() - self.root_before)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and "lab" in report.keywords:
+            self._lab_skip(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module-level skip happens before its marks exist: tests/lab is lab by location.
+        if report.skipped and report.nodeid.startswith("tests/lab/"):
+            self._lab_skip(report)
+
+    def _lab_skip(self, report: pytest.TestReport | pytest.CollectReport) -> None:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        self.lab_skips.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        failed = bool(self.new_root_files()) or (bool(self.lab_skips)
+                                                 and not self.allow_lab_skips)
+        if failed and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.lab_skips:
+            verdict = " (allowed by --allow-lab-skips)" if self.allow_lab_skips else (
+                ": the session fails")
+            terminalreporter.section(f"{len(self.lab_skips)} lab tests skipped{verdict}",
+                                     red=not self.allow_lab_skips)
+            for nodeid, reason in self.lab_skips:
+                terminalreporter.line(f"SKIPPED {nodeid}: {reason}")
+            if not self.allow_lab_skips:
+                terminalreporter.line("Lab tests must run: as root (or scripts/test.sh as a "
+                                      "user with sudo), with every tool the reasons name.")
+        created = self.new_root_files()
+        if created:
+            terminalreporter.section("tests wrote files into the repository root", red=True)
+            terminalreporter.line(", ".join(created) + ": write outputs under tmp_path instead")
 
 
 @pytest.fixture(scope="session")

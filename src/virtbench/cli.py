@@ -12,21 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
 from virtbench.fleet.cli import hosts_app
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
-from virtbench.runner.engine import ProgressHook
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -68,33 +59,6 @@ def _store(location: str) -> Any:
     from virtbench.store import Store
 
     return Store(location)
-
-
-class _RichProgress(ProgressHook):
-    def __init__(self, quiet: bool) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(),
-                                 console=err, disable=quiet, transient=False)
-        self.task: Any = None
-
-    def start(self, total: int) -> None:
-        self.progress.start()
-        self.task = self.progress.add_task("trials", total=total)
-
-    def set_total(self, total: int) -> None:
-        self.progress.update(self.task, total=total)
-
-    def advance(self, key: Any, ok: bool) -> None:
-        self.progress.update(self.task, advance=1,
-                             description=f"{key.variant} · {key.workload_id}")
-
-    def message(self, text: str) -> None:
-        if not self.progress.disable:
-            self.progress.console.print(text, highlight=False)
-
-    def stop(self) -> None:
-        self.progress.stop()
 
 
 @app.command()
@@ -154,9 +118,11 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
+    from virtbench.cli_progress import RichProgress
+
     noise = NoiseWatch()
     noise.initial = _preflight_gate(noise, strict, quiet)
-    runner = Runner(st, exp, text, str(experiment), progress=_RichProgress(quiet), noise=noise)
+    runner = Runner(st, exp, text, str(experiment), progress=RichProgress(err, quiet), noise=noise)
     try:
         with noise.registered(exp.name):
             outcome = runner.run(resume_run_id=resume)
@@ -220,6 +186,10 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     from virtbench.report import text
 
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
+    if len(run_ids) > 1:
+        from virtbench.cli_decide import warn_if_not_comparable
+
+        warn_if_not_comparable(st, run_ids, err)
     if fmt == "table" and output is None:
         text.render_terminal(analysis, console, details)
         return
@@ -265,22 +235,6 @@ def report(
     if format == "html" and output is None:
         output = Path("report.html")
     _report(runs or ["latest"], _store(store), format, output, baseline, details, compare_by)
-
-
-@app.command()
-def compare(
-    runs: Annotated[list[str], typer.Argument(help="two or more runs (e.g. imported ones)")],
-    store: StoreOpt = DEFAULT_STORE,
-    format: Annotated[str, typer.Option("--format", "-f")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
-    baseline: Annotated[str | None, typer.Option(
-        help="'run-label/variant' to compare against (default: the first run's baseline)")]
-    = None,
-) -> None:
-    """Compare runs from different hosts in one report (the first run's baseline is the base)."""
-    if len(runs) < 2:
-        raise VirtbenchError("compare needs at least two runs")
-    report(runs, store, format, output, baseline, False, None)
 
 
 @app.command("runs")
@@ -473,6 +427,16 @@ def import_cmd(
 
     run_id = import_run(_store(store), file, replace=replace)
     err.print(f"imported run {run_id}")
+
+
+def _register_decide() -> None:
+    from virtbench import cli_decide as decide_cli
+
+    app.command()(decide_cli.compare)
+    app.command()(decide_cli.history)
+
+
+_register_decide()
 
 
 @lab_app.command("clean")

@@ -1,6 +1,8 @@
-"""``python -m virtbench.loadgen CONFIG.json RECORDS.jsonl``: run one load, print its summary.
+"""``python -m virtbench.loadgen CONFIG.json RECORDS.jsonl [--barrier PATH]``: run one load,
+print its summary.
 
-Run as its own process so the runner's threads never hold up a scheduled send.
+Run as its own process so the runner's threads never hold up a scheduled send. ``--barrier``
+is for the processes of one split closed run (loadgen.parallel): start when told.
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ from virtbench.loadgen.records import summarise, write_records
 
 
 def main(argv: list[str]) -> int:
+    barrier = None
+    if len(argv) == 4 and argv[2] == "--barrier":
+        barrier, argv = Path(argv[3]), argv[:2]
     if len(argv) != 2:
-        print("usage: python -m virtbench.loadgen CONFIG.json RECORDS.jsonl", file=sys.stderr)
+        print("usage: python -m virtbench.loadgen CONFIG.json RECORDS.jsonl [--barrier PATH]",
+              file=sys.stderr)
         return 2
     try:
         config = LoadConfig.model_validate_json(Path(argv[0]).read_text())
@@ -40,7 +46,7 @@ def main(argv: list[str]) -> int:
             scheduling = f"normal (SCHED_FIFO refused: {exc.strerror})"
     elif config.scheduling == "fifo":
         scheduling = f"normal (SCHED_FIFO does not apply to engine {config.engine})"
-    result = run_load(config)
+    result = run_load(config, barrier)
     result.meta["scheduling"] = scheduling
     summary = result.summary or summarise(result.records, result.duration_s)
     if result.summary is not None:

@@ -83,6 +83,10 @@ class LoadConfig(BaseModel):
     max_connections: int = Field(
         512, ge=1, description="open model: most connections at once; later arrivals queue "
         "(the queueing time is part of their response time)")
+    processes: int = Field(
+        1, ge=1, le=64, description="closed model, engine python: deal the users to this many "
+        "generator processes started together (one process drives its connections from one "
+        "core; wrk -t2 uses two threads); their records are merged into one run")
     spin_ms: float = Field(
         0.2, ge=0, description="wake up (timerfd) this long before each scheduled send and "
         "busy-poll until it is due: epoll alone sleeps in whole milliseconds, so sends would "
@@ -104,6 +108,14 @@ class LoadConfig(BaseModel):
             if self.think_time_s > 0:
                 raise ValueError("engine: wrk has no think time; set think_time_s: 0 or use "
                                  "the python engine")
+        return self
+
+    @model_validator(mode="after")
+    def _processes_closed_only(self) -> LoadConfig:
+        if self.processes > 1 and (self.model != "closed" or self.engine != "python"):
+            raise ValueError("processes > 1 applies to the closed model of the python engine "
+                             "(the open model keeps one schedule in one process; wrk has "
+                             "wrk_threads)")
         return self
 
     @model_validator(mode="after")

@@ -11,9 +11,11 @@ import asyncio
 import gc
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.http1 import Http1Connection, request_bytes
+from virtbench.loadgen.parallel import announce_and_wait, run_in_processes
 from virtbench.loadgen.precise import new_loop
 from virtbench.loadgen.records import RequestRecord, Summary
 from virtbench.loadgen.schedule import arrival_times, url_stream
@@ -37,21 +39,28 @@ class LoadResult:
     """Set by engines without per-request records (wrk): the run's figures."""
 
 
-def run_load(config: LoadConfig) -> LoadResult:
+def run_load(config: LoadConfig, barrier: Path | None = None) -> LoadResult:
     """Run one load in a fresh event loop (blocking). GC is paused: a collection is a pause.
 
-    With ``engine: wrk`` the load is wrk's; the result has a summary and no records.
+    With ``engine: wrk`` the load is wrk's; the result has a summary and no records. With
+    ``processes`` > 1 the users run in that many processes (loadgen.parallel); ``barrier`` is
+    set in each of those: the closed run then starts at the common instant it is given.
     """
+    if config.processes > 1:
+        records, meta = run_in_processes(config)
+        return LoadResult(records, config.duration_s, meta)
     if config.engine == "wrk":
         summary, meta = run_wrk(config)
         return LoadResult([], summary.samples / summary.achieved_rate
                           if summary.achieved_rate else config.duration_s, meta, summary)
+    start = announce_and_wait(barrier) if barrier is not None else None
     loop = new_loop(config.spin_ms / 1000.0)
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
-        runner = _OpenRun(config, loop) if config.model == "open" else _ClosedRun(config, loop)
+        runner = (_OpenRun(config, loop) if config.model == "open"
+                  else _ClosedRun(config, loop, start))
         return loop.run_until_complete(runner.run())
     finally:
         if was_enabled:
@@ -206,13 +215,16 @@ class _OpenRun(_Base):
 
 
 class _ClosedRun(_Base):
-    def __init__(self, config: LoadConfig, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, config: LoadConfig, loop: asyncio.AbstractEventLoop,
+                 start: float | None = None) -> None:
         super().__init__(config, loop)
         self.records: list[RequestRecord] = []
+        self.start = start
+        """Common time zero (monotonic s) of several processes, or None (own lead time)."""
 
     async def run(self) -> LoadResult:
-        self.t0 = self.loop.time() + _LEAD_S
-        await asyncio.sleep(_LEAD_S)
+        self.t0 = self.start if self.start is not None else self.loop.time() + _LEAD_S
+        await asyncio.sleep(max(0.0, self.t0 - self.loop.time()))
         await asyncio.gather(*(self.user(w) for w in range(self.cfg.users)))
         return LoadResult(self.records, self.cfg.duration_s, self.meta())
 
@@ -221,7 +233,21 @@ class _ClosedRun(_Base):
         stream = url_stream(cfg.seed, worker, len(self.wires), cfg.url_choice, cfg.users)
         waiter: list[asyncio.Future[None]] = []
 
-        def on_done(_conn: Http1Connection, _record: RequestRecord) -> None:
+        def on_done(done_conn: Http1Connection, done: RequestRecord) -> None:
+            # The common case, an answer on a live keep-alive connection with no think time:
+            # send the next request from this callback. Waking the user's coroutine for each
+            # request (a future, a task step) cost a third of the generator's time per request.
+            # A failed request (timeout, bad response) leaves to the coroutine: its connection
+            # is about to be dropped.
+            if (not cfg.think_time_s and not done.error and not done_conn.closed
+                    and done_conn.keep_alive):
+                scheduled = self.clock()
+                if scheduled < cfg.duration_s:
+                    record = RequestRecord(index=len(self.records), worker=worker,
+                                           url=stream.next(), scheduled=scheduled)
+                    self.records.append(record)
+                    done_conn.send(record, self.wires[record.url], cfg.timeout_s)
+                    return
             if waiter and not waiter[0].done():
                 waiter[0].set_result(None)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-__all__ = ["fmt_no_ci", "fmt_num", "fmt_p", "fmt_ratio", "fmt_value"]
+__all__ = ["fmt_no_ci", "fmt_num", "fmt_p", "fmt_ratio", "fmt_value", "json_safe"]
 
 _PREFIXES = [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"),
              (1e-9, "n")]
@@ -55,3 +56,14 @@ def fmt_no_ci(n: int, minimum: float, maximum: float, unit: str) -> str:
         return (f"values {fmt_value(minimum, unit)}, {fmt_value(maximum, unit)}; no CI from "
                 "2 values")
     return "–"
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinity (e.g. an undefined CI for n=1) become null: JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value

@@ -18,6 +18,7 @@ from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
 from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.formatting import json_safe as _json_safe
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
@@ -271,14 +272,3 @@ def render_json(analysis: Analysis) -> str:
         "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
     }
     return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity (e.g. an undefined CI for n=1) become null: JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value

@@ -12,7 +12,7 @@ from virtbench import __version__
 from virtbench.model import VirtbenchError
 from virtbench.store.store import Store
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "export_run", "import_run"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "export_run", "import_run", "read_document"]
 
 FORMAT = "virtbench-results"
 FORMAT_VERSION = 1
@@ -38,19 +38,25 @@ def export_run(store: Store, run_id: str, path: Path) -> int:
     return len(document["tables"]["samples"])
 
 
-def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
+def read_document(path: Path) -> dict[str, Any]:
+    """The parsed export file (gzip or plain JSON), checked for format and version."""
     raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
     try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
         document = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (OSError, EOFError, ValueError) as exc:
         raise VirtbenchError(f"{path}: not a virtbench result file ({exc})") from exc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise VirtbenchError(f"{path}: not a virtbench result file (format field missing)")
     if document.get("version", 0) > FORMAT_VERSION:
         raise VirtbenchError(f"{path}: result format {document['version']} is newer than "
                              f"this virtbench reads ({FORMAT_VERSION}); upgrade virtbench")
+    return document
+
+
+def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
+    document = read_document(path)
     tables: dict[str, list[dict[str, Any]]] = document["tables"]
     (run,) = tables["runs"]
     run_id = str(run["id"])

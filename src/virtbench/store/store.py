@@ -493,6 +493,42 @@ class Store:
         with self.engine.connect() as conn:
             return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in conn.execute(query)}
 
+    def group_moments(self, run_ids: Sequence[str]
+                      ) -> list[tuple[str, str, str, str, int, float, float]]:
+        """(run_id, variant, workload_id, metric, n, sum, sum of squares) of the measured
+        per-trial samples of every group of the given runs: a history of 1,000 runs in one
+        aggregate query per chunk instead of a query per group."""
+        value = s.samples.c.value
+        out: list[tuple[str, str, str, str, int, float, float]] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(run_ids), _IN_CHUNK):
+                query = (
+                    select(s.samples.c.run_id, s.samples.c.variant, s.samples.c.workload_id,
+                           s.samples.c.metric, func.count(value), func.sum(value),
+                           func.sum(value * value))
+                    .where(s.samples.c.run_id.in_(run_ids[start:start + _IN_CHUNK]),
+                           s.samples.c.t.is_(None), value.is_not(None))
+                    .group_by(s.samples.c.run_id, s.samples.c.variant,
+                              s.samples.c.workload_id, s.samples.c.metric))
+                out += [(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), float(r[6]))
+                        for r in conn.execute(query)]
+        return out
+
+    def facts_of_runs(self, run_ids: Sequence[str], phase: str = "before"
+                      ) -> dict[str, dict[str, Any]]:
+        """The first facts snapshot of ``phase`` of each given run (run id -> facts)."""
+        out: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(run_ids), _IN_CHUNK):
+                query = (select(s.facts.c.run_id, s.facts.c.data_json)
+                         .where(s.facts.c.run_id.in_(run_ids[start:start + _IN_CHUNK]),
+                                s.facts.c.phase == phase)
+                         .order_by(s.facts.c.id))
+                for run_id, data in conn.execute(query):
+                    if run_id not in out:
+                        out[run_id] = json.loads(data)
+        return out
+
     def artifacts(self, run_id: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(s.artifacts).where(s.artifacts.c.run_id == run_id)
@@ -511,6 +547,8 @@ class Store:
             conn.execute(insert(s.metadata.tables[table_name]), rows)
 
 
+# Run ids per IN (...) list: well below SQLite's bound-parameter limit.
+_IN_CHUNK = 500
 _INSERT_TRIAL = insert(s.trials)
 _INSERT_SAMPLE = insert(s.samples)
 _TRIAL_COLUMNS = ("run_id", "variant", "workload_id", "repetition", "order_index", "warmup",

@@ -47,6 +47,18 @@ class Target(abc.ABC):
     ) -> ProcResult:
         """Run to completion. ``env`` entries set (str) or unset (None) variables."""
 
+    def run_timed(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> ProcResult:
+        """Run to completion for its time alone: ``duration_s`` from just before the spawn to
+        the exit, as ``hyperfine -N`` measures; stdout is not kept. Default: ``run``."""
+        return self.run(argv, env=env, timeout=timeout, check=check)
+
     @abc.abstractmethod
     def spawn(
         self,

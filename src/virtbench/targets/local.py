@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from virtbench.targets.base import CommandFailed, ProcResult, Target
+from virtbench.targets.timed import spawn_timed
 
 __all__ = ["LocalTarget", "NetnsTarget", "merged_env"]
 
@@ -63,6 +64,16 @@ class LocalTarget(Target):
         if check and proc.returncode != 0:
             raise CommandFailed(result)
         return result
+
+    def run_timed(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> ProcResult:
+        return spawn_timed(self._wrap(argv), merged_env(env), timeout, check)
 
     def spawn(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 
 import pytest
@@ -22,6 +23,14 @@ def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab)
     assert [r.scheduled for r in recs] == pytest.approx([i / 100 for i in range(200)])
     assert all(r.ok for r in recs)
     assert all(r.scheduled <= r.start <= r.first_byte <= r.end for r in recs)
+    # Sent at the intended time: a median lag below 100 ms (ten arrival gaps). Sends here start
+    # tens of µs late (BENCHMARKS.md: web open-model schedule accuracy), so even a heavily
+    # loaded 2-core machine stays far below. Not a precision floor (that is the benchmark's);
+    # it catches a generator that falls behind its schedule. Against this fast cache, waiting
+    # for answers (coordinated omission) would hardly show: tests/unit/web/
+    # test_web_open_model_lag.py checks that against slow answers, where it exceeds the bound.
+    assert statistics.median(r.send_lag_s for r in recs) < 0.1
+    assert all(r.send_lag_s == r.start - r.scheduled for r in recs)
     assert Counter(r.worker for r in recs) == {0: 50, 1: 50, 2: 50, 3: 50}
     assert {r.bytes for r in recs} == {20_000}
     # Twenty pages, two hundred requests: after the first miss of each, hits.

@@ -58,30 +58,56 @@ def test_rfc3550_recurrence() -> None:
 
 
 def test_tiphon_table_boundaries() -> None:
-    assert [tiphon_delay(x) for x in (0.02, 149.9, 150, 300, 301, 450, 451)] == [
+    # Each limit exactly and just past it: an off-by-one comparison (< for ≤) fails here.
+    eps = 1e-9
+    assert [tiphon_delay(x) for x in (0.02, 150 - eps, 150, 300, 300 + eps, 450, 450 + eps)] == [
         4, 4, 3, 3, 2, 2, 1]
-    assert [tiphon_jitter(x) for x in (0, 0.05, 75, 76, 125, 126, 300)] == [4, 3, 3, 2, 2, 1, 1]
-    assert [tiphon_loss(x) for x in (0, 0.0001, 3, 3.1, 15, 16, 30)] == [4, 3, 3, 2, 2, 1, 1]
+    assert [tiphon_jitter(x) for x in (0, eps, 75, 75 + eps, 125, 125 + eps, 300)] == [
+        4, 3, 3, 2, 2, 1, 1]
+    assert [tiphon_loss(x) for x in (0, eps, 3, 3 + eps, 15, 15 + eps, 30)] == [
+        4, 3, 3, 2, 2, 1, 1]
+    assert tiphon_index(0.02, 0.0, 0.0) == 4.0
+    assert tiphon_index(451, 126, 16) == 1.0
+    assert tiphon_index(200, 100, 0) == pytest.approx((3 + 2 + 4) / 3)
     # the study's DPDK figures at 100 Mbit/s background, graded strictly by its own table
     assert tiphon_index(0.0218, 0.0486, 0.0000642) == pytest.approx((4 + 3 + 3) / 3)
 
 
 def test_g114_bands() -> None:
     assert g114_band(10).startswith("0–150")
-    assert g114_band(200).startswith("150–400")
-    assert g114_band(401).startswith("> 400")
+    assert g114_band(150).startswith("0–150")
+    assert g114_band(150 + 1e-9).startswith("150–400")
+    assert g114_band(400).startswith("150–400")
+    assert g114_band(400 + 1e-9).startswith("> 400")
+
+
+def test_mos_from_r_at_known_points() -> None:
+    # 1 + 0.035·R + 7e-6·R·(R − 60)·(100 − R), worked by hand at each R
+    assert mos_from_r(93.2) == pytest.approx(4.409286, abs=1e-6)
+    assert mos_from_r(60) == pytest.approx(3.1)
+    assert mos_from_r(50) == pytest.approx(2.575)
+    assert mos_from_r(80) == pytest.approx(4.024)
+    # the formula meets its clamps: 1 at R = 0 and 4.5 at R = 100 (continuous at both ends)
+    assert mos_from_r(1e-9) == pytest.approx(1.0) and mos_from_r(0) == 1.0
+    assert mos_from_r(100 - 1e-9) == pytest.approx(4.5) and mos_from_r(100) == 4.5
+    assert mos_from_r(-5) == 1.0 and mos_from_r(120) == 4.5
 
 
 def test_emodel() -> None:
     perfect = emodel(0, 0, 0)
     assert perfect.r_factor == pytest.approx(93.2)
-    assert perfect.mos == pytest.approx(mos_from_r(93.2))
-    assert 4.40 < perfect.mos < 4.42
+    assert perfect.mos == pytest.approx(4.409286, abs=1e-6)
     lossy = emodel(0, 0, 1.0)  # Ie_eff = 95 · 1 / (1 + 25.1)
     assert lossy.ie_eff == pytest.approx(95 / 26.1)
+    assert lossy.r_factor == pytest.approx(93.2 - 95 / 26.1)
     late = emodel(200, 0, 0)  # beyond 177.3 ms the second delay term starts
     assert late.id_delay == pytest.approx(0.024 * 200 + 0.11 * (200 - 177.3))
-    assert mos_from_r(-5) == 1.0 and mos_from_r(120) == 4.5
+    edge = emodel(177.3, 0, 0)  # at 177.3 ms exactly, only the first term
+    assert edge.id_delay == pytest.approx(0.024 * 177.3)
+    # jitter counts twice (the jitter buffer): d = 150 + 2·20 = 190 ms
+    buffered = emodel(150, 20, 0)
+    assert buffered.d_ms == pytest.approx(190)
+    assert buffered.r_factor == pytest.approx(93.2 - (0.024 * 190 + 0.11 * (190 - 177.3)))
     with pytest.raises(ValueError, match="loss_pct"):
         emodel(1, 1, -1)
 

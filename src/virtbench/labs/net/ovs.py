@@ -15,11 +15,16 @@ from pathlib import Path
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.daemons import start_recorded
-from virtbench.targets.base import Target
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
 
-__all__ = ["DPDK_VSWITCHD", "OVS_SCHEMA", "DpdkOptions", "OvsDaemons", "dpdk_runtime_dir"]
+__all__ = ["DPDK_VSWITCHD", "OVS_SCHEMA", "DpdkOptions", "OvsDaemons", "OvsStartError",
+           "dpdk_runtime_dir"]
+
+# ovs-vswitchd logs DPDK's EAL errors and the cause of a failed port a few lines before the end.
+LOG_LINES_SHOWN = 20
 
 OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 DPDK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
@@ -27,6 +32,15 @@ DPDK_VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 
 def dpdk_runtime_dir(prefix: str) -> Path:
     return Path("/var/run/dpdk") / prefix
+
+
+class OvsStartError(VirtbenchError):
+    """OVS (or DPDK inside it) failed; the message carries the end of ovs-vswitchd.log."""
+
+    def __init__(self, what: str, log: Path, log_lines: list[str]) -> None:
+        self.log_lines = log_lines
+        shown = "\n".join(f"  {line}" for line in log_lines) if log_lines else "  (no lines)"
+        super().__init__(f"{what}; last lines of {log}:\n{shown}")
 
 
 @dataclass(frozen=True)
@@ -64,10 +78,13 @@ class OvsDaemons:
         self.procs: list[Daemon] = []
 
     def vsctl(self, *args: str, timeout_s: float = 30.0) -> str:
-        return self.target.run(
-            ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={int(timeout_s)}", *args],
-            timeout=timeout_s + 5,
-        ).stdout
+        try:
+            return self.target.run(
+                ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={int(timeout_s)}", *args],
+                timeout=timeout_s + 5,
+            ).stdout
+        except CommandFailed as exc:
+            raise self.error(str(exc)) from exc
 
     def start(self) -> None:
         self.manifest.add("dir", str(self.rundir))
@@ -113,21 +130,22 @@ class OvsDaemons:
         while True:
             for proc in self.procs:
                 if not proc.alive():
-                    raise RuntimeError(f"OVS: {proc.argv[0]} exited ({proc.popen.returncode}) "
-                                       f"before {what}; see {self.log_tail()}")
+                    raise self.error(f"OVS: {proc.argv[0]} exited ({proc.popen.returncode}) "
+                                     f"before {what}")
             if ready():
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"OVS: no {what} after {timeout_s:.0f} s; "
-                                   f"see {self.log_tail()}")
+                raise self.error(f"OVS: no {what} after {timeout_s:.0f} s")
             time.sleep(0.1)
 
-    def log_tail(self) -> str:
+    def error(self, what: str) -> OvsStartError:
+        """``what`` went wrong, with the end of ovs-vswitchd's log (where OVS says why)."""
         log = self.rundir / "ovs-vswitchd.log"
-        if not log.exists():
-            return str(self.rundir)
-        lines = log.read_text(errors="replace").splitlines()[-3:]
-        return f"{log}: " + " | ".join(lines)
+        try:
+            lines = log.read_text(errors="replace").splitlines()[-LOG_LINES_SHOWN:]
+        except OSError:
+            lines = []
+        return OvsStartError(what, log, lines)
 
     def stop(self) -> None:
         for proc in reversed(self.procs):

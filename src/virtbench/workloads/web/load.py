@@ -35,6 +35,9 @@ class WebLoadParams(BaseModel):
     wrk_count_hits: bool = Field(
         False, description="engine wrk: count hits from X-Varnish per response "
         "(hit_ratio_client); costs ~15 % of wrk's top rate")
+    processes: int = Field(1, ge=1, le=64, description="closed model, engine python: users "
+                           "dealt to this many generator processes started together (as wrk's "
+                           "threads); records merged")
     rate_per_s: float = Field(8.0, gt=0, description="open model: requests per second")
     arrival: Literal["constant", "poisson"] = Field(
         "constant", description="open model: constant gaps or Poisson arrivals")
@@ -134,7 +137,7 @@ class WebLoad(Workload):
 def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext) -> LoadConfig:
     return LoadConfig(
         engine=p.engine, wrk_threads=p.wrk_threads, wrk_count_hits=p.wrk_count_hits,
-        model=p.model,
+        model=p.model, processes=p.processes,
         rate_per_s=p.rate_per_s, arrival=p.arrival, users=p.users,
         think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
         url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,

@@ -1,0 +1,180 @@
+"""The `compare` and `history` commands (registered by virtbench.cli): options → decide →
+terminal, JSON or HTML. Exit codes of compare: 0 no regression, 1 regression, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from virtbench.model import VirtbenchError
+
+__all__ = ["compare", "history", "warn_if_not_comparable"]
+
+console = Console()
+err = Console(stderr=True)
+
+StoreOpt = Annotated[str, typer.Option(
+    "--store", "-s", envvar="VIRTBENCH_STORE",
+    help="SQLite file or postgresql://user@host/db URL")]
+
+
+def _opener(location: str) -> Any:
+    """Open the store only when a run is read from it (comparing two files creates nothing)."""
+    opened: list[Any] = []
+
+    def open_store() -> Any:
+        if not opened:
+            from virtbench.store import Store
+
+            if "://" not in location and not Path(location).exists():
+                raise VirtbenchError(f"no result store at {location} (give --store, or compare "
+                                     "exported files)")
+            opened.append(Store(location))
+        return opened[0]
+
+    return open_store
+
+
+def _dumps(document: Any) -> str:
+    from virtbench.report.formatting import json_safe
+
+    return json.dumps(json_safe(document), indent=2, default=str, allow_nan=False) + "\n"
+
+
+def _refuse_strict(diffs: list[Any], what: str) -> None:
+    from virtbench.decide.comparability import strict_differences
+
+    strict = strict_differences(diffs)
+    if strict:
+        raise VirtbenchError(f"--strict: {what} differ in " + "; ".join(
+            f"{d.what} ({d.base} → {d.new})" for d in strict))
+
+
+def _differences_many(store: Any, run_refs: list[str]) -> tuple[str, dict[str, list[Any]]]:
+    from virtbench.decide.comparability import differences_many
+    from virtbench.decide.runs import load_run
+
+    runs = [load_run(ref, lambda: store, with_values=False) for ref in run_refs]
+    return runs[0].id, differences_many(runs)
+
+
+def warn_if_not_comparable(store: Any, run_refs: list[str], out: Console) -> None:
+    """A short warning block when several runs' facts or settings differ (report, compare)."""
+    from virtbench.report.decide_text import render_differences
+
+    if len(run_refs) < 2:
+        return
+    first, by_run = _differences_many(store, run_refs)
+    for run_id, diffs in by_run.items():
+        render_differences(diffs, out, f"warning: run {run_id} is not comparable with {first}")
+
+
+def compare(
+    runs: Annotated[list[str], typer.Argument(
+        help="BASE NEW: two run ids (or prefixes, experiment names) or exported files; "
+             "more than two runs: a side-by-side report")],
+    store: StoreOpt = "virtbench.db",
+    fail_if_worse: Annotated[float | None, typer.Option(
+        "--fail-if-worse", metavar="PCT",
+        help="exit 1 when NEW is worse than BASE by more than PCT % on a selected metric "
+             "(one-sided test, α = 5 %, Holm across the metrics)")] = None,
+    equivalence: Annotated[float, typer.Option(
+        "--equivalence", metavar="PCT", help="equivalence margin ±PCT % (TOST)")] = 2.0,
+    metric: Annotated[list[str] | None, typer.Option(
+        "--metric", "-m", help="compare only this metric (name or workload.metric); repeat")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="verdicts as JSON")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="refuse (exit 2) runs whose workload parameters or CPU model differ")]
+    = False,
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="more than two runs: table | json | csv | markdown | html")]
+    = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    baseline: Annotated[str | None, typer.Option(
+        help="side-by-side report: 'run-label/variant' to compare against")] = None,
+) -> None:
+    """Compare BASE and NEW: better / worse / equivalent / inconclusive per workload · metric,
+    with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report."""
+    if len(runs) < 2:
+        raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
+    if len(runs) > 2 or format != "table" or output is not None or baseline is not None:
+        if fail_if_worse is not None or as_json or metric:
+            raise VirtbenchError("--fail-if-worse, --json and --metric compare exactly two runs "
+                                 "(BASE NEW) and print verdicts, not a report")
+        from virtbench import cli
+
+        if strict:
+            first, by_run = _differences_many(cli._store(store), runs)
+            for run_id, diffs in by_run.items():
+                _refuse_strict(diffs, f"runs {first} and {run_id}")
+        cli.report(runs, store, format, output, baseline, False, None)
+        return
+    from virtbench.decide.compare import compare_runs
+    from virtbench.decide.runs import load_run
+
+    open_store = _opener(store)
+    base, new = (load_run(ref, open_store) for ref in runs)
+    result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
+                          metrics=metric)
+    if strict:
+        _refuse_strict(result.differences, "BASE and NEW")
+    if as_json:
+        sys.stdout.write(_dumps(result.as_dict()))
+    else:
+        from virtbench.report.decide_text import render_comparison
+
+        render_comparison(result, console)
+    if result.regressions:
+        raise typer.Exit(1)
+
+
+def history(
+    experiment: Annotated[str | None, typer.Argument(
+        help="experiment name or a run of it (default: the latest run's experiment)")] = None,
+    store: StoreOpt = "virtbench.db",
+    host: Annotated[str | None, typer.Option(help="runs on this host (name)")] = None,
+    metric: Annotated[list[str] | None, typer.Option(
+        "--metric", "-m", help="only this metric (name or workload.metric); repeat")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    format: Annotated[str, typer.Option("--format", "-f", help="table | html")] = "table",
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    any_spec: Annotated[bool, typer.Option(
+        "--any-spec", help="also runs of other versions of the experiment file")] = False,
+    any_host: Annotated[bool, typer.Option(
+        "--any-host", help="also runs on other hosts or CPUs")] = False,
+) -> None:
+    """Every stored run of one experiment on one host over time, per metric: run means with
+    CIs, a sparkline and change points with their step size."""
+    from virtbench.decide.history import build_history
+
+    if format not in ("table", "html"):
+        raise VirtbenchError("--format must be table or html")
+    result = build_history(_opener(store)(), experiment, host, metrics=metric,
+                           any_spec=any_spec, any_host=any_host)
+    if as_json:
+        rendered = _dumps(result.as_dict())
+    elif format == "html":
+        from virtbench.report.history_html import render_history_html
+
+        rendered = render_history_html(result)
+        output = output or Path("history.html")
+    else:
+        from virtbench.report.decide_text import render_history
+
+        if output is None:
+            render_history(result, console)
+            return
+        file_console = Console(record=True, width=100, file=open("/dev/null", "w"))  # noqa: SIM115
+        render_history(result, file_console)
+        rendered = file_console.export_text()
+    if output is None:
+        sys.stdout.write(rendered)
+    else:
+        output.write_text(rendered)
+        err.print(f"wrote {output}")

@@ -1,0 +1,130 @@
+"""BASE vs NEW: a verdict per shared (variant, workload, metric) and the regression gate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from virtbench.decide.comparability import Difference, differences
+from virtbench.decide.runs import RunData
+from virtbench.model import Metric, VirtbenchError
+from virtbench.stats import holm
+from virtbench.stats.verdict import ALPHA, RatioVerdict, ratio_verdict
+
+__all__ = ["Comparison", "ComparisonRow", "compare_runs", "variant_pairs"]
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    variant: str
+    """the variant's name ('base-name → new-name' when two single-variant runs are paired)"""
+    workload_id: str
+    workload: str
+    metric: Metric
+    result: RatioVerdict
+    p_worse_holm: float = math.nan
+    regression: bool = False
+    """NEW worse than BASE by more than the gate's PCT (Holm-adjusted one-sided p < ALPHA)"""
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {"variant": self.variant, "workload_id": self.workload_id,
+                "workload": self.workload, "metric": self.metric.name, "unit": self.metric.unit,
+                "better": self.metric.better.value, "n_base": r.n_base, "n_new": r.n_new,
+                "mean_base": r.mean_base, "mean_new": r.mean_new, "ratio": r.ratio,
+                "ci_low": r.ci_low, "ci_high": r.ci_high, "verdict": r.verdict,
+                "p_equivalent": r.p_equivalent, "p_worse": r.p_worse,
+                "p_worse_holm": self.p_worse_holm, "regression": self.regression,
+                "more_repetitions_per_side": r.more_repetitions}
+
+
+@dataclass
+class Comparison:
+    base: RunData
+    new: RunData
+    equivalence_pct: float
+    fail_pct: float | None
+    rows: list[ComparisonRow]
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[ComparisonRow]:
+        return [row for row in self.rows if row.regression]
+
+    def as_dict(self) -> dict[str, Any]:
+        def run(r: RunData) -> dict[str, Any]:
+            return {"id": r.id, "experiment": r.experiment, "host": r.host, "source": r.source,
+                    "started_at": r.started_at, "experiment_hash": r.digest}
+
+        return {"base": run(self.base), "new": run(self.new),
+                "equivalence_pct": self.equivalence_pct, "fail_if_worse_pct": self.fail_pct,
+                "alpha": ALPHA, "differences": [d.as_dict() for d in self.differences],
+                "rows": [row.as_dict() for row in self.rows],
+                "regression": bool(self.regressions)}
+
+
+def variant_pairs(base: RunData, new: RunData) -> list[tuple[str, str, str]]:
+    """(label, base variant, new variant): variants of the same name; two single-variant runs
+    are paired whatever their variants are called."""
+    shared = [name for name in base.variants if name in new.variants]
+    if shared:
+        return [(name, name, name) for name in shared]
+    if len(base.variants) == 1 and len(new.variants) == 1:
+        (b,), (n,) = base.variants, new.variants
+        return [(f"{b} → {n}", b, n)]
+    return []
+
+
+def _selected(metric: Metric, workload_id: str, wanted: list[str]) -> bool:
+    return not wanted or metric.name in wanted or f"{workload_id}.{metric.name}" in wanted \
+        or f"{workload_id}:{metric.name}" in wanted
+
+
+def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
+                 fail_pct: float | None = None, metrics: list[str] | None = None) -> Comparison:
+    """Verdicts for every workload · metric (per variant) both runs have, and the gate.
+
+    ``metrics`` selects metrics by name ('throughput_Bps') or 'workload_id.metric'; the gate's
+    Holm correction runs over the selected rows that have a ratio.
+    """
+    if not 0 < equivalence_pct < 100:
+        raise VirtbenchError(f"--equivalence must be in (0, 100) %, got {equivalence_pct}")
+    if fail_pct is not None and fail_pct < 0:
+        raise VirtbenchError(f"--fail-if-worse must be ≥ 0 %, got {fail_pct}")
+    pairs = variant_pairs(base, new)
+    if not pairs:
+        raise VirtbenchError(
+            f"runs {base.id} and {new.id} share no variant (BASE: {', '.join(base.variants)}; "
+            f"NEW: {', '.join(new.variants)})")
+    wanted = list(metrics or [])
+    known = {m.name for m in base.metrics.values()} | {f"{w}.{m}" for w, m in base.metrics}
+    unknown = [m for m in wanted if m not in known and m.replace(":", ".", 1) not in known]
+    if unknown:
+        raise VirtbenchError(f"--metric: BASE has no metric {', '.join(unknown)}; it has "
+                             f"{', '.join(sorted({m.name for m in base.metrics.values()}))}")
+    rows: list[ComparisonRow] = []
+    for (wid, mname), metric in base.metrics.items():
+        if (wid, mname) not in new.metrics or not _selected(metric, wid, wanted):
+            continue
+        if fail_pct is not None and metric.better.value == "higher" and fail_pct >= 100:
+            raise VirtbenchError(f"--fail-if-worse {fail_pct}: {wid} · {mname} is higher-is-"
+                                 "better and cannot fall by 100 % or more")
+        for label, bvar, nvar in pairs:
+            bvals = base.values.get((bvar, wid, mname))
+            nvals = new.values.get((nvar, wid, mname))
+            if bvals is None or nvals is None:
+                continue
+            result = ratio_verdict(bvals, nvals, metric.better, equivalence_pct=equivalence_pct,
+                                   fail_pct=fail_pct or 0.0)
+            rows.append(ComparisonRow(label, wid, base.workloads.get(wid, (wid, {}))[0],
+                                      metric, result))
+    if not rows:
+        raise VirtbenchError(f"runs {base.id} and {new.id} share no measured workload · metric"
+                             + (" among those selected with --metric" if wanted else ""))
+    if fail_pct is not None:
+        adjusted = holm([r.result.p_worse for r in rows])
+        rows = [ComparisonRow(r.variant, r.workload_id, r.workload, r.metric, r.result, p,
+                              not math.isnan(p) and p < ALPHA)
+                for r, p in zip(rows, adjusted, strict=True)]
+    return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new))

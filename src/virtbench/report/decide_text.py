@@ -1,0 +1,193 @@
+"""Terminal rendering of `compare BASE NEW` verdicts and of `history`: compact tables that stay
+readable at 80 columns (identifying columns wrap, never vanish) and sparklines."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from virtbench.report.formatting import fmt_value
+
+if TYPE_CHECKING:  # history pulls in the change-point library: only `history` needs it
+    from virtbench.decide.comparability import Difference
+    from virtbench.decide.compare import Comparison, ComparisonRow
+    from virtbench.decide.history import History
+    from virtbench.decide.runs import RunData
+
+__all__ = ["SPARK_WIDTH", "render_comparison", "render_differences", "render_history",
+           "sparkline"]
+
+SPARK_WIDTH = 12
+"""Most characters of a sparkline; longer histories are averaged into this many buckets."""
+_BARS = "▁▂▃▄▅▆▇█"
+_VERDICT_STYLE = {"better": "green", "worse": "red", "equivalent": "cyan",
+                  "inconclusive": "yellow"}
+
+
+def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
+    """Values as block characters, low to high; more than ``width`` values are averaged in
+    equal-count buckets."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return ""
+    if x.size > width:
+        x = np.array([chunk.mean() for chunk in np.array_split(x, width)])
+    low, high = float(x.min()), float(x.max())
+    if high == low:
+        return _BARS[3] * x.size
+    idx = np.round((x - low) / (high - low) * (len(_BARS) - 1)).astype(int)
+    return "".join(_BARS[i] for i in idx)
+
+
+def _when(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def _run_line(role: str, run: RunData) -> str:
+    where = "" if run.source == "store" else f", file {run.source}"
+    return (f"{role}  {run.id}  {run.experiment} on {run.host or '?'}, "
+            f"{_when(run.started_at)}{where}")
+
+
+def render_differences(diffs: list[Difference], console: Console, title: str) -> None:
+    """A short block naming each differing fact or setting (strict ones marked)."""
+    if not diffs:
+        console.print(f"{title}: none found (facts, experiment file, lab, workloads, variants)",
+                      highlight=False)
+        return
+    console.print(f"[yellow]{title}[/] ({len(diffs)}; * = refused by --strict):",
+                  highlight=False)
+    for d in diffs:
+        mark = "*" if d.strict else " "
+        console.print(f" {mark} {d.what}: {_short(d.base)} → {_short(d.new)}", highlight=False,
+                      soft_wrap=False, overflow="fold")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _num(ratio: float) -> str:
+    """Four decimals near 1 (1.0100 stays distinguishable from 1.0149), else 4 digits."""
+    return f"{ratio:.4f}" if 0.1 <= ratio < 10 else f"{ratio:.4g}"
+
+
+def _ratio(row: ComparisonRow) -> str:
+    r = row.result
+    if math.isnan(r.ratio):
+        return "–"
+    if math.isnan(r.ci_low):
+        return _num(r.ratio)
+    return f"{_num(r.ratio)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
+
+
+def _verdict(row: ComparisonRow) -> str:
+    r = row.result
+    text = {"insufficient": "too few values (n < 2)", "no-ratio": "no ratio (mean ≤ 0)"}.get(
+        r.verdict, r.verdict)
+    if r.verdict == "inconclusive":
+        more = "many" if math.isinf(r.more_repetitions) else f"~{int(r.more_repetitions)}"
+        text += f": {more} more reps/side"
+    style = _VERDICT_STYLE.get(r.verdict)
+    return f"[{style}]{text}[/]" if style else text
+
+
+def render_comparison(comparison: Comparison, console: Console) -> None:
+    """Runs, differences, one row per workload · metric · variant, and the gate's outcome."""
+    console.print(_run_line("BASE", comparison.base), highlight=False, overflow="fold")
+    console.print(_run_line("NEW ", comparison.new), highlight=False, overflow="fold")
+    render_differences(comparison.differences, console, "differences")
+    several = len({row.variant for row in comparison.rows}) > 1
+    gate = comparison.fail_pct is not None
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+                  title=f"NEW/BASE ratio of means, 95 % CI; equivalent = within "
+                        f"±{comparison.equivalence_pct:g} % (TOST); ↓ lower is better, "
+                        "↑ higher", title_justify="left")
+    table.add_column("workload", overflow="fold", min_width=6)
+    table.add_column("metric", overflow="fold", min_width=6)
+    if several:
+        table.add_column("variant", overflow="fold", min_width=6)
+    table.add_column("NEW/BASE [95 % CI]", no_wrap=True)
+    table.add_column("verdict", overflow="fold", min_width=12)
+    if gate:
+        table.add_column("gate", overflow="fold", min_width=4)
+    for row in comparison.rows:
+        arrow = "↓" if row.metric.better.value == "lower" else "↑"
+        cells = [row.workload_id, f"{row.metric.name} {arrow}"]
+        if several:
+            cells.append(row.variant)
+        cells += [_ratio(row), _verdict(row)]
+        if gate:
+            cells.append("[red]FAIL[/]" if row.regression else "ok")
+        table.add_row(*cells)
+    console.print(table)
+    if not several and comparison.rows:
+        console.print(f"variant: {comparison.rows[0].variant}", highlight=False)
+    if gate:
+        bad = comparison.regressions
+        pct = f"{comparison.fail_pct:g} %"
+        if bad:
+            console.print(f"[red]regression[/]: NEW worse than BASE by more than {pct} "
+                          f"(one-sided α = 5 %, Holm over {len(comparison.rows)} metrics) on "
+                          + "; ".join(f"{r.workload_id} · {r.metric.name}"
+                                      + (f" ({r.variant})" if several else "")
+                                      + f", p = {r.p_worse_holm:.2g}" for r in bad),
+                          highlight=False)
+        else:
+            console.print(f"no regression beyond {pct} shown (one-sided α = 5 %, Holm over "
+                          f"{len(comparison.rows)} metrics)", highlight=False)
+
+
+def _relative_ci(mean: float, low: float, high: float) -> str:
+    """The CI as percentages of the mean, e.g. '-0.9/+1.0 %' (log-scale CIs are asymmetric)."""
+    if math.isnan(low) or mean == 0:
+        return "–"
+    return f"{100 * (low / mean - 1):+.1f}/{100 * (high / mean - 1):+.1f} %"
+
+
+def render_history(history: History, console: Console) -> None:
+    """Selection, a table of series (last mean, sparkline, change points), then each change."""
+    scope = (f"experiment file {history.experiment_hash}" if history.experiment_hash
+             else "any experiment file")
+    host = f"host {history.host}" if history.host else "any host"
+    console.print(f"{history.experiment}: {len(history.run_ids)} runs ({scope}, {host})",
+                  highlight=False)
+    for why, count in history.excluded.items():
+        console.print(f"  left out: {count} run(s), {why}", highlight=False)
+    console.print("latest = mean of the latest run; cp = change points, listed below",
+                  highlight=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    table.add_column("workload · metric", overflow="fold", min_width=8)
+    table.add_column("variant", overflow="fold", min_width=8)
+    table.add_column("runs", justify="right")
+    table.add_column("latest", no_wrap=True)
+    table.add_column("95 % CI", no_wrap=True)
+    table.add_column("trend", no_wrap=True)
+    table.add_column("cp", justify="right")
+    for s in history.series:
+        last = s.points[-1] if s.points else None
+        table.add_row(f"{s.workload_id} · {s.metric.name}", s.variant, str(len(s.points)),
+                      fmt_value(last.mean, s.metric.unit) if last else "–",
+                      _relative_ci(last.mean, last.ci_low, last.ci_high) if last else "–",
+                      sparkline([p.mean for p in s.points]), str(len(s.steps)))
+    console.print(table)
+    for s in history.series:
+        for step in s.steps:
+            direction = "higher" if step.ratio > 1 else "lower"
+            verdict = ("better" if (step.ratio > 1) == (s.metric.better.value == "higher")
+                       else "worse")
+            console.print(
+                f"change: {s.workload_id} · {s.metric.name} · {s.variant}: "
+                f"{step.change_pct:+.2f} % [{100 * (step.ci_low - 1):+.2f}, "
+                f"{100 * (step.ci_high - 1):+.2f}] ({direction}, {verdict}; p = "
+                f"{step.p_value:.1g}) between run {step.last_before} and {step.first_after} "
+                f"({step.runs_before} runs before, {step.runs_after} after)",
+                highlight=False, overflow="fold")
