@@ -60,6 +60,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.parsers.varnishstat",
     ),
     "SECTIONS": (
+        "virtbench.report.sections.hosts",
         "virtbench.report.sections.net_qos",
         "virtbench.report.sections.storage",
         "virtbench.report.sections.vnf_scalability",
