@@ -62,6 +62,8 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
         table.add_row(h.host, h.run_id, f"[{colour}]{h.status}[/]", str(h.trials),
                       str(h.failures), h.reason)
     err.print(table)
+    err.print(f"fleet id {outcome.fleet_id} (`virtbench hosts runs {outcome.fleet_id}` lists "
+              "its runs)", highlight=False)
     if any(h.status != "complete" for h in outcome.hosts):
         err.print(f"continue the unfinished hosts with `virtbench run {spec_path} --hosts ... "
                   f"--resume {outcome.fleet_id}`", highlight=False)
@@ -140,3 +142,22 @@ def hosts_playbook(
     else:
         output.write_text(text)
         err.print(f"wrote {output}")
+
+
+@hosts_app.command("runs")
+def hosts_runs(
+    fleet: Annotated[str, typer.Argument(help="a fleet id (printed by run --hosts)")],
+    store: Annotated[str, typer.Option("--store", "-s", envvar="VIRTBENCH_STORE",
+                                       help="SQLite file or postgresql:// URL")]
+    = "virtbench.db",
+) -> None:
+    """Print the run id of every host of a fleet run, one per line (for `virtbench report`)."""
+    from virtbench.fleet.drive import fleet_record
+
+    st = Store(store)
+    try:
+        record = fleet_record(st, fleet)
+    finally:
+        st.close()
+    for name, entry in record["hosts"].items():
+        out.print(f"{entry['run_id']}\t{name}\t{entry['target']}", highlight=False)
