@@ -39,8 +39,8 @@ warmup: 0
 """
 
 
-def one_run(fleet: SshFleet, count: int, workdir: Path) -> tuple[float, float, int]:
-    """(wall s, controller CPU s, trials) of the experiment on the first ``count`` hosts."""
+def one_run(fleet: SshFleet, count: int, workdir: Path) -> tuple[float, float, int, int]:
+    """(wall s, controller CPU s, trials, failed hosts) on the first ``count`` hosts."""
     exp = parse_experiment(EXPERIMENT, "fleet-bench.yaml")
     hosts = parse_inventory(fleet.inventory_yaml(fleet.hosts[:count]), "inventory")
     db = str(workdir / f"run-{count}-{time.monotonic_ns()}.db")
@@ -53,10 +53,10 @@ def one_run(fleet: SshFleet, count: int, workdir: Path) -> tuple[float, float, i
     after = os.times()
     cpu = sum(after[:4]) - sum(before[:4])
     bad = [h for h in outcome.hosts if h.status != "complete"]
-    if bad:
-        raise SystemExit(f"hosts failed: {[(h.host, h.reason) for h in bad]}")
+    for h in bad:  # recorded, not hidden: the table counts them
+        print(f"  {h.host}: {h.status}: {h.reason}", flush=True)
     trials = sum(h.trials for h in outcome.hosts)
-    return wall, cpu, trials
+    return wall, cpu, trials, len(bad)
 
 
 def main() -> None:
@@ -64,12 +64,13 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="vb-bench-fleet."))
     os.environ["XDG_CACHE_HOME"] = str(workdir / "cache")
     fleet = start_fleet(count, prefix="vbflb")
-    rows: list[tuple[int, float, float, int]] = []
+    rows: list[tuple[int, float, float, int, int]] = []
     try:
         for n in (1, count, count, 1):
-            wall, cpu, trials = one_run(fleet, n, workdir)
-            rows.append((n, wall, cpu, trials))
-            print(f"{n} hosts: {wall:.1f} s wall, {cpu:.2f} s CPU, {trials} trials", flush=True)
+            wall, cpu, trials, failed = one_run(fleet, n, workdir)
+            rows.append((n, wall, cpu, trials, failed))
+            print(f"{n} hosts: {wall:.1f} s wall, {cpu:.2f} s CPU, {trials} trials, "
+                  f"{failed} hosts failed", flush=True)
     finally:
         fleet.stop()
     single = [r for r in rows if r[0] == 1]
@@ -84,15 +85,18 @@ def main() -> None:
         f"checks and lab); hosts are network namespaces with their own sshd, reached over "
         f"ssh with ControlMaster; SQLite store; order 1, {count}, {count}, 1 hosts; load "
         f"average at the end: {load:.1f} on {os.cpu_count()} CPUs.\n\n"
-        "| hosts | wall time (s) | controller CPU (s) | trials | controller CPU per trial |\n"
-        "|---:|---:|---:|---:|---:|\n"
-        + "".join(f"| {n} | {w:.1f} | {c:.2f} | {t} | {c / t * 1000:.1f} ms |\n"
-                  for n, w, c, t in rows)
+        "| hosts | wall time (s) | controller CPU (s) | trials | controller CPU per trial "
+        "| hosts failed |\n|---:|---:|---:|---:|---:|---:|\n"
+        + "".join(f"| {n} | {w:.1f} | {c:.2f} | {t} | {c / t * 1000:.1f} ms | {f} |\n"
+                  for n, w, c, t, f in rows)
         + f"\nWall time {count} hosts / 1 host (each {count}-host run against the 1-host run "
         f"next to it): {', '.join(f'{r:.2f}' for r in ratios)}; median {ratio:.2f} "
         f"(floor ≤ 1.5: {'meets' if ratio <= 1.5 else 'MISSES'}).  \n"
         f"Controller CPU per trial: {cpu_single:.1f} ms on 1 host, {cpu_many:.1f} ms on "
-        f"{count} hosts.\n")
+        f"{count} hosts (this process and its ssh clients).  \n"
+        f"The simulated hosts' sshd sessions and commands run on the same {os.cpu_count()} "
+        "cores as the controller (and the machine's other work), so the many-host wall time "
+        "is bounded by this machine's CPU, not by the controller's share of it.\n")
     print(body)
     record("fleet: 50 hosts against one", "sudo .venv/bin/python benchmarks/fleet_hosts.py",
            body)

@@ -160,4 +160,4 @@ def hosts_runs(
     finally:
         st.close()
     for name, entry in record["hosts"].items():
-        out.print(f"{entry['run_id']}\t{name}\t{entry['target']}", highlight=False)
+        sys.stdout.write(f"{entry['run_id']}\t{name}\t{entry['target']}\n")
