@@ -11,6 +11,7 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 lists=(scripts/apt-packages.txt)
+# Development-only tools (e.g. ansible, which the fleet's playbook test runs).
 [ "${1:-}" = "--dev" ] && lists+=(scripts/apt-packages-dev.txt)
 mapfile -t packages < <(cat "${lists[@]}" | grep -v '^\s*#' | grep -v '^\s*$')
 missing=()

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
+from virtbench.fleet.cli import hosts_app
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
 
@@ -58,6 +59,7 @@ app.command("assess")(assess_cmd)
 # `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error of
 # the group is a bug that must surface, not a silently missing command.
 app.add_typer(kvm_app, name="kvm")
+app.add_typer(hosts_app, name="hosts")
 
 
 @app.callback()
@@ -87,6 +89,16 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     strict: Annotated[bool, typer.Option(
         "--strict", help="refuse to start while a noise preflight check fails")] = False,
+    hosts: Annotated[Path | None, typer.Option(
+        "--hosts", help="run on every host of this Ansible-style inventory (YAML or INI) at "
+                        "once; --resume then takes the fleet id")] = None,
+    host: Annotated[list[str] | None, typer.Option(
+        "--host", help="ssh://user@host:port, repeatable (with or without --hosts)")] = None,
+    known_hosts: Annotated[str | None, typer.Option(
+        help="known_hosts file for the fleet's host keys (default: ~/.ssh/known_hosts)")]
+    = None,
+    netns: Annotated[str | None, typer.Option(
+        help="run the fleet's ssh clients inside this network namespace")] = None,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
     from virtbench.preflight import NoiseWatch
@@ -94,6 +106,20 @@ def run(
     from virtbench.spec import load_experiment
 
     exp, text = load_experiment(experiment)
+    if (hosts is not None or host) and not check:
+        from virtbench.fleet.cli import fleet_hosts, run_fleet
+
+        fleet = run_fleet(exp, text, str(experiment), store, fleet_hosts(hosts, host or []),
+                          resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
+        st = _store(store)
+        measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
+        if measured:
+            _report(measured, st, "table", None)
+        if report is not None and measured:
+            _report(measured, st, "html", report)
+        if any(h.status != "complete" for h in fleet.hosts):
+            raise typer.Exit(1)
+        return
     if check:
         problems = check_experiment(exp)
         variants = exp.all_variants()

@@ -49,6 +49,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
         "virtbench.labs.storage",
         "virtbench.labs.host",
         "virtbench.labs.kvm",
+        "virtbench.labs.net.crosshost",
         "virtbench.labs.net.router",
         "virtbench.labs.net.vswitch",
         "virtbench.labs.web",
@@ -62,6 +63,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "SECTIONS": (
         "virtbench.report.sections.capacity",
+        "virtbench.report.sections.hosts",
         "virtbench.report.sections.net_qos",
         "virtbench.report.sections.storage",
         "virtbench.report.sections.vnf_scalability",

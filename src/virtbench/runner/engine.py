@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -104,15 +105,19 @@ def realise_all(workloads: Mapping[str, Workload], variants: Mapping[str, Mappin
     return realisations, problems
 
 
-def check_experiment(exp: Experiment, *, realise: bool = True) -> list[str]:
+def check_experiment(exp: Experiment, *, realise: bool = True,
+                     target: Target | None = None) -> list[str]:
     """Every problem that would stop the run, found before anything runs.
 
     ``realise=False``: the caller (the runner) realises the variants itself, once.
+    ``target``: check there instead of the experiment's own target (a fleet host); not closed.
     """
-    target = make_target(exp.target)
+    own_target = target is None
+    target = target or make_target(exp.target)
     problems = target.check()
     if problems:  # nothing else can be checked on a target that cannot be reached
-        target.close()
+        if own_target:
+            target.close()
         return problems
     try:
         lab = _make_lab(exp, Path("/tmp"), target)
@@ -126,7 +131,8 @@ def check_experiment(exp: Experiment, *, realise: bool = True) -> list[str]:
         if realise:
             problems += realise_all(workloads, {v.name: v.knobs for v in exp.all_variants()})[1]
     finally:
-        target.close()
+        if own_target:
+            target.close()
     return problems
 
 
@@ -136,6 +142,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # a fleet's per-host runner: signals reach the main thread, which stops us
+        return
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -152,13 +162,17 @@ def spec_digest(spec_yaml: str) -> str:
 class Runner:
     def __init__(self, store: Store, exp: Experiment, spec_yaml: str, spec_path: str = "",
                  progress: ProgressHook | None = None, workdir: Path | None = None,
-                 noise: NoiseWatch | None = None) -> None:
+                 noise: NoiseWatch | None = None, target: Target | None = None,
+                 host_label: str | None = None, run_id: str | None = None) -> None:
         self.store = store
         self.exp = exp
         self.spec_yaml = spec_yaml
         self.spec_path = spec_path
         self.progress = progress or ProgressHook()
-        self.target = make_target(exp.target)
+        # A fleet gives each host's runner its own target, label and pre-chosen run id.
+        self.target = target or make_target(exp.target)
+        self.host_label = host_label or socket.gethostname()
+        self.new_run_id = run_id
         self.workloads = _instantiate(exp)
         self.time_limits = time_limits(exp.workloads, self.workloads)
         self.variants = {v.name: v.knobs for v in exp.all_variants()}
@@ -183,7 +197,7 @@ class Runner:
     def check(self) -> None:
         """Everything that would stop the run (tools, target, lab, knobs), before anything runs;
         raises RunFailed listing them. ``run`` calls it unless it was called already."""
-        problems = check_experiment(self.exp, realise=False)
+        problems = check_experiment(self.exp, realise=False, target=self.target)
         self._realisations, unrealisable = realise_all(self.workloads, self.variants)
         problems += unrealisable
         if problems:
@@ -247,8 +261,8 @@ class Runner:
         run_id = self.store.create_run(
             experiment=self.exp.name, description=self.exp.description,
             spec_yaml=self.spec_yaml, spec_path=self.spec_path, seed=self.exp.seed,
-            host=socket.gethostname(), target=self.target.describe(), baseline=self.baseline,
-            version=__version__)
+            host=self.host_label, target=self.target.describe(), baseline=self.baseline,
+            version=__version__, run_id=self.new_run_id)
         self.store.add_variants(run_id, list(self.variants.items()), self.baseline)
         for position, (workload_id, workload) in enumerate(self.workloads.items()):
             self.store.add_workload(run_id, workload_id, workload.name, position,

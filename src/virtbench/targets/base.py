@@ -83,6 +83,17 @@ class Target(abc.ABC):
         """Problems that stop this target from running anything (an unreachable host)."""
         return []
 
+    batches: bool = False
+    """True when ``run_batch`` costs one round trip (SSH) rather than one process per command."""
+
+    def run_batch(self, argvs: Sequence[Sequence[str]], *,
+                  timeout: float | None = None) -> list[ProcResult]:
+        """Run short independent commands, never raising for their exit codes (``check=False``).
+
+        Default: one after the other; a remote target runs them all in one round trip.
+        """
+        return [self.run(argv, timeout=timeout, check=False) for argv in argvs]
+
     def describe(self) -> str:
         return self.name
 

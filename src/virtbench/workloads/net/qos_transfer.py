@@ -115,7 +115,9 @@ class QosTransfer(Workload):
         server_ip = str(service(ctx, "server_ip"))
         port = int(service(ctx, "iperf3_port"))
         client: Target = ctx.target
-        server: Target = NetnsTarget(str(service(ctx, "server_ns")))
+        # The server side: another fleet host (lab cross-host) or a namespace of this one.
+        server: Target = (ctx.services.get("server_target")
+                          or NetnsTarget(str(service(ctx, "server_ns"))))
         tag = f"r{ctx.repetition}"
         bpf = f"tcp and src host {server_ip} and src port {port}"
         captures: list[Capture] = []

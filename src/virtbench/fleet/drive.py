@@ -1,0 +1,265 @@
+"""One experiment on many hosts at once: a runner per host, each in its own thread.
+
+Each host gets its own SSH target (one multiplexed connection), its own store connection, its
+own run (labelled with the host's inventory name), randomised order, facts and lab — exactly the
+single-host runner, so a fleet run is N ordinary runs made at the same time. The runs are tied
+together by a fleet record (saved state ``fleet/<id>``: experiment, host names, run ids; never a
+credential). A host that is unreachable or fails is recorded as a failed run with the reason and
+does not stop the others; ``resume`` continues every unfinished run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from virtbench import __version__
+from virtbench.fleet.connect import connect, probe
+from virtbench.fleet.inventory import FleetHost
+from virtbench.labs.net.crosshost import CrossHostLab
+from virtbench.model import VirtbenchError
+from virtbench.runner import ProgressHook, Runner
+from virtbench.runner.engine import spec_digest
+from virtbench.runner.schedule import TrialKey
+from virtbench.spec.models import Experiment
+from virtbench.store import Store
+from virtbench.targets.ssh import SSHTarget
+
+__all__ = ["FleetOutcome", "FleetRunner", "HostOutcome", "fleet_record", "latest_fleet"]
+
+FLEET_PREFIX = "fleet/"
+Say = Callable[[str, str], None]
+
+
+@dataclass
+class HostOutcome:
+    host: str
+    run_id: str
+    status: str
+    reason: str
+    trials: int = 0
+    failures: int = 0
+
+
+@dataclass
+class FleetOutcome:
+    fleet_id: str
+    hosts: list[HostOutcome] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [h.run_id for h in self.hosts]
+
+
+class _HostProgress(ProgressHook):
+    """Forwards one host's messages; stops its runner (at a trial boundary) on request."""
+
+    def __init__(self, host: str, say: Say, stop: threading.Event) -> None:
+        self.host, self.say, self.stop_event = host, say, stop
+
+    def advance(self, key: TrialKey, ok: bool) -> None:
+        if self.stop_event.is_set():
+            raise KeyboardInterrupt("fleet interrupted")
+
+    def message(self, text: str) -> None:
+        self.say(self.host, text)
+
+
+def fleet_record(store: Store, fleet_id: str) -> dict[str, Any]:
+    record = store.load_state(FLEET_PREFIX + fleet_id)
+    if record is None:
+        known = [k.removeprefix(FLEET_PREFIX) for k in store.state_keys(FLEET_PREFIX)]
+        raise VirtbenchError(f"no fleet run {fleet_id!r} in the store"
+                             + (f"; known: {', '.join(known)}" if known else ""))
+    return dict(record)
+
+
+def latest_fleet(store: Store, experiment: str) -> str:
+    """The most recent fleet run of ``experiment`` that has an unfinished host."""
+    records = [(k.removeprefix(FLEET_PREFIX), store.load_state(k))
+               for k in store.state_keys(FLEET_PREFIX)]
+    mine = sorted(((r["started_at"], fid) for fid, r in records
+                   if r and r["experiment"] == experiment), reverse=True)
+    finished = {r.id for r in store.runs() if r.status == "complete"}
+    for _, fid in mine:
+        record = dict(store.load_state(FLEET_PREFIX + fid) or {})
+        if any(h["run_id"] not in finished for h in record["hosts"].values()):
+            return fid
+    raise VirtbenchError(f"no unfinished fleet run of {experiment} in the store")
+
+
+class FleetRunner:
+    """Runs ``exp`` on ``hosts`` concurrently; ``store_location`` is opened once per host."""
+
+    def __init__(self, store_location: str, exp: Experiment, spec_yaml: str, spec_path: str,
+                 hosts: Sequence[FleetHost], *, known_hosts: str | None = None,
+                 netns: str | None = None, say: Say | None = None) -> None:
+        if not hosts:
+            raise VirtbenchError("a fleet run needs at least one host")
+        names = [h.name for h in hosts]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise VirtbenchError(f"host names must be distinct: {', '.join(duplicates)}")
+        self.store_location = store_location
+        self.exp, self.spec_yaml, self.spec_path = exp, spec_yaml, spec_path
+        self.hosts = list(hosts)
+        # roles (lab cross-host): one run, on the client's host, with the server's as its peer
+        self.server: FleetHost | None = None
+        if exp.lab.kind == CrossHostLab.name:
+            self.hosts, self.server = _role_hosts(exp, self.hosts)
+        self.known_hosts, self.netns = known_hosts, netns
+        self.say: Say = say or (lambda _host, _text: None)
+        self.stop = threading.Event()
+
+    def run(self, resume_fleet_id: str | None = None) -> FleetOutcome:
+        store = Store(self.store_location)
+        try:
+            fleet_id, runs = self._open(store, resume_fleet_id)
+        finally:
+            store.close()
+        outcome = FleetOutcome(fleet_id)
+        results: dict[str, HostOutcome] = {}
+        threads = [threading.Thread(target=self._host_thread,
+                                    args=(host, runs[host.name], resume_fleet_id is not None,
+                                          results),
+                                    name=f"fleet-{host.name}", daemon=True)
+                   for host in self.hosts]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            self.stop.set()  # each runner stops after its current trial and cleans up
+            for thread in threads:
+                thread.join()
+            raise
+        outcome.wall_s = time.monotonic() - started
+        outcome.hosts = [results[h.name] for h in self.hosts]
+        return outcome
+
+    # ---- internals -------------------------------------------------------------------------
+    def _open(self, store: Store, resume: str | None) -> tuple[str, dict[str, str]]:
+        if resume is None:
+            fleet_id = uuid.uuid4().hex[:12]
+            runs = {h.name: uuid.uuid4().hex[:12] for h in self.hosts}
+            store.save_state(FLEET_PREFIX + fleet_id, {
+                "experiment": self.exp.name, "spec_digest": spec_digest(self.spec_yaml),
+                "started_at": time.time(), "virtbench_version": __version__,
+                # where each host was reached, for the reader; never a key or a password
+                "hosts": {h.name: {"run_id": runs[h.name], "target": h.describe()}
+                          for h in self.hosts}})
+            return fleet_id, runs
+        record = fleet_record(store, resume)
+        if record["spec_digest"] != spec_digest(self.spec_yaml):
+            raise VirtbenchError(f"fleet run {resume} was started from a different experiment "
+                                 "file; resume needs the same file")
+        missing = sorted(set(record["hosts"]) - {h.name for h in self.hosts})
+        extra = sorted({h.name for h in self.hosts} - set(record["hosts"]))
+        if missing or extra:
+            raise VirtbenchError(
+                f"fleet run {resume} ran on other hosts than the inventory given"
+                + (f"; missing: {', '.join(missing)}" if missing else "")
+                + (f"; not in that run: {', '.join(extra)}" if extra else ""))
+        return resume, {name: h["run_id"] for name, h in record["hosts"].items()}
+
+    def _host_thread(self, host: FleetHost, run_id: str, resume: bool,
+                     results: dict[str, HostOutcome]) -> None:
+        try:
+            results[host.name] = self._drive(host, run_id, resume)
+        except BaseException as exc:  # never lose a host's outcome, whatever happened
+            results[host.name] = HostOutcome(host.name, run_id, "failed",
+                                             f"{type(exc).__name__}: {exc}")
+
+    def _drive(self, host: FleetHost, run_id: str, resume: bool) -> HostOutcome:
+        store = Store(self.store_location)
+        target = connect(host, known_hosts=self.known_hosts, netns=self.netns)
+        peers: list[SSHTarget] = []
+        try:
+            existing = {r.id: r for r in store.runs()}.get(run_id) if resume else None
+            if existing is not None and existing.status == "complete":
+                return HostOutcome(host.name, run_id, "complete", "already complete")
+            if existing is not None and not store.workloads(run_id):
+                store.delete_run(run_id)  # a placeholder of a host that never started
+                existing = None
+            problem = probe(target, host, self.known_hosts)
+            if problem is not None:
+                self.say(host.name, problem)
+                return self._failed(store, host, run_id, existing is not None, problem)
+            runner = Runner(store, host_experiment(self.exp, host.name), self.spec_yaml,
+                            self.spec_path,
+                            progress=_HostProgress(host.name, self.say, self.stop),
+                            target=target, host_label=host.name,
+                            run_id=None if existing else run_id)
+            if self.server is not None and isinstance(runner.lab, CrossHostLab):
+                peer = connect(self.server, known_hosts=self.known_hosts, netns=self.netns)
+                peers.append(peer)
+                problem = probe(peer, self.server, self.known_hosts)
+                if problem is not None:
+                    return self._failed(store, host, run_id, existing is not None,
+                                        f"server host {self.server.name}: {problem}")
+                runner.lab.connect_peer(peer, self.server.address)
+            try:
+                result = runner.run(resume_run_id=run_id if existing else None)
+            except KeyboardInterrupt:
+                return HostOutcome(host.name, run_id, "interrupted", "interrupted")
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}" if not isinstance(
+                    exc, VirtbenchError) else str(exc)
+                self.say(host.name, f"failed: {reason}")
+                return self._failed(store, host, run_id, _exists(store, run_id), reason)
+            return HostOutcome(host.name, run_id, result.status, result.stop_reason,
+                               result.trials, result.failures)
+        finally:
+            for peer in peers:
+                peer.close()
+            target.close()
+            store.close()
+
+    def _failed(self, store: Store, host: FleetHost, run_id: str, exists: bool,
+                reason: str) -> HostOutcome:
+        """Record a host's failure in the store (a run with no trials if it never started)."""
+        if not exists:
+            store.create_run(experiment=self.exp.name, description=self.exp.description,
+                             spec_yaml=self.spec_yaml, spec_path=self.spec_path,
+                             seed=self.exp.seed, host=host.name, target=host.describe(),
+                             baseline=self.exp.baseline_name, version=__version__,
+                             run_id=run_id)
+        store.set_run_status(run_id, "failed", reason)
+        trials = [t for t in store.trials(run_id)]
+        return HostOutcome(host.name, run_id, "failed", reason, len(trials),
+                           sum(1 for t in trials if t["status"] != "ok"))
+
+
+def _role_hosts(exp: Experiment, hosts: list[FleetHost]) -> tuple[list[FleetHost], FleetHost]:
+    """([the client's host], the server's host) of a cross-host experiment's roles."""
+    roles = dict(exp.lab.params.get("roles") or {})
+    by_name = {h.name: h for h in hosts}
+    unknown = sorted(name for name in roles.values() if name not in by_name)
+    if unknown or "server" not in roles or "client" not in roles:
+        raise VirtbenchError(f"lab cross-host roles {roles}: "
+                             + (f"not in the inventory: {', '.join(unknown)} (hosts: "
+                                f"{', '.join(by_name)})" if unknown
+                                else "name a server and a client host"))
+    if roles["server"] == roles["client"]:
+        raise VirtbenchError("lab cross-host: server and client must be different hosts")
+    return [by_name[roles["client"]]], by_name[roles["server"]]
+
+
+def host_experiment(exp: Experiment, host: str) -> Experiment:
+    """``exp`` with a seed of the host's own (from the experiment's seed and the host's name):
+    each host gets its own randomised order, reproducible from the file and the inventory."""
+    digest = hashlib.sha256(f"{exp.seed}:{host}".encode()).hexdigest()
+    return exp.model_copy(update={"seed": int(digest[:7], 16)})
+
+
+def _exists(store: Store, run_id: str) -> bool:
+    return any(r.id == run_id for r in store.runs())

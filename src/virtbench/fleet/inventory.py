@@ -1,0 +1,305 @@
+"""Hosts from an Ansible-style inventory (YAML or INI) or ``ssh://user@host:port`` URLs.
+
+Read: hosts, groups (``children``), group and host variables, numeric ranges (``web[01:03]``),
+and the connection variables ``ansible_host``, ``ansible_port``, ``ansible_user``,
+``ansible_ssh_private_key_file``, plus ``virtbench_known_hosts`` (a known_hosts file for these
+hosts). Variables apply from the outermost group to the innermost, host variables last, as in
+Ansible. Passwords are not read: virtbench logs in with keys only and stores no credential.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import MarkedYAMLError
+
+from virtbench.model import VirtbenchError
+
+__all__ = ["FleetHost", "InventoryError", "host_from_url", "load_inventory", "parse_inventory"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_RANGE = re.compile(r"\[(\d+):(\d+)\]")
+_SECRET_VARS = ("ansible_password", "ansible_ssh_pass", "ansible_become_password",
+                "ansible_become_pass")
+
+
+class InventoryError(VirtbenchError):
+    """An inventory is invalid; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class FleetHost:
+    """One machine of the fleet and how to reach it (no credential: key files by path)."""
+
+    name: str
+    address: str
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    groups: tuple[str, ...] = ()
+    variables: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"ssh://{self.user + '@' if self.user else ''}{self.address}:{self.port}"
+
+
+def host_from_url(url: str) -> FleetHost:
+    """``ssh://[user@]host[:port]`` (the ``--host`` option); the name is the host part."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh" or not parts.hostname:
+        raise InventoryError(f"--host {url!r}: expected ssh://[user@]host[:port]")
+    if parts.password:
+        raise InventoryError(f"--host {url!r}: no passwords in URLs; virtbench logs in with "
+                             "keys (ssh-agent or an inventory's ansible_ssh_private_key_file)")
+    try:
+        port = parts.port or 22
+    except ValueError as exc:
+        raise InventoryError(f"--host {url!r}: {exc}") from exc
+    name = parts.hostname if port == 22 else f"{parts.hostname}:{port}"
+    return FleetHost(name=name, address=parts.hostname, port=port, user=parts.username)
+
+
+def expand_pattern(pattern: str) -> list[str]:
+    """``web[01:03]`` → web01, web02, web03 (zero padding kept); other names unchanged."""
+    match = _RANGE.search(pattern)
+    if match is None:
+        return [pattern]
+    low, high = match.group(1), match.group(2)
+    width = len(low) if low.startswith("0") else 0
+    names = []
+    for number in range(int(low), int(high) + 1):
+        names += expand_pattern(pattern[:match.start()] + str(number).zfill(width)
+                                + pattern[match.end():])
+    return names
+
+
+@dataclass
+class _Group:
+    name: str
+    variables: dict[str, str] = field(default_factory=dict)
+    hosts: dict[str, dict[str, str]] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)  # host -> line, for errors
+
+
+def load_inventory(path: Path) -> list[FleetHost]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InventoryError(f"cannot read inventory {path}: {exc.strerror}") from exc
+    return parse_inventory(text, str(path))
+
+
+def parse_inventory(text: str, source: str = "<inventory>") -> list[FleetHost]:
+    """Every host of the inventory, in order of first appearance."""
+    stripped = [ln.strip() for ln in text.splitlines()]
+    first = next((ln for ln in stripped if ln and not ln.startswith(("#", ";"))), "")
+    groups = (_parse_ini(text, source) if first.startswith("[") or "=" in first
+              or (first and ":" not in first) else _parse_yaml(text, source))
+    hosts = _resolve(groups, source)
+    if not hosts:
+        raise InventoryError(f"{source}: the inventory lists no hosts")
+    return hosts
+
+
+# ---- YAML ------------------------------------------------------------------------------------
+def _parse_yaml(text: str, source: str) -> dict[str, _Group]:
+    try:
+        tree = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else "?"
+        raise InventoryError(f"{source}:{line}: not valid YAML: {exc.problem}") from exc
+    if not isinstance(tree, CommentedMap):
+        raise InventoryError(f"{source}: an inventory maps group names to groups "
+                             "(e.g. all: {hosts: {...}})")
+    groups: dict[str, _Group] = {}
+    for name in tree:
+        _yaml_group(str(name), tree[name], tree.lc.key(name)[0] + 1, groups, source)
+    return groups
+
+
+def _yaml_group(name: str, node: Any, line: int, groups: dict[str, _Group],
+                source: str) -> None:
+    group = groups.setdefault(name, _Group(name))
+    if node is None:
+        return
+    if not isinstance(node, CommentedMap):
+        raise InventoryError(f"{source}:{line}: group {name!r} must be a mapping with hosts, "
+                             "vars or children")
+    for key in node:
+        key_line = node.lc.key(key)[0] + 1
+        if key not in ("hosts", "vars", "children"):
+            raise InventoryError(f"{source}:{key_line}: group {name!r}: unknown key {key!r} "
+                                 "(expected hosts, vars or children)")
+        value = node[key]
+        if value is None:
+            continue
+        if not isinstance(value, CommentedMap):
+            raise InventoryError(f"{source}:{key_line}: {name}.{key} must be a mapping")
+        if key == "vars":
+            group.variables.update(_variables(value, source, key_line, f"{name}.vars"))
+        elif key == "hosts":
+            for pattern in value:
+                host_line = value.lc.key(pattern)[0] + 1
+                variables = _variables(value[pattern] or {}, source, host_line, str(pattern))
+                for host in expand_pattern(str(pattern)):
+                    _check_name(host, source, host_line)
+                    group.hosts.setdefault(host, {}).update(variables)
+                    group.lines[host] = host_line
+        else:
+            for child in value:
+                group.children.append(str(child))
+                _yaml_group(str(child), value[child], value.lc.key(child)[0] + 1, groups, source)
+
+
+def _variables(node: Any, source: str, line: int, where: str) -> dict[str, str]:
+    if not isinstance(node, Mapping):
+        raise InventoryError(f"{source}:{line}: {where}: variables must be a mapping")
+    return {str(k): "" if v is None else str(v) for k, v in node.items()}
+
+
+# ---- INI -------------------------------------------------------------------------------------
+def _parse_ini(text: str, source: str) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {"all": _Group("all"), "ungrouped": _Group("ungrouped")}
+    groups["all"].children.append("ungrouped")
+    section, kind = "ungrouped", "hosts"
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise InventoryError(f"{source}:{number}: unclosed section header {line!r}")
+            header = line[1:-1].strip()
+            section, _, kind = header.partition(":")
+            kind = kind or "hosts"
+            if kind not in ("hosts", "vars", "children"):
+                raise InventoryError(f"{source}:{number}: [{header}]: expected [group], "
+                                     "[group:vars] or [group:children]")
+            group = groups.setdefault(section, _Group(section))
+            if section != "all" and section not in groups["all"].children:
+                groups["all"].children.append(section)
+            continue
+        group = groups[section]
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise InventoryError(f"{source}:{number}: {exc}") from exc
+        if kind == "children":
+            group.children.append(words[0])
+            groups.setdefault(words[0], _Group(words[0]))
+        elif kind == "vars":
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise InventoryError(f"{source}:{number}: [{section}:vars] expects key=value")
+            group.variables[key.strip()] = value.strip().strip("'\"")
+        else:
+            variables = {}
+            for word in words[1:]:
+                key, sep, value = word.partition("=")
+                if not sep:
+                    raise InventoryError(f"{source}:{number}: host {words[0]!r}: expected "
+                                         f"key=value, got {word!r}")
+                variables[key] = value
+            for host in expand_pattern(words[0]):
+                _check_name(host, source, number)
+                group.hosts.setdefault(host, {}).update(variables)
+                group.lines[host] = number
+    return groups
+
+
+# ---- resolving variables -----------------------------------------------------------------------
+def _check_name(host: str, source: str, line: int) -> None:
+    if not _NAME.match(host):
+        raise InventoryError(f"{source}:{line}: {host!r} is not a host name")
+
+
+def _ancestry(groups: Mapping[str, _Group]) -> dict[str, list[str]]:
+    """Each group's chain of parents, outermost first (the order variables apply in)."""
+    parents: dict[str, list[str]] = {name: [] for name in groups}
+    for name, group in groups.items():
+        for child in group.children:
+            parents.setdefault(child, []).append(name)
+
+    def chain(name: str, seen: tuple[str, ...]) -> list[str]:
+        order: list[str] = []
+        for parent in parents.get(name, []):
+            if parent not in seen:
+                order += [g for g in chain(parent, (*seen, name)) if g not in order]
+        return [*order, name]
+
+    return {name: chain(name, ()) for name in groups}
+
+
+def _resolve(groups: Mapping[str, _Group], source: str) -> list[FleetHost]:
+    ancestry = _ancestry(groups)
+    order: list[str] = []
+    member_of: dict[str, list[str]] = {}
+    host_vars: dict[str, dict[str, str]] = {}
+    lines: dict[str, int] = {}
+    for name, group in groups.items():
+        for host, variables in group.hosts.items():
+            if host not in order:
+                order.append(host)
+            member_of.setdefault(host, [])
+            for g in ancestry[name]:
+                if g not in member_of[host]:
+                    member_of[host].append(g)
+            host_vars.setdefault(host, {}).update(variables)
+            lines.setdefault(host, group.lines[host])
+    hosts = []
+    for host in order:
+        merged: dict[str, str] = {}
+        for g in member_of[host]:
+            merged.update(groups[g].variables if g in groups else {})
+        merged.update(host_vars[host])
+        hosts.append(_host(host, merged, tuple(g for g in member_of[host] if g != "all"),
+                           source, lines[host]))
+    return hosts
+
+
+def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source: str,
+          line: int) -> FleetHost:
+    secrets = [k for k in _SECRET_VARS if k in variables]
+    if secrets:
+        raise InventoryError(f"{source}:{line}: host {name}: {', '.join(secrets)} is not "
+                             "supported: virtbench logs in with keys only and never stores a "
+                             "password (use ssh-agent or ansible_ssh_private_key_file)")
+    port_text = variables.get("ansible_port", variables.get("ansible_ssh_port", "22"))
+    try:
+        port = int(port_text)
+        if not 0 < port < 65536:
+            raise ValueError
+    except ValueError:
+        raise InventoryError(f"{source}:{line}: host {name}: ansible_port {port_text!r} is "
+                             "not a port number (1-65535)") from None
+    key_file = variables.get("ansible_ssh_private_key_file") or None
+    return FleetHost(
+        name=name,
+        address=variables.get("ansible_host") or variables.get("ansible_ssh_host") or name,
+        port=port,
+        user=variables.get("ansible_user") or variables.get("ansible_ssh_user") or None,
+        key_file=str(Path(key_file).expanduser()) if key_file else None,
+        known_hosts=variables.get("virtbench_known_hosts") or None,
+        groups=groups,
+        variables={k: v for k, v in variables.items() if not k.startswith("ansible_")},
+    )
+
+
+def select_hosts(hosts: Iterable[FleetHost], names: Iterable[str]) -> list[FleetHost]:
+    """The hosts named (or members of the groups named), in inventory order."""
+    wanted = set(names)
+    chosen = [h for h in hosts if h.name in wanted or wanted & set(h.groups)]
+    if not chosen:
+        raise InventoryError(f"no host or group named {', '.join(sorted(wanted))}")
+    return chosen

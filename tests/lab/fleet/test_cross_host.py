@@ -1,0 +1,57 @@
+"""net.qos-transfer between two real SSH hosts (roles: server and client) over their network."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from sshhosts import SshFleet
+
+from virtbench.store import Store
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[3]
+VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")
+# capture and probe off: their files are written on the client host and read by the controller,
+# which only works where both share a filesystem (here they do; across machines they do not).
+EXPERIMENT = """\
+name: cross-host-transfer
+lab: {kind: cross-host, params: {roles: {server: h2, client: h1}}}
+baseline: base
+variants: [{name: base, knobs: {}}]
+workloads:
+  - {name: net.qos-transfer, params: {duration_s: 1, capture: false, probe: false}}
+repetitions: 2
+warmup: 0
+"""
+
+
+def test_qos_transfer_runs_from_client_host_to_server_host(
+        tmp_path: Path, three_hosts: SshFleet) -> None:
+    experiment, inventory = tmp_path / "exp.yaml", tmp_path / "inventory.yaml"
+    experiment.write_text(EXPERIMENT)
+    inventory.write_text(three_hosts.inventory_yaml())
+    db = tmp_path / "fleet.db"
+    result = subprocess.run(
+        [VIRTBENCH, "run", str(experiment), "--hosts", str(inventory), "--store", str(db),
+         "--netns", three_hosts.controller], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    store = Store(str(db))
+    (run,) = store.runs()  # one run: the client's, with the server as its peer
+    assert run.host == "h1" and run.status == "complete"
+    throughput = [s.value for s in store.samples(run.id) if s.metric == "throughput_mbps"]
+    assert len(throughput) == 2 and all(v and v > 10 for v in throughput)
+    h1, h2 = three_hosts.hosts[0].address, three_hosts.hosts[1].address
+    for artifact in store.artifacts(run.id):
+        start = json.loads(artifact["content"])["start"]["connected"][0]
+        assert (start["local_host"], start["remote_host"]) == (h1, h2)
+    (realisation,) = store.realisations(run.id)
+    assert "h2" in realisation["settings"]["lab.server"]
+    assert "eth0" in realisation["settings"]["lab.client"]
+    # the servers on h2 were stopped with the run
+    listening = subprocess.run(["ip", "netns", "exec", three_hosts.hosts[1].namespace, "ss",
+                                "-Htlnu"], capture_output=True, text=True).stdout
+    assert ":5201" not in listening and ":2112" not in listening

@@ -1,0 +1,102 @@
+"""Ansible-style inventories (YAML and INI) and ssh:// URLs become fleet hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from virtbench.fleet.inventory import (
+    InventoryError,
+    expand_pattern,
+    host_from_url,
+    parse_inventory,
+    select_hosts,
+)
+
+YAML_INVENTORY = """\
+all:
+  vars:
+    ansible_user: bench
+  hosts:
+    lone: {ansible_host: 192.0.2.9}
+  children:
+    kvm:
+      vars: {ansible_port: 2222, ansible_ssh_private_key_file: ~/.ssh/kvm}
+      hosts:
+        kvm[1:2]:
+        kvm3: {ansible_host: 192.0.2.3, ansible_user: root}
+    xen:
+      hosts:
+        xen1:
+"""
+
+INI_INVENTORY = """\
+# a comment
+lone ansible_host=192.0.2.9
+
+[kvm]
+kvm[01:02] ansible_port=2200
+kvm3 ansible_host=192.0.2.3 ansible_user=root
+
+[kvm:vars]
+ansible_port=2222
+ansible_ssh_private_key_file=/keys/kvm
+
+[hypervisors:children]
+kvm
+
+[all:vars]
+ansible_user=bench
+"""
+
+
+def test_yaml_inventory_hosts_groups_and_variables() -> None:
+    hosts = {h.name: h for h in parse_inventory(YAML_INVENTORY, "inv.yaml")}
+    assert list(hosts) == ["lone", "kvm1", "kvm2", "kvm3", "xen1"]
+    assert hosts["lone"].address == "192.0.2.9" and hosts["lone"].port == 22
+    assert hosts["lone"].user == "bench"
+    assert hosts["kvm1"].address == "kvm1" and hosts["kvm1"].port == 2222
+    assert hosts["kvm1"].key_file is not None and hosts["kvm1"].key_file.endswith("/.ssh/kvm")
+    assert hosts["kvm3"].user == "root"  # host variables win over group variables
+    assert hosts["kvm3"].groups == ("kvm",)
+    assert hosts["xen1"].port == 22
+
+
+def test_ini_inventory_hosts_groups_children_and_vars() -> None:
+    hosts = {h.name: h for h in parse_inventory(INI_INVENTORY, "inv.ini")}
+    assert list(hosts) == ["lone", "kvm01", "kvm02", "kvm3"]
+    assert hosts["kvm01"].port == 2200  # the host line wins over [kvm:vars]
+    assert hosts["kvm3"].port == 2222 and hosts["kvm3"].key_file == "/keys/kvm"
+    assert hosts["kvm3"].user == "root" and hosts["lone"].user == "bench"
+    assert set(hosts["kvm3"].groups) == {"hypervisors", "kvm"}
+    assert [h.name for h in select_hosts(hosts.values(), ["hypervisors"])] == [
+        "kvm01", "kvm02", "kvm3"]
+
+
+def test_numeric_ranges_keep_zero_padding() -> None:
+    assert expand_pattern("web[08:10].lab") == ["web08.lab", "web09.lab", "web10.lab"]
+    assert expand_pattern("plain") == ["plain"]
+
+
+def test_ssh_urls() -> None:
+    host = host_from_url("ssh://root@10.0.0.2:2222")
+    assert (host.name, host.address, host.port, host.user) == ("10.0.0.2:2222", "10.0.0.2",
+                                                               2222, "root")
+    assert host_from_url("ssh://h").port == 22
+    with pytest.raises(InventoryError, match="expected ssh://"):
+        host_from_url("http://h")
+    with pytest.raises(InventoryError, match="no passwords"):
+        host_from_url("ssh://root:secret@h")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("all:\n  hosts:\n    h1: {ansible_port: http}\n", r"inv:3: host h1: ansible_port 'http'"),
+    ("all:\n  hostz:\n    h1:\n", r"inv:2: group 'all': unknown key 'hostz'"),
+    ("all:\n  hosts:\n    h1: {ansible_password: x}\n", r"inv:3: .*never stores a password"),
+    ("[web]\nh1 ansible_port\n", r"inv:2: host 'h1': expected key=value"),
+    ("[web:bogus]\nh1\n", r"inv:1: \[web:bogus\]"),
+    ("all:\n  hosts: {}\n", r"inv: the inventory lists no hosts"),
+    ("all: [\n", r"inv:\d+: not valid YAML"),
+])
+def test_bad_inventories_name_the_line(text: str, message: str) -> None:
+    with pytest.raises(InventoryError, match=message):
+        parse_inventory(text, "inv")
