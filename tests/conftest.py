@@ -20,10 +20,11 @@ import pytest
 from virtbench.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
-# Caches made in the root by design (tools; .cache: the lab tests' guest images, gitignored);
-# anything else a test leaves there is a stray output.
+# Caches made in the root by design (tools; .cache: the lab tests' guest images; .hypothesis:
+# the property tests' example database; all gitignored); anything else a test leaves there is
+# a stray output.
 _ROOT_CACHES = {".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache", ".coverage",
-                ".cache"}
+                ".cache", ".hypothesis", ".import_linter_cache"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
