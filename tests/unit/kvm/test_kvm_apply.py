@@ -16,6 +16,7 @@ libvirt = pytest.importorskip("libvirt")
 
 from virtbench.kvm.apply import DomainTuner, VerificationFailed  # noqa: E402
 from virtbench.kvm.domxml import CpuChange, edit_cpu, read_cpu  # noqa: E402
+from virtbench.kvm.sandbox_libvirtd import remove_domain  # noqa: E402
 from virtbench.kvm.state import JsonFileState, StoreState  # noqa: E402
 from virtbench.targets.libvirt_connection import libvirt_module  # noqa: E402
 
@@ -67,14 +68,7 @@ def domain(conn: Any) -> Iterator[str]:
     dom = conn.defineXML(XML.format(name=name))
     dom.create()
     yield name
-    try:
-        dom = conn.lookupByName(name)
-        if dom.isActive():
-            dom.destroy()
-        if dom.isPersistent():
-            dom.undefine()
-    except libvirt.libvirtError:
-        pass
+    remove_domain(conn, name)
 
 
 @pytest.fixture(params=["json-files", "result-store"])
