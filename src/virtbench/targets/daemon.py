@@ -146,13 +146,12 @@ def stop_pid(pid: int, marker: str, *, grace_s: float = 10.0) -> bool:
         return False
     if not _signal_group(pid, signal.SIGTERM):
         return False
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not is_ours(pid, marker) or _zombie(pid):
-            break
-        time.sleep(0.05)
-    else:
+    # Wait for the process itself to end, not for its command line to vanish: an exiting
+    # process drops its memory map (and so its command line) before it closes its files, and a
+    # DPDK daemon's open hugetlbfs files keep the mount busy until then.
+    if not _ended_within(pid, grace_s):
         _signal_group(pid, signal.SIGKILL)
+        _ended_within(pid, grace_s)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     return True
@@ -176,6 +175,26 @@ def _cmdline(pid: int) -> str:
     except OSError:
         return ""
     return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _ended_within(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not _ended(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie whose other threads are gone too: a multithreaded daemon's leader
+    turns zombie first while its worker threads (DPDK's lcores) still hold its memory."""
+    if not _zombie(pid):
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
 
 
 def _zombie(pid: int) -> bool:

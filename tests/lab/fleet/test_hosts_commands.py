@@ -82,11 +82,16 @@ def test_playbook_runs_with_ansible_and_catches_the_host_missing_a_tool(
     playbook = tmp_path / "ready.yaml"
     subprocess.run([VIRTBENCH, "hosts", "playbook", str(experiment), "-o", str(playbook)],
                    check=True, timeout=120)
+    # ansible-core refuses to start unless the locale's encoding is UTF-8 (CI may run in "C")
     env = {**os.environ, "ANSIBLE_HOME": str(tmp_path / "ansible"),
-           "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible" / "tmp"), "ANSIBLE_NOCOLOR": "1"}
+           "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible" / "tmp"), "ANSIBLE_NOCOLOR": "1",
+           "LC_ALL": "C.UTF-8"}
     result = subprocess.run(["ip", "netns", "exec", fleet.controller, "ansible-playbook", "-i",
                              str(inventory), str(playbook)], capture_output=True, text=True,
                             timeout=600, env=env)
+    assert "PLAY RECAP" in result.stdout, (
+        f"ansible-playbook exited {result.returncode} without a recap:\n"
+        f"{result.stdout}\n{result.stderr}")
     recap = result.stdout[result.stdout.index("PLAY RECAP"):]
     # h1 and h2 have everything (nothing to install: no change); h3's PATH lacks ffmpeg, so
     # apt-get (not on its PATH either) fails — the playbook notices.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from virtbench.labs.base import Manifest
@@ -31,13 +32,26 @@ def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
             removed.append(f"cgroup {directory}")
             manifest.remove("cgroup", directory)
     for mount in manifest.items("mount"):
-        if target.run(["umount", str(mount)], check=False).returncode == 0:
+        if _unmount(target, str(mount)):
             removed.append(f"mount {mount}")
-        manifest.remove("mount", mount)
-    removed += release_recorded(manifest)  # after the unmounts, which free DPDK's page files
+            manifest.remove("mount", mount)
+    if not manifest.items("mount"):  # a busy hugetlbfs still holds its pages: keep the record
+        removed += release_recorded(manifest)  # after the unmounts, which free DPDK's pages
     for directory in manifest.items("dir"):
         if Path(directory).exists():
             shutil.rmtree(directory, ignore_errors=True)
             removed.append(f"directory {directory}")
         manifest.remove("dir", directory)
     return removed
+
+
+def _unmount(target: Target, mount: str, *, tries: int = 25) -> bool:
+    """Unmount, retrying while it is busy (a just-killed process may still be closing its
+    files); True when it is gone or was never mounted."""
+    for _ in range(tries):
+        result = target.run(["umount", mount], check=False)
+        if result.returncode == 0 or "not mounted" in result.stderr \
+                or "no mount point" in result.stderr:
+            return True
+        time.sleep(0.2)
+    return False
