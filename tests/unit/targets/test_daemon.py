@@ -126,6 +126,34 @@ def test_stop_pid_touches_only_a_process_whose_command_line_matches(tmp_path: Pa
     assert not is_ours(os.getpid(), marker)
 
 
+# On SIGTERM the main thread (the group leader) exits at once and turns zombie, while another
+# thread keeps the process (and its memory) for one more second: like ovs-vswitchd-dpdk, whose
+# lcore threads still hold their hugepages after the leader has gone.
+LEADER_FIRST = (
+    "import ctypes, os, signal, threading, time\n"
+    "def on_term(*_):\n"
+    "    threading.Thread(target=lambda: (time.sleep(1.0), os._exit(0)), daemon=True).start()\n"
+    "    ctypes.CDLL(None).pthread_exit(None)\n"
+    "signal.signal(signal.SIGTERM, on_term)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(300)\n"
+)
+
+
+def test_stop_pid_returns_only_when_every_thread_has_ended(tmp_path: Path) -> None:
+    marker = str(tmp_path / "leader-first")
+    daemon = start_daemon(LocalTarget(), [sys.executable, "-c", LEADER_FIRST, marker],
+                          log=tmp_path / "log")
+    try:
+        wait_until(lambda: "ready" in (tmp_path / "log").read_text(), what="ready",
+                   timeout_s=30)
+        assert stop_pid(daemon.pid, marker, grace_s=10) is True
+        tasks = Path(f"/proc/{daemon.pid}/task")
+        assert not tasks.exists() or len(list(tasks.iterdir())) <= 1
+    finally:
+        daemon.stop()
+
+
 def test_missing_ss_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(VirtbenchError, match="`ss` not found; install the Debian package "
