@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
-from virtbench.kvm.sandbox_image import download_deb, kernel_package
+from virtbench.kvm.sandbox_image import download_deb, pack_tree, unpack_cloud_kernel
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache" / "vbkvm-guest"
@@ -37,10 +37,6 @@ class GuestImage:
     initrd: Path
 
 
-def _run(argv: list[str], cwd: Path | None = None) -> str:
-    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = ()) -> GuestImage:
     """The kernel and initramfs, downloaded and built once, then reused.
 
@@ -57,28 +53,20 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
                            "is empty and the guest kernel panics")
     with tempfile.TemporaryDirectory(prefix="vbkvm-build-") as tmp:
         work = Path(tmp)
-        for package in (kernel_package(), "busybox-static"):
-            deb = download_deb(package, work)
-            _run(["dpkg-deb", "-x", str(deb), str(work / "x")])
-        vmlinuz = sorted((work / "x" / "boot").glob("vmlinuz-*"))[-1]
         root = work / "root"
-        for sub in ("bin", "proc", "sys", "dev", "lib/modules/vb"):
+        for sub in ("bin", "proc", "sys", "dev"):
             (root / sub).mkdir(parents=True)
-        shutil.copy2(work / "x" / "bin" / "busybox", root / "bin" / "busybox")
-        if modules:
-            moddir = next((work / "x" / "lib" / "modules").iterdir()) / "kernel"
-            for module in modules:
-                shutil.copy2(moddir / module, root / "lib" / "modules" / "vb")
+        vmlinuz = unpack_cloud_kernel(work, modules, root / "lib" / "modules" / "vb")
+        subprocess.run(["dpkg-deb", "-x", str(download_deb("busybox-static", work)),
+                        str(work / "busybox")], check=True, capture_output=True)
+        shutil.copy2(work / "busybox" / "bin" / "busybox", root / "bin" / "busybox")
         (root / "init").write_text(init)
         os.chmod(root / "init", 0o755)
-        names = "\n".join(str(p.relative_to(root)) for p in sorted(root.rglob("*")))
-        archive = subprocess.run(["cpio", "-o", "-H", "newc"], cwd=root, input=names.encode(),
-                                 check=True, capture_output=True).stdout
-        if len(archive) < 1_000_000:
+        pack_tree(root, initrd.with_suffix(".tmp"))
+        if initrd.with_suffix(".tmp").stat().st_size < 1_000_000:
             raise RuntimeError("initramfs is suspiciously small; is cpio working?")
         shutil.copy2(vmlinuz, kernel.with_suffix(".tmp"))
         kernel.with_suffix(".tmp").replace(kernel)
-        initrd.with_suffix(".tmp").write_bytes(archive)
         initrd.with_suffix(".tmp").replace(initrd)
     return GuestImage(kernel, initrd)
 
