@@ -17,6 +17,7 @@ from rich.text import Text
 
 from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
+from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt
 from virtbench.fleet.cli import hosts_app
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
@@ -47,10 +48,6 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 warnings.showwarning = _show_warning
 
-StoreOpt = Annotated[str, typer.Option(
-    "--store", "-s", envvar="VIRTBENCH_STORE",
-    help="SQLite file or postgresql://user@host/db URL")]
-DEFAULT_STORE = "virtbench.db"
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
 app.command("assess")(assess_cmd)
@@ -239,7 +236,7 @@ def report(
     store: StoreOpt = DEFAULT_STORE,
     format: Annotated[str, typer.Option(
         "--format", "-f", help="table | json | csv | markdown | html")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    output: OutputOpt = None,
     baseline: Annotated[str | None, typer.Option(
         help="compare against this variant instead of the experiment's baseline "
              "(e.g. host-passthrough)")] = None,
@@ -274,7 +271,7 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
 
 
 @app.command()
-def facts(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def facts(as_json: JsonOpt = False) -> None:
     """CPU model and flags, hypervisor, kernel, memory and tool versions of this machine."""
     from virtbench.facts import collect_facts
     from virtbench.targets.local import LocalTarget
@@ -299,7 +296,7 @@ def facts(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 
 @app.command()
-def workloads(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def workloads(as_json: JsonOpt = False) -> None:
     """Every workload: metrics (unit, better), parameters and defaults, tools and packages."""
     from virtbench.workloads.registry import all_workloads
 
@@ -363,7 +360,7 @@ def _print_params_and_tools(entry: dict[str, Any]) -> None:
 
 
 @app.command()
-def labs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def labs(as_json: JsonOpt = False) -> None:
     """Every lab: the variant knobs it understands, its parameters and defaults, its tools."""
     from virtbench.labs.registry import all_labs
 
@@ -388,7 +385,7 @@ def parse(
     tool: Annotated[str, typer.Argument(help="e.g. iperf3, irtt, fio, bonnie++, varnishstat")],
     file: Annotated[Path, typer.Argument(help="a saved output of the tool, plain or gzip/xz/"
                                          "zstd ('-' for stdin)")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOpt = False,
     flow: Annotated[str | None, typer.Option(
         help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:

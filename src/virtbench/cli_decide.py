@@ -11,16 +11,13 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt
 from virtbench.model import VirtbenchError
 
 __all__ = ["compare", "history", "warn_if_not_comparable"]
 
 console = Console()
 err = Console(stderr=True)
-
-StoreOpt = Annotated[str, typer.Option(
-    "--store", "-s", envvar="VIRTBENCH_STORE",
-    help="SQLite file or postgresql://user@host/db URL")]
 
 
 def _opener(location: str) -> Any:
@@ -78,7 +75,7 @@ def compare(
     runs: Annotated[list[str], typer.Argument(
         help="BASE NEW: two run ids (or prefixes, experiment names) or exported files; "
              "more than two runs: a side-by-side report")],
-    store: StoreOpt = "virtbench.db",
+    store: StoreOpt = DEFAULT_STORE,
     fail_if_worse: Annotated[float | None, typer.Option(
         "--fail-if-worse", metavar="PCT",
         help="exit 1 when NEW is worse than BASE by more than PCT % on a selected metric "
@@ -95,7 +92,7 @@ def compare(
     format: Annotated[str, typer.Option(
         "--format", "-f", help="more than two runs: table | json | csv | markdown | html")]
     = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    output: OutputOpt = None,
     baseline: Annotated[str | None, typer.Option(
         help="side-by-side report: 'run-label/variant' to compare against")] = None,
 ) -> None:
@@ -137,13 +134,13 @@ def compare(
 def history(
     experiment: Annotated[str | None, typer.Argument(
         help="experiment name or a run of it (default: the latest run's experiment)")] = None,
-    store: StoreOpt = "virtbench.db",
+    store: StoreOpt = DEFAULT_STORE,
     host: Annotated[str | None, typer.Option(help="runs on this host (name)")] = None,
     metric: Annotated[list[str] | None, typer.Option(
         "--metric", "-m", help="only this metric (name or workload.metric); repeat")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOpt = False,
     format: Annotated[str, typer.Option("--format", "-f", help="table | html")] = "table",
-    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    output: OutputOpt = None,
     any_spec: Annotated[bool, typer.Option(
         "--any-spec", help="also runs of other versions of the experiment file")] = False,
     any_host: Annotated[bool, typer.Option(

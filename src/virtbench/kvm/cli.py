@@ -30,6 +30,8 @@ app.add_typer(sandbox_app, name="sandbox")
 
 ConnectOpt = Annotated[str | None, typer.Option(
     "--connect", "-c", help="libvirt URI (default $LIBVIRT_DEFAULT_URI or qemu:///system)")]
+ShutdownOpt = Annotated[float, typer.Option(
+    help="seconds of ACPI shutdown before destroy (0: destroy at once)")]
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -137,8 +139,7 @@ def tune(
         help="verify from a serial log file where the guest prints /proc/cpuinfo")] = None,
     no_verify: Annotated[bool, typer.Option(
         "--no-verify", help="apply without checking inside the guest")] = False,
-    shutdown_timeout: Annotated[float, typer.Option(help="seconds of ACPI shutdown before "
-                                                     "destroy (0: destroy at once)")] = 60.0,
+    shutdown_timeout: ShutdownOpt = 60.0,
     boot_timeout: Annotated[float, typer.Option(help="seconds to wait for the guest")] = 300.0,
     connect: ConnectOpt = None,
 ) -> None:
@@ -200,8 +201,7 @@ def tune(
 def rollback(
     domain: Annotated[str | None, typer.Argument(help="domain to restore")] = None,
     list_saved: Annotated[bool, typer.Option("--list", help="list saved originals")] = False,
-    shutdown_timeout: Annotated[float, typer.Option(help="seconds of ACPI shutdown before "
-                                                     "destroy")] = 60.0,
+    shutdown_timeout: ShutdownOpt = 60.0,
     connect: ConnectOpt = None,
 ) -> None:
     """Restore DOMAIN's original XML saved by `tune --apply` (and start it if it ran)."""

@@ -25,6 +25,7 @@ __all__ = [
     "domain_type",
     "edit_cpu",
     "read_cpu",
+    "render_element",
     "unified_diff",
 ]
 
@@ -175,7 +176,7 @@ def _new_cpu_element(old: ET.Element | None, change: CpuChange) -> ET.Element:
     return cpu
 
 
-def _render(el: ET.Element, indent: str, step: str = "  ") -> str:
+def render_element(el: ET.Element, indent: str, step: str = "  ") -> str:
     """Serialise like libvirt does: single-quoted attributes, one element per line."""
     attrs = "".join(
         f" {k}='{escape(v, {chr(39): '&apos;'})}'" for k, v in el.attrib.items()
@@ -186,7 +187,7 @@ def _render(el: ET.Element, indent: str, step: str = "  ") -> str:
         return f"{indent}<{el.tag}{attrs}/>"
     if not children:
         return f"{indent}<{el.tag}{attrs}>{escape(text)}</{el.tag}>"
-    inner = "\n".join(_render(c, indent + step, step) for c in children)
+    inner = "\n".join(render_element(c, indent + step, step) for c in children)
     return f"{indent}<{el.tag}{attrs}>\n{inner}\n{indent}</{el.tag}>"
 
 
@@ -227,7 +228,7 @@ def edit_cpu(xml: str, change: CpuChange) -> str:
         start, end = span
         line_start = xml.rfind("\n", 0, start) + 1
         indent = xml[line_start:start] if not xml[line_start:start].strip() else "  "
-        rendered = _render(new_cpu, indent).lstrip()
+        rendered = render_element(new_cpu, indent).lstrip()
         result = xml[:start] + rendered + xml[end:]
     else:
         anchor = re.search(r"^([ \t]*)<(clock|on_poweroff|devices)[\s>]", xml, re.M)
@@ -238,7 +239,8 @@ def edit_cpu(xml: str, change: CpuChange) -> str:
             indent = anchor.group(1) + "  "
         else:
             indent = anchor.group(1)
-        result = xml[: anchor.start()] + _render(new_cpu, indent) + "\n" + xml[anchor.start():]
+        result = (xml[: anchor.start()] + render_element(new_cpu, indent) + "\n"
+                  + xml[anchor.start():])
     if _without_cpu(_parse(result)) != _without_cpu(_parse(xml)):
         raise VirtbenchError("internal error: editing <cpu> changed other parts of the XML")
     return result

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
 from virtbench.kvm.probes import CONSOLE_END
 from virtbench.kvm.sandbox_image import GuestInstance, build_debian_guest, make_instance
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd
@@ -49,47 +50,19 @@ class SandboxInfo:
     console_log: str
 
 
+_RNG = "<rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>"
+
+
 def domain_xml(name: str, guest: GuestInstance, console_log: Path, *, virt_type: str = "qemu",
                memory_mib: int = 768) -> str:
     """A domain with qemu64 (QEMU's default CPU) and user-mode networking on loopback."""
-    return f"""<domain type='{virt_type}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
-  <name>{name}</name>
-  <memory unit='MiB'>{memory_mib}</memory>
-  <vcpu placement='static'>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>{guest.kernel}</kernel>
-    <initrd>{guest.initrd}</initrd>
-    <cmdline>console=ttyS0 panic=-1 quiet</cmdline>
-  </os>
-  <features>
-    <acpi/>
-  </features>
-  <cpu mode='custom' match='exact' check='none'>
-    <model fallback='allow'>qemu64</model>
-  </cpu>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>restart</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <serial type='file'>
-      <source path='{console_log}'/>
-      <target port='0'/>
-    </serial>
-    <rng model='virtio'>
-      <backend model='random'>/dev/urandom</backend>
-    </rng>
-    <memballoon model='none'/>
-  </devices>
-  <qemu:commandline>
-    <qemu:arg value='-netdev'/>
-    <qemu:arg value='user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{guest.port}-:22'/>
-    <!-- An explicit slot: QEMU places these before libvirt's own devices. -->
-    <qemu:arg value='-device'/>
-    <qemu:arg value='virtio-net-pci,netdev=vbnet0,addr=0x10'/>
-  </qemu:commandline>
-</domain>
-"""
+    network = ["-netdev", f"user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{guest.port}-:22",
+               # An explicit slot: QEMU places these before libvirt's own devices.
+               "-device", "virtio-net-pci,netdev=vbnet0,addr=0x10"]
+    return direct_boot_domain_xml(name, kernel=guest.kernel, initrd=guest.initrd,
+                                  console_log=console_log, cmdline=f"{CONSOLE_CMDLINE} quiet",
+                                  virt_type=virt_type, memory_mib=memory_mib, devices=[_RNG],
+                                  qemu_args=network)
 
 
 def wait_ssh(guest: GuestInstance, timeout_s: float = 180.0) -> float:

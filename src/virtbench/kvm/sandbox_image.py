@@ -33,7 +33,8 @@ from virtbench.targets.daemon import free_port
 from virtbench.targets.local import LocalTarget
 
 __all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debian_guest",
-           "download_deb", "kernel_package", "make_instance", "pack_cpio"]
+           "download_deb", "kernel_package", "make_instance", "pack_cpio", "pack_tree",
+           "unpack_cloud_kernel"]
 
 # debootstrap does not resolve virtual packages: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
@@ -159,6 +160,24 @@ def pack_cpio(root: Path, names: Sequence[str], out: Path) -> None:
                cwd=str(root), input="\n".join(names) + "\n")
 
 
+def pack_tree(root: Path, out: Path) -> None:
+    """Pack everything below ``root`` as an initramfs (see :func:`pack_cpio`)."""
+    # Parents before children, as cpio extraction needs; symlinks are not followed.
+    pack_cpio(root, [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*"))], out)
+
+
+def unpack_cloud_kernel(work: Path, modules: Sequence[str], module_dir: Path) -> Path:
+    """Download and unpack Debian's cloud kernel below ``work``; copy ``modules`` (paths below
+    its lib/modules/VERSION/kernel) into ``module_dir``. Returns the kernel image."""
+    unpacked = work / "kernel-package"
+    _LOCAL.run(["dpkg-deb", "-x", str(download_deb(kernel_package(), work)), str(unpacked)])
+    moddir = next((unpacked / "lib" / "modules").iterdir()) / "kernel"
+    module_dir.mkdir(parents=True, exist_ok=True)
+    for module in modules:
+        shutil.copy2(moddir / module, module_dir)
+    return sorted((unpacked / "boot").glob("vmlinuz-*"))[-1]
+
+
 def _mirror() -> tuple[str, str]:
     """(codename, mirror URI) of this machine's own Debian main archive, as apt uses it."""
     codename = ""
@@ -173,11 +192,6 @@ def _mirror() -> tuple[str, str]:
                 and parts[3] == "Packages":
             return codename, parts[0]
     raise VirtbenchError(f"apt knows no '{codename} main' archive; run apt-get update first")
-
-
-def _tree_names(root: Path) -> list[str]:
-    # Parents before children, as cpio extraction needs; symlinks are not followed.
-    return [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*"))]
 
 
 def _trim(root: Path) -> None:
@@ -252,13 +266,7 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         if out.returncode != 0:
             raise CommandFailed(out)
         _install_crc32c_wheel(root, cache / "wheels")
-        kdeb = download_deb(kernel_package(), work)
-        _LOCAL.run(["dpkg-deb", "-x", str(kdeb), str(work / "k")])
-        kernel = sorted((work / "k" / "boot").glob("vmlinuz-*"))[-1]
-        moddir = next((work / "k" / "lib" / "modules").iterdir()) / "kernel"
-        (root / "lib" / "modules" / "vbkvm").mkdir(parents=True)
-        for module in MODULES:
-            shutil.copy2(moddir / module, root / "lib" / "modules" / "vbkvm")
+        kernel = unpack_cloud_kernel(work, MODULES, root / "lib" / "modules" / "vbkvm")
         _trim(root)
         (root / "init").write_text(INIT)
         os.chmod(root / "init", 0o755)
@@ -267,7 +275,7 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         (root / "root" / ".ssh").mkdir(mode=0o700, exist_ok=True)
         rootfs = cache / "rootfs.cpio.tmp"
         rootfs.unlink(missing_ok=True)
-        pack_cpio(root, _tree_names(root), rootfs)
+        pack_tree(root, rootfs)
         if rootfs.stat().st_size < 20_000_000:
             raise VirtbenchError("the guest's root archive is suspiciously small; "
                                  "is cpio working?")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from virtbench.model import Better, Measurement, Metric
@@ -14,6 +14,7 @@ from virtbench.net_qos.flows import (
     select_flows,
 )
 from virtbench.net_qos.pcap import PcapRecords, parse_pcap, read_pcap
+from virtbench.net_qos.study import CAPTURE_QOS_METRICS
 
 __all__ = ["CAPTURE_METRICS", "CaptureReport", "analyse_capture", "flow_measurements"]
 
@@ -24,13 +25,7 @@ CAPTURE_METRICS = (
            "Unix epoch"),
     Metric("last_time_s", "s", Better.LOWER, "timestamp of the flow's last packet"),
     Metric("capture_s", "s", Better.HIGHER, "last − first packet time"),
-    Metric("study_delay_ms", "ms", Better.LOWER,
-           "studies' 'delay': mean inter-arrival time of the flow's packets"),
-    Metric("study_jitter_ms", "ms", Better.LOWER,
-           "studies' 'jitter': mean |change| of consecutive inter-arrival times"),
-    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
-           "studies' 'throughput': wire bits / (last − first packet time), 10^6 bit/s",
-           primary=True),
+    *(replace(m, primary=m.name == "study_throughput_mbps") for m in CAPTURE_QOS_METRICS),
 )
 
 
@@ -77,9 +72,7 @@ def flow_measurements(report: CaptureReport) -> list[Measurement]:
                     row("capture_s", (f.last_ns - f.first_ns) / 1e9)]
         if f.qos is None:
             why = "no_timestamps" if f.first_ns is None else "too_few_packets"
-            out += [row(m, None, why) for m in
-                    ("study_delay_ms", "study_jitter_ms", "study_throughput_mbps")]
+            out += [row(m.name, None, why) for m in CAPTURE_QOS_METRICS]
         else:
-            out += [row("study_delay_ms", f.qos.delay_ms), row("study_jitter_ms", f.qos.jitter_ms),
-                    row("study_throughput_mbps", f.qos.throughput_mbps)]
+            out += [row(name, value) for name, value in f.qos.by_metric().items()]
     return out

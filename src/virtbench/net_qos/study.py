@@ -12,7 +12,21 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CaptureQos", "capture_qos", "study_loss_percent"]
+from virtbench.model import Better, Metric
+
+__all__ = ["CAPTURE_QOS_METRICS", "CaptureQos", "capture_qos", "study_loss_percent"]
+
+CAPTURE_QOS_METRICS = (
+    Metric("study_delay_ms", "ms", Better.LOWER,
+           "studies' 'delay': mean inter-arrival time of the flow's captured packets (not a "
+           "one-way delay)"),
+    Metric("study_jitter_ms", "ms", Better.LOWER,
+           "studies' 'jitter': mean absolute change between consecutive inter-arrival times"),
+    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
+           "studies' 'throughput': captured wire bits of the flow / capture time (first to last "
+           "packet) / 10^6"),
+)
+"""The metrics a :class:`CaptureQos` gives (:meth:`CaptureQos.by_metric`)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,11 @@ class CaptureQos:
     packets: int
     bytes: int
     capture_s: float
+
+    def by_metric(self) -> dict[str, float]:
+        """The values of :data:`CAPTURE_QOS_METRICS`, by metric name."""
+        values = (self.delay_ms, self.jitter_ms, self.throughput_mbps)
+        return {m.name: v for m, v in zip(CAPTURE_QOS_METRICS, values, strict=True)}
 
 
 def capture_qos(ts_ns: npt.NDArray[np.int64], wire_len: npt.NDArray[np.int64]) -> CaptureQos:

@@ -36,11 +36,19 @@ SCHEMA_VERSION = 4
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+_RUN_ID_LENGTH = 32
+
+
+def _run_id(*, primary_key: bool = False) -> Column[str]:
+    """The run a row belongs to: deleting the run deletes its rows."""
+    return Column("run_id", String(_RUN_ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"),
+                  primary_key=primary_key, nullable=False)
+
 
 runs = Table(
     "runs",
     metadata,
-    Column("id", String(32), primary_key=True),
+    Column("id", String(_RUN_ID_LENGTH), primary_key=True),
     Column("experiment", String(200), nullable=False),
     Column("description", Text, nullable=False, default=""),
     Column("spec_yaml", Text, nullable=False),
@@ -60,7 +68,7 @@ runs = Table(
 variants = Table(
     "variants",
     metadata,
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    _run_id(primary_key=True),
     Column("name", String(200), primary_key=True),
     Column("position", Integer, nullable=False),
     Column("knobs_json", Text, nullable=False),
@@ -70,7 +78,7 @@ variants = Table(
 workloads = Table(
     "workloads",
     metadata,
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    _run_id(primary_key=True),
     Column("workload_id", String(200), primary_key=True),
     Column("name", String(200), nullable=False),
     Column("position", Integer, nullable=False),
@@ -80,7 +88,7 @@ workloads = Table(
 metrics = Table(
     "metrics",
     metadata,
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    _run_id(primary_key=True),
     Column("workload_id", String(200), primary_key=True),
     Column("name", String(200), primary_key=True),
     Column("unit", String(40), nullable=False),
@@ -95,7 +103,7 @@ facts = Table(
     "facts",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    _run_id(),
     Column("phase", String(200), nullable=False),
     Column("captured_at", Float, nullable=False),
     Column("data_json", Text, nullable=False),
@@ -104,7 +112,7 @@ facts = Table(
 realisations = Table(
     "realisations",
     metadata,
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    _run_id(primary_key=True),
     Column("variant", String(200), primary_key=True),
     Column("workload_id", String(200), primary_key=True),
     Column("mechanism", Text, nullable=False),
@@ -119,7 +127,7 @@ trials = Table(
     "trials",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    _run_id(),
     Column("variant", String(200), nullable=False),
     Column("workload_id", String(200), nullable=False),
     Column("repetition", Integer, nullable=False),
@@ -139,7 +147,7 @@ samples = Table(
     "samples",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    _run_id(),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
     Column("variant", String(200), nullable=False),
     Column("workload_id", String(200), nullable=False),
@@ -166,7 +174,7 @@ artifacts = Table(
     "artifacts",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    _run_id(),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE")),
     Column("name", String(200), nullable=False),
     Column("media_type", String(100), nullable=False),

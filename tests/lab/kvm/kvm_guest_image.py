@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
-from virtbench.kvm.sandbox_image import download_deb, kernel_package
+from virtbench.kvm.sandbox_image import download_deb, pack_tree, unpack_cloud_kernel
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache" / "vbkvm-guest"
@@ -37,10 +37,6 @@ class GuestImage:
     initrd: Path
 
 
-def _run(argv: list[str], cwd: Path | None = None) -> str:
-    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = ()) -> GuestImage:
     """The kernel and initramfs, downloaded and built once, then reused.
 
@@ -57,69 +53,20 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
                            "is empty and the guest kernel panics")
     with tempfile.TemporaryDirectory(prefix="vbkvm-build-") as tmp:
         work = Path(tmp)
-        for package in (kernel_package(), "busybox-static"):
-            deb = download_deb(package, work)
-            _run(["dpkg-deb", "-x", str(deb), str(work / "x")])
-        vmlinuz = sorted((work / "x" / "boot").glob("vmlinuz-*"))[-1]
         root = work / "root"
-        for sub in ("bin", "proc", "sys", "dev", "lib/modules/vb"):
+        for sub in ("bin", "proc", "sys", "dev"):
             (root / sub).mkdir(parents=True)
-        shutil.copy2(work / "x" / "bin" / "busybox", root / "bin" / "busybox")
-        if modules:
-            moddir = next((work / "x" / "lib" / "modules").iterdir()) / "kernel"
-            for module in modules:
-                shutil.copy2(moddir / module, root / "lib" / "modules" / "vb")
+        vmlinuz = unpack_cloud_kernel(work, modules, root / "lib" / "modules" / "vb")
+        subprocess.run(["dpkg-deb", "-x", str(download_deb("busybox-static", work)),
+                        str(work / "busybox")], check=True, capture_output=True)
+        shutil.copy2(work / "busybox" / "bin" / "busybox", root / "bin" / "busybox")
         (root / "init").write_text(init)
         os.chmod(root / "init", 0o755)
-        names = "\n".join(str(p.relative_to(root)) for p in sorted(root.rglob("*")))
-        archive = subprocess.run(["cpio", "-o", "-H", "newc"], cwd=root, input=names.encode(),
-                                 check=True, capture_output=True).stdout
-        if len(archive) < 1_000_000:
+        pack_tree(root, initrd.with_suffix(".tmp"))
+        if initrd.with_suffix(".tmp").stat().st_size < 1_000_000:
             raise RuntimeError("initramfs is suspiciously small; is cpio working?")
         shutil.copy2(vmlinuz, kernel.with_suffix(".tmp"))
         kernel.with_suffix(".tmp").replace(kernel)
-        initrd.with_suffix(".tmp").write_bytes(archive)
         initrd.with_suffix(".tmp").replace(initrd)
     return GuestImage(kernel, initrd)
 
-
-def domain_xml(name: str, image: GuestImage, console_log: Path, *, memory_mib: int = 256,
-               cmdline: str = "console=ttyS0 panic=-1", extra_devices: str = "",
-               qemu_commandline: str = "") -> str:
-    """A TCG domain (this machine's /dev/kvm cannot run stock kernels) with qemu64.
-
-    ``qemu_commandline`` holds ``<qemu:arg>`` elements passed straight to QEMU (e.g. user-mode
-    networking, which libvirt 9.0 only offers through passt).
-    """
-    namespace = (" xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'"
-                 if qemu_commandline else "")
-    trailer = (f"  <qemu:commandline>\n{qemu_commandline}  </qemu:commandline>\n"
-               if qemu_commandline else "")
-    return f"""<domain type='qemu'{namespace}>
-  <name>{name}</name>
-  <memory unit='MiB'>{memory_mib}</memory>
-  <vcpu placement='static'>1</vcpu>
-  <os>
-    <type arch='x86_64' machine='pc'>hvm</type>
-    <kernel>{image.kernel}</kernel>
-    <initrd>{image.initrd}</initrd>
-    <cmdline>{cmdline}</cmdline>
-  </os>
-  <features>
-    <acpi/>
-  </features>
-  <cpu mode='custom' match='exact' check='none'>
-    <model fallback='allow'>qemu64</model>
-  </cpu>
-  <on_poweroff>destroy</on_poweroff>
-  <on_reboot>restart</on_reboot>
-  <on_crash>destroy</on_crash>
-  <devices>
-    <serial type='file'>
-      <source path='{console_log}'/>
-      <target port='0'/>
-    </serial>
-{extra_devices}    <memballoon model='none'/>
-  </devices>
-{trailer}</domain>
-"""

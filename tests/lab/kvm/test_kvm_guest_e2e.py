@@ -9,12 +9,13 @@ from typing import Any
 
 import libvirt
 import pytest
-from kvm_guest_image import GuestImage, domain_xml
+from kvm_guest_image import GuestImage
 from kvm_libvirtd import remove_domain
 
 from virtbench.kvm.apply import DomainTuner, VerificationFailed
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CpuChange, read_cpu
+from virtbench.kvm.guest_domain import direct_boot_domain_xml
 from virtbench.kvm.hostcpu import read_host_cpu
 from virtbench.kvm.plan import make_plan
 from virtbench.kvm.probes import ConsoleLogProbe
@@ -32,7 +33,8 @@ def guest(private_libvirtd: str, guest_image: GuestImage, tmp_path: Path) -> Any
     conn = libvirt.open(private_libvirtd)
     name = f"vbkvm-e2e-{uuid.uuid4().hex[:6]}"
     log = tmp_path / "console.log"
-    dom = conn.defineXML(domain_xml(name, guest_image, log))
+    dom = conn.defineXML(direct_boot_domain_xml(name, kernel=guest_image.kernel,
+                                                initrd=guest_image.initrd, console_log=log))
     dom.create()
     yield conn, name, log
     remove_domain(conn, name)  # never leave the domain behind, whatever happened

@@ -14,24 +14,23 @@ together would weigh as one group, and adding neighbours would add no CPU conten
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from virtbench.contract import Knob, Tool
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.base import LabState
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.daemons import start_recorded
-from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.neighbours import Neighbour, start_neighbour
-from virtbench.labs.net.netops import add_namespace, add_veth, set_address
+from virtbench.labs.net.netns_lab import NetnsLab
+from virtbench.labs.net.netops import add_veth, set_address
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.local import NetnsTarget
 
 __all__ = ["LABS", "VnfRouterLab"]
 
@@ -53,7 +52,7 @@ class VnfRouterParams(BaseModel):
                                 "sender and receiver), in cores; None: all CPUs (no cap)")
 
 
-class VnfRouterLab(Lab):
+class VnfRouterLab(NetnsLab):
     name = "vnf-router"
     description = ("a router namespace forwarding between a sender and a receiver namespace, "
                    "with N CPU-stressed neighbours held to their cgroup CPU quota")
@@ -68,24 +67,13 @@ class VnfRouterLab(Lab):
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
-        if not isinstance(target, LocalTarget) or isinstance(target, NetnsTarget):
-            raise VirtbenchError("lab vnf-router: runs on the local machine only")
-        self.host: LocalTarget = target
-        self.lab_id = secrets.token_hex(2)
-        prefix = f"{OUR_PREFIX}{self.lab_id}-"
-        self.ns = {role: prefix + role for role in ("snd", "rtr", "rcv")}
-        self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
-        self.manifest: Manifest | None = None
+        self.ns = {role: self.prefix + role for role in ("snd", "rtr", "rcv")}
         self.server: Daemon | None = None
         self.neighbours: list[Neighbour] = []
         self.router_group: Cgroup | None = None
 
     def up(self) -> None:
-        self.rundir.mkdir(parents=True, exist_ok=True)
-        self.manifest = Manifest(self.rundir.with_suffix(".json"), self.name)
-        self.manifest.add("dir", str(self.rundir))
-        for name in self.ns.values():
-            add_namespace(self.target, self.manifest, name)
+        manifest = self._create_namespaces(self.ns.values())
         t, ns = self.target, self.ns
         add_veth(t, ns["snd"], "eth0", ns["rtr"], "left")
         add_veth(t, ns["rtr"], "right", ns["rcv"], "eth0")
@@ -97,11 +85,11 @@ class VnfRouterLab(Lab):
         t.run(["ip", "-n", ns["rcv"], "route", "add", "default", "via", "10.78.2.1"])
         t.run(["ip", "netns", "exec", ns["rtr"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
         cores = self.params.router_cpu_cores or float(os.cpu_count() or 1)
-        self.router_group = Cgroup(f"{OUR_PREFIX}{self.lab_id}-router",
-                                   CgroupLimits(cpu_quota_cores=cores), self.manifest)
+        self.router_group = Cgroup(f"{self.prefix}router",
+                                   CgroupLimits(cpu_quota_cores=cores), manifest)
         self.router_group.create()
         self.server = start_recorded(
-            self.manifest, CgroupTarget(NetnsTarget(ns["rcv"]), self.router_group),
+            manifest, CgroupTarget(NetnsTarget(ns["rcv"]), self.router_group),
             ["iperf3", "-s", "-p", str(ROUTER_PORT)], log=self.rundir / "iperf3.log")
         self.server.wait_for_port(ROUTER_PORT)
 
@@ -113,7 +101,7 @@ class VnfRouterLab(Lab):
         while len(self.neighbours) < count:
             i = len(self.neighbours)
             self.neighbours.append(start_neighbour(
-                self.host, self.manifest, f"{OUR_PREFIX}{self.lab_id}-nb{i}", i,
+                self.host, self.manifest, f"{self.prefix}nb{i}", i,
                 p.neighbour_cpu_cores, p.neighbour_load_pct, p.neighbour_cpus))
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
@@ -158,14 +146,7 @@ class VnfRouterLab(Lab):
                     self.router_group.remove()  # kills what the workload left in it
                     self.router_group = None
             finally:
-                if self.manifest is not None:
-                    clean_manifest(self.target, self.manifest)
-                    self.manifest.delete()
-                    self.manifest = None
-
-    @classmethod
-    def clean(cls, manifest: Manifest) -> list[str]:
-        return clean_manifest(LocalTarget(), manifest)
+                self._remove_recorded()
 
 
 LABS = (VnfRouterLab,)

@@ -72,7 +72,23 @@ class LinuxBridge(Switch):
         self.notes["switch"] = "Linux bridge (kernel), veth ports, offloads on"
 
 
-class OvsNetdev(Switch):
+class _OvsSwitch(Switch):
+    """Open vSwitch's userspace datapath (netdev), run by this lab's own daemons."""
+
+    ovs: OvsDaemons
+
+    def _start_bridge(self) -> None:
+        self.ovs.start()
+        self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+
+    def destroy(self, hosts: Sequence[Host]) -> None:
+        with contextlib.suppress(Exception):
+            self.ovs.vsctl("--if-exists", "del-br", BRIDGE, timeout_s=10)
+        self.ovs.stop()
+        super().destroy(hosts)
+
+
+class OvsNetdev(_OvsSwitch):
     kind = "ovs"
 
     def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path) -> None:
@@ -80,8 +96,7 @@ class OvsNetdev(Switch):
         self.ovs = OvsDaemons(target, ns, rundir / "ovs", manifest)
 
     def build(self, hosts: Sequence[Host]) -> None:
-        self.ovs.start()
-        self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+        self._start_bridge()
         for host in hosts:
             # Internal ports moved into the hosts: veth ports with offloads stall TCP at 0 bit/s.
             self.ovs.vsctl("add-port", BRIDGE, host.role, "--",
@@ -92,14 +107,7 @@ class OvsNetdev(Switch):
         self.notes["switch"] = ("Open vSwitch userspace datapath (datapath_type=netdev), "
                                 "internal ports, userspace-tso-enable=true")
 
-    def destroy(self, hosts: Sequence[Host]) -> None:
-        with contextlib.suppress(Exception):
-            self.ovs.vsctl("--if-exists", "del-br", BRIDGE, timeout_s=10)
-        self.ovs.stop()
-        super().destroy(hosts)
-
-
-class OvsDpdk(Switch):
+class OvsDpdk(_OvsSwitch):
     kind = "ovs-dpdk"
 
     def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path,
@@ -155,8 +163,7 @@ class OvsDpdk(Switch):
                 f"{name}: {devargs}" for name, devargs in self.physical.items())
 
     def build(self, hosts: Sequence[Host]) -> None:
-        self.ovs.start()
-        self.ovs.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev")
+        self._start_bridge()
         for index, host in enumerate(hosts):
             port = f"p{host.role}"
             add_veth(self.target, self.ns, port, host.namespace, host.role)
@@ -174,12 +181,6 @@ class OvsDpdk(Switch):
         self.notes["switch"] = (f"OVS-DPDK (ovs-vswitchd-dpdk), af_packet virtual devices on "
                                 f"veth, {memory}, pmd-cpu-mask={self.dpdk.pmd_cpu_mask}, "
                                 f"offloads off on the hosts")
-
-    def destroy(self, hosts: Sequence[Host]) -> None:
-        with contextlib.suppress(Exception):
-            self.ovs.vsctl("--if-exists", "del-br", BRIDGE, timeout_s=10)
-        self.ovs.stop()
-        super().destroy(hosts)
 
 
 def make_switch(kind: str, target: Target, ns: str, manifest: Manifest, rundir: Path,

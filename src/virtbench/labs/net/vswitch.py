@@ -11,7 +11,6 @@ Topology (all inside namespaces this lab creates; nothing touches the host's net
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
@@ -19,13 +18,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_validator
 
 from virtbench.contract import Knob, Tool
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.base import LabState
 from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
-from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.net.cleanup import OUR_PREFIX
 from virtbench.labs.net.hugepages import HugepageReservation
+from virtbench.labs.net.netns_lab import NetnsLab
 from virtbench.labs.net.netops import (
-    add_namespace,
     disable_offloads,
     pin_neighbours,
 )
@@ -34,7 +33,7 @@ from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, mak
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.local import NetnsTarget
 
 __all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
 
@@ -81,7 +80,7 @@ class VSwitchParams(BaseModel):
         return names
 
 
-class VSwitchLab(Lab):
+class VSwitchLab(NetnsLab):
     name = "vswitch"
     description = ("namespaces for a sender, a receiver and a background pair joined by a "
                    "Linux bridge, Open vSwitch (netdev) or OVS-DPDK; background UDP at a rate")
@@ -102,17 +101,11 @@ class VSwitchLab(Lab):
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
-        if not isinstance(target, LocalTarget) or isinstance(target, NetnsTarget):
-            raise VirtbenchError("lab vswitch: runs on the local machine only (target kind local)")
-        self.lab_id = secrets.token_hex(2)
-        prefix = f"{OUR_PREFIX}{self.lab_id}-"
-        self.sw_ns = prefix + "sw"
+        self.sw_ns = self.prefix + "sw"
         self.hosts = {
-            role: Host(role, prefix + role, f"{SUBNET}.{i}/24")
+            role: Host(role, self.prefix + role, f"{SUBNET}.{i}/24")
             for i, role in enumerate(("srv", "cli", "bgs", "bgr"), start=1)
         }
-        self.rundir = lab_root() / f"{OUR_PREFIX}{self.lab_id}"
-        self.manifest: Manifest | None = None
         self.switch: Switch | None = None
         self.servers: list[Daemon] = []
         self.background: Daemon | None = None
@@ -121,11 +114,7 @@ class VSwitchLab(Lab):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def up(self) -> None:
-        self.rundir.mkdir(parents=True, exist_ok=True)
-        self.manifest = Manifest(self.rundir.with_suffix(".json"), self.name)
-        self.manifest.add("dir", str(self.rundir))
-        for ns in (self.sw_ns, *(h.namespace for h in self.hosts.values())):
-            add_namespace(self.target, self.manifest, ns)
+        self._create_namespaces((self.sw_ns, *(h.namespace for h in self.hosts.values())))
 
     def _start_servers(self) -> None:
         assert self.manifest is not None
@@ -273,14 +262,7 @@ class VSwitchLab(Lab):
             finally:
                 self.switch = None
         self._release_hugepages()
-        if self.manifest is not None:
-            clean_manifest(self.target, self.manifest)
-            self.manifest.delete()
-            self.manifest = None
-
-    @classmethod
-    def clean(cls, manifest: Manifest) -> list[str]:
-        return clean_manifest(LocalTarget(), manifest)
+        self._remove_recorded()
 
 
 LABS = (VSwitchLab,)

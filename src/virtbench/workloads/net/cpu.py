@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from virtbench.model import Better, Metric
 from virtbench.targets.base import Target
 
-__all__ = ["busy_percent", "read_cpu_times"]
+__all__ = ["CPU_BUSY_METRIC", "busy_percent", "read_cpu_times"]
+
+CPU_BUSY_METRIC = Metric(
+    "cpu_busy_pct", "%", Better.LOWER,
+    "whole-machine CPU busy share during the trial (all cores, /proc/stat: "
+    "user+nice+system+irq+softirq+steal over total)")
+"""What :func:`busy_percent` between two :func:`read_cpu_times` readings measures."""
 
 
 def read_cpu_times(target: Target) -> tuple[int, int]:

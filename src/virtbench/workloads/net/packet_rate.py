@@ -29,7 +29,7 @@ from virtbench.packetgen import (
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.net.cpu import busy_percent, read_cpu_times
+from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
 
 __all__ = ["WORKLOADS", "PacketRate"]
 
@@ -172,8 +172,7 @@ class PacketRate(Workload):
                "corrected from earlier trials, so a changing machine load can overshoot)"),
         Metric("generator_cpu_pct", "%", Better.LOWER,
                "trafgen's CPU time (user + system) over its run time, % of one core"),
-        Metric("cpu_busy_pct", "%", Better.LOWER,
-               "whole-machine CPU busy share during the trial (/proc/stat, all cores)"),
+        CPU_BUSY_METRIC,
         *(replace(m, primary=False) for m in IRTT_METRICS),
     )
     tools = (Tool("trafgen", "netsniff-ng"), Tool("time", "time", "GNU time: trafgen's CPU use"),

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.net_qos.grading import emodel, tiphon_index
 from virtbench.net_qos.pcap import read_pcap
-from virtbench.net_qos.study import capture_qos, study_loss_percent
+from virtbench.net_qos.study import CAPTURE_QOS_METRICS, capture_qos, study_loss_percent
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
@@ -26,15 +26,7 @@ from virtbench.workloads.net.counters import tx_packets
 __all__ = ["WORKLOADS", "QosTransfer", "service"]
 
 STUDY_METRICS = (
-    Metric("study_delay_ms", "ms", Better.LOWER,
-           "studies' 'delay': mean inter-arrival time of the foreground flow's data packets "
-           "captured at the receiver (not a one-way delay)"),
-    Metric("study_jitter_ms", "ms", Better.LOWER,
-           "studies' 'jitter': mean absolute change between consecutive inter-arrival times "
-           "at the receiver"),
-    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
-           "studies' 'throughput': captured wire bits of the flow / capture time (first to last "
-           "packet) / 10^6"),
+    *CAPTURE_QOS_METRICS,  # of the foreground flow's data packets, captured at the receiver
     Metric("study_loss_pct", "%", Better.LOWER,
            "studies' 'packet loss': (packets sent − captured at the receiver) / sent × 100, data "
            "direction of the foreground flow; sent = the server interface's tx packet counter "
@@ -104,8 +96,8 @@ class QosTransfer(Workload):
         if p.probe:
             names |= {m.name for m in IRTT_METRICS} | {"emodel_r", "emodel_mos"}
         if p.capture:
-            names |= {"study_delay_ms", "study_jitter_ms", "study_throughput_mbps",
-                      "capture_packets", "capture_dropped"}
+            names |= {m.name for m in CAPTURE_QOS_METRICS}
+            names |= {"capture_packets", "capture_dropped"}
             if p.sent_count != "none":
                 names |= {"study_loss_pct", "tiphon_index"}
         return [m for m in self.metrics if m.name in names]
@@ -211,9 +203,7 @@ class QosTransfer(Workload):
         if received.packets < 3:
             return [*out, Measurement("study_delay_ms", None, status="too_few_packets")]
         qos = capture_qos(received.ts_ns, received.orig_len)
-        out += [Measurement("study_delay_ms", qos.delay_ms),
-                Measurement("study_jitter_ms", qos.jitter_ms),
-                Measurement("study_throughput_mbps", qos.throughput_mbps)]
+        out += [Measurement(name, value) for name, value in qos.by_metric().items()]
         if len(captures) > 1:
             sent = read_pcap(captures[1].path).packets
         if sent is not None and sent > 0:

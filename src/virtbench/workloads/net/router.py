@@ -6,13 +6,16 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.model import Artifact, Better, Domain, Measurement, Metric
-from virtbench.parsers.iperf3 import iperf3_measurements, parse_iperf3_json
+from virtbench.model import Artifact, Better, Measurement, Metric
+from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.net.cpu import busy_percent, read_cpu_times
+from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
 from virtbench.workloads.net.qos_transfer import service
 
 __all__ = ["WORKLOADS", "RouterThroughput"]
+
+_FROM_IPERF3 = frozenset({"tcp_retransmits", "cpu_sender_pct", "cpu_receiver_pct"})
+"""The metrics iperf3's own report gives, declared by its parser."""
 
 
 class RouterThroughputParams(BaseModel):
@@ -29,15 +32,8 @@ class RouterThroughput(Workload):
     metrics = (
         Metric("throughput_gbps", "Gbit/s", Better.HIGHER,
                "iperf3 goodput at the receiver through the router, 10^9 bit/s", primary=True),
-        Metric("tcp_retransmits", "segments", Better.LOWER,
-               "TCP segments retransmitted by the sender during the test"),
-        Metric("cpu_busy_pct", "%", Better.LOWER,
-               "whole-machine CPU busy share during the transfer (all cores, /proc/stat: "
-               "user+nice+system+irq+softirq+steal over total), neighbours included"),
-        Metric("cpu_sender_pct", "%", Better.LOWER,
-               "iperf3 sender process CPU use (% of one core)", domain=Domain.POSITIVE),
-        Metric("cpu_receiver_pct", "%", Better.LOWER,
-               "iperf3 receiver process CPU use (% of one core)", domain=Domain.POSITIVE),
+        CPU_BUSY_METRIC,  # neighbours included: they run on the same machine
+        *(m for m in IPERF3_METRICS if m.name in _FROM_IPERF3),
     )
     tools = (Tool("iperf3", "iperf3"),)
     Params: ClassVar[type[BaseModel]] = RouterThroughputParams
@@ -53,8 +49,7 @@ class RouterThroughput(Workload):
         result = parse_iperf3_json(res.stdout)
         out = [Measurement("throughput_gbps", result.receiver_bps / 1e9),
                Measurement("cpu_busy_pct", busy_percent(before, after))]
-        keep = {"tcp_retransmits", "cpu_sender_pct", "cpu_receiver_pct"}
-        out += [m for m in iperf3_measurements(result) if m.metric in keep]
+        out += [m for m in iperf3_measurements(result) if m.metric in _FROM_IPERF3]
         return TrialResult(out, [Artifact(f"r{ctx.repetition}-iperf3.json",
                                           res.stdout.encode(), "application/json")])
 
