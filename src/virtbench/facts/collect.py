@@ -33,8 +33,9 @@ TOOL_VERSION_COMMANDS: dict[str, list[str]] = {
 }
 
 
-def _batch(target: Target, argvs: list[list[str]], timeout: float = 10) -> list[str | None]:
-    """Each command's output (None: it failed); one round trip on a remote target."""
+def _batch(target: Target, argvs: list[list[str]], timeout: float = 30) -> list[str | None]:
+    """Each command's output (None: it failed); one round trip on a remote target. The time
+    limit is generous: a Python start-up in an emulated (TCG) guest on a busy host takes seconds."""
     try:
         results = target.run_batch(argvs, timeout=timeout)
     except Exception:  # a timeout, a lost connection: a fact is never worth a crash
