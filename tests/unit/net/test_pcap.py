@@ -280,7 +280,7 @@ def test_bad_flow_spec_says_what_is_accepted(bad: str) -> None:
 
 
 def test_command_json_and_clear_errors(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "virtbench.cli", "parse", "pcap"]
+    cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
     out = subprocess.run([*cmd, str(DATA / "two_flows_us.pcap"), "--flow", "udp:5202", "--json"],
                          capture_output=True, text=True, check=True).stdout
     rows = json.loads(out)
