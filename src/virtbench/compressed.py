@@ -16,6 +16,7 @@ from virtbench.model import VirtbenchError
 __all__ = ["FORMATS", "DecompressionError", "compression_of", "decompress"]
 
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00", "zstd": b"\x28\xb5\x2f\xfd"}
+_FIRST_BYTES = {magic[:1] for magic in _MAGIC.values()}
 FORMATS = tuple(_MAGIC)
 """The compressions read, by the name :func:`decompress` reports."""
 
@@ -32,6 +33,8 @@ class DecompressionError(VirtbenchError, ValueError):
 def compression_of(data: bytes | mmap.mmap) -> str:
     """'gzip', 'xz', 'zstd', or '' for input that is none of them."""
     head = bytes(data[:6])
+    if head[:1] not in _FIRST_BYTES:  # plain text or a capture: one comparison per file
+        return ""
     return next((kind for kind, magic in _MAGIC.items() if head.startswith(magic)), "")
 
 
