@@ -390,37 +390,9 @@ def parse(
         help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:
     """Turn a saved tool output (or a pcap/pcapng capture, per flow) into normalised metrics."""
-    if tool == "pcap":
-        from virtbench.cli_pcap import parse_pcap_command
+    from virtbench.cli_parse import parse_command
 
-        parse_pcap_command(file, flow, as_json)
-        return
-    from virtbench.cli_input import parse_input, read_input_bytes
-    from virtbench.parsers.registry import get_parser
-
-    parser = get_parser(tool)
-    parsed = parse_input(parser.read, read_input_bytes(file), tool, file)
-    units = {m.name: m for m in parser.metrics}
-    for warning in parsed.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    if parsed.partial:
-        err.print("[yellow]partial:[/] the tool's run was cut short; values cover part of it")
-    def unit(metric: str) -> str:
-        return units[metric].unit if metric in units else ""
-
-    if as_json:
-        console.print_json(json.dumps({
-            "tool": tool, "format": parsed.format, "partial": parsed.partial,
-            "warnings": parsed.warnings,
-            "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
-                              "status": m.status, "t": m.t, "labels": m.labels}
-                             for m in parsed.measurements]}))
-        return
-    table = Table("metric", "value", "unit", "status", "labels", title=parsed.format)
-    for m in parsed.measurements:
-        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}", unit(m.metric),
-                      m.status, ",".join(f"{k}={v}" for k, v in m.labels.items()))
-    console.print(table)
+    parse_command(tool, file, as_json, flow)
 
 
 @app.command("export")

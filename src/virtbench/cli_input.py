@@ -1,5 +1,5 @@
 """Files a user hands to a command: read (also from stdin) and parsed, with an error that names
-the file when either fails. Decompression is the parsers' (virtbench.parsers.compressed)."""
+the file when either fails. Decompression is virtbench.compressed's, called by the parsers."""
 
 from __future__ import annotations
 

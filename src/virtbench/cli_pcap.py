@@ -7,10 +7,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from virtbench.net_qos.capture_report import CAPTURE_METRICS, analyse_capture, flow_measurements
 
 __all__ = ["parse_pcap_command"]
@@ -19,11 +15,13 @@ __all__ = ["parse_pcap_command"]
 def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     source: Path | bytes = sys.stdin.buffer.read() if str(file) == "-" else file
     report = analyse_capture(source, flow)
-    err = Console(stderr=True)
     if report.records.damage:
-        err.print(f"[yellow]warning:[/] {file}: {report.records.damage} "
-                  f"({report.records.packets} packets read; every figure below is partial)",
-                  highlight=False)
+        from rich.console import Console
+
+        Console(stderr=True).print(
+            f"[yellow]warning:[/] {file}: {report.records.damage} "
+            f"({report.records.packets} packets read; every figure below is partial)",
+            highlight=False)
     rows = flow_measurements(report)
     if as_json:
         units = {m.name: m.unit for m in CAPTURE_METRICS}
@@ -31,6 +29,10 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
                            "status": m.status, "t": m.t, "labels": m.labels} for m in rows],
                           indent=1))
         return
+    from rich.console import Console  # the table only: JSON output is a parse's fast path
+    from rich.table import Table
+    from rich.text import Text
+
     rec = report.records
     console = Console()
     if not console.is_terminal:  # a pipe or file: never wrap a 5-tuple over lines

@@ -3,9 +3,9 @@
 Reads what tcpdump, dumpcap and Wireshark write: classic pcap (µs and ns magic, either byte
 order, Kuznetsov's modified records), pcapng (sections of either byte order, several interfaces
 each with its own `if_tsresol`/`if_tsoffset`, enhanced, simple and obsolete packet blocks),
-plain or compressed with gzip or xz. Walking variable-length records is sequential, so the walk
-is one compiled loop (`virtbench.net_qos.compiled`); counts and bytes equal
-tshark's (`frame.len` is a record's original length).
+plain or compressed with gzip, xz or zstd (`virtbench.compressed`). Walking variable-length
+records is sequential, so the walk is one compiled loop (`virtbench.net_qos.compiled`); counts
+and bytes equal tshark's (`frame.len` is a record's original length).
 
 A file cut short or corrupted part-way is read up to the last intact record and marked
 (`PcapRecords.damage` says where and why); a file that is not a capture raises `PcapError`.
@@ -13,8 +13,6 @@ A file cut short or corrupted part-way is read up to the last intact record and 
 
 from __future__ import annotations
 
-import gzip
-import lzma
 import mmap
 import os
 import stat
@@ -25,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from virtbench.compressed import DecompressionError, decompress
 from virtbench.model import VirtbenchError
 from virtbench.net_qos.compiled import kernels
 
@@ -43,7 +42,7 @@ _REASONS = ("", "the last record is cut short", "a record length is impossible",
             "a pcapng block is malformed", "a packet names an interface that was not described",
             "a pcapng section header has an unknown byte-order magic")
 _EXPECTED = ("expected a classic pcap file (magic a1b2c3d4 or a1b23c4d, either byte order) or "
-             "pcapng (0a0d0d0a), optionally gzip- or xz-compressed")
+             "pcapng (0a0d0d0a), optionally gzip-, xz- or zstd-compressed")
 
 
 class PcapError(VirtbenchError, ValueError):
@@ -107,8 +106,11 @@ def read_pcap(path: str | Path) -> PcapRecords:
 
 
 def parse_pcap(buf: bytes | mmap.mmap) -> PcapRecords:
-    """Parse a classic pcap or pcapng capture (possibly gzip/xz-compressed) held in memory."""
-    buf = _decompress(buf)
+    """Parse a classic pcap or pcapng capture (possibly gzip/xz/zstd-compressed) held in memory."""
+    try:
+        buf, _compression = decompress(buf)
+    except DecompressionError as exc:
+        raise PcapError(f"compressed capture is damaged ({exc.kind}: {exc.reason})") from None
     if len(buf) < 4:
         raise PcapError(f"not a capture file: only {len(buf)} bytes; {_EXPECTED}")
     (magic_le,) = struct.unpack_from("<I", buf, 0)
@@ -121,19 +123,6 @@ def parse_pcap(buf: bytes | mmap.mmap) -> PcapRecords:
             return _classic(arr, magic, order)
     raise PcapError(f"not a capture file: starts with bytes {bytes(buf[:4]).hex()} "
                     f"({_sniff(bytes(buf[:64]))}); {_EXPECTED}")
-
-
-def _decompress(buf: bytes | mmap.mmap) -> bytes | mmap.mmap:
-    try:
-        if buf[:2] == b"\x1f\x8b":
-            return gzip.decompress(buf)
-        if buf[:6] == b"\xfd7zXZ\x00":
-            return lzma.decompress(buf)
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise PcapError(f"compressed capture is damaged: {exc}") from exc
-    if buf[:4] == b"\x28\xb5\x2f\xfd":
-        raise PcapError("zstd-compressed capture: decompress it first (zstd -d FILE)")
-    return buf
 
 
 def _sniff(buf: bytes) -> str:

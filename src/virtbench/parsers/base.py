@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from virtbench.compressed import DecompressionError, decompress
 from virtbench.model import Measurement, Metric, VirtbenchError
 
 __all__ = ["NOT_MEASURED", "ParseError", "Parsed", "Parser"]
@@ -44,9 +45,10 @@ class Parser:
 
     def read(self, data: bytes) -> Parsed:
         """Raw bytes as saved (plain, gzip, xz or zstd, found by magic bytes) → Parsed."""
-        from virtbench.parsers.compressed import decompress  # it raises ParseError from here
-
-        raw, compression = decompress(data)
+        try:
+            raw, compression = decompress(data)
+        except DecompressionError as exc:
+            raise ParseError(str(exc)) from None
         text = raw.decode("utf-8", errors="replace")
         parsed = (self.parse_full(text) if self.parse_full is not None
                   else Parsed(self.parse(text), self.tool))

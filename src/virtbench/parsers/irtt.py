@@ -16,8 +16,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
 from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
@@ -108,6 +106,23 @@ def _stamp(rt: dict[str, Any], side: str, event: str, clock: str) -> int | None:
     return node if isinstance(node, int) and not isinstance(node, bool) else None
 
 
+def _stamps(round_trips: list[dict[str, Any]], side: str, event: str, clock: str
+            ) -> list[int] | None:
+    """Every round trip's ``timestamps.side.event.clock``; None unless each carries it (an
+    integer). One loop, no call per round trip: a run has thousands (BENCHMARKS.md, parse
+    speed)."""
+    out = []
+    try:
+        for rt in round_trips:
+            value = rt["timestamps"][side][event][clock]
+            if type(value) is not int:  # a bool or a float is no irtt stamp
+                return None
+            out.append(value)
+    except (KeyError, TypeError):  # a stamp or a level is missing, or is not an object
+        return None
+    return out
+
+
 def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, str]
             ) -> float | None:
     """RFC 3550 jitter between two timestamps; each side's clock (wall, else monotonic) only
@@ -120,15 +135,11 @@ def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, s
     recv_clock = next((c for c in clocks if _stamp(received[0], *receive, c) is not None), None)
     if send_clock is None or recv_clock is None:
         return None
-    pairs: list[tuple[int, int]] = []
-    for rt in received:
-        s = _stamp(rt, *send, send_clock)
-        r = _stamp(rt, *receive, recv_clock)
-        if s is None or r is None:
-            return None  # not every reply carries the stamp: no consistent series
-        pairs.append((s, r))
-    a = np.array(pairs, dtype=np.int64)
-    return rfc3550_jitter_ns(a[:, 0], a[:, 1]) / 1e6
+    sent_at = _stamps(received, *send, send_clock)
+    received_at = _stamps(received, *receive, recv_clock)
+    if sent_at is None or received_at is None:
+        return None  # not every reply carries the stamp: no consistent series
+    return rfc3550_jitter_ns(sent_at, received_at) / 1e6
 
 
 def _load(text: str) -> dict[str, Any]:

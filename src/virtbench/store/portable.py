@@ -6,13 +6,13 @@ import base64
 import binascii
 import gzip
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import CompileError, IntegrityError
 
 from virtbench import __version__
+from virtbench.compressed import DecompressionError, decompress
 from virtbench.model import VirtbenchError
 from virtbench.store.store import Store
 
@@ -107,12 +107,11 @@ def _read_document(path: Path) -> Any:
         raw = path.read_bytes()
     except OSError as exc:
         raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise VirtbenchError(f"{path}: truncated or damaged (gzip: {exc}); export the run "
-                                 "again") from exc
+    try:  # export writes gzip; a file recompressed as xz or zstd reads too
+        raw, _compression = decompress(raw)
+    except DecompressionError as exc:
+        raise VirtbenchError(f"{path}: truncated or damaged ({exc.kind}: {exc.reason}); export "
+                             "the run again") from exc
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

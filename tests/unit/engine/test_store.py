@@ -108,6 +108,27 @@ def test_export_import_round_trip(store: Store, tmp_path: Path) -> None:
     assert len(other.samples(run_id)) == 6
 
 
+def test_import_reads_a_recompressed_export_and_names_damage(tmp_path: Path) -> None:
+    import gzip
+
+    import zstandard
+
+    store = Store(str(tmp_path / "s.db"))
+    run_id = _run(store)
+    _trial(store, run_id, "a", 0, [1.0])
+    exported = tmp_path / "run.json.gz"
+    export_run(store, run_id, exported)
+    recompressed = tmp_path / "run.json.zst"  # a user's archive: gunzip, then zstd
+    recompressed.write_bytes(zstandard.ZstdCompressor().compress(
+        gzip.decompress(exported.read_bytes())))
+    assert import_run(Store(str(tmp_path / "other.db")), recompressed) == run_id
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(exported.read_bytes()[:-30])
+    with pytest.raises(VirtbenchError, match=r"cut.json.gz: truncated or damaged \(gzip: .+\); "
+                                             "export the run again"):
+        import_run(Store(str(tmp_path / "third.db")), cut)
+
+
 def test_import_rejects_foreign_file(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

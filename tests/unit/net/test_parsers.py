@@ -72,9 +72,9 @@ def test_irtt_errors() -> None:
 @pytest.mark.parametrize(("tool", "path"), [("iperf3", "iperf3/tcp_20M_veth.json"),
                                             ("irtt", "irtt/client_10ms_1s_veth.json")])
 def test_cli_parse(tool: str, path: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "virtbench.cli", "parse", tool, str(DATA / path)],
+    out = subprocess.run([sys.executable, "-m", "virtbench", "parse", tool, str(DATA / path)],
                          capture_output=True, text=True, timeout=60)
     if out.returncode != 0 and "No module named" in out.stderr:
-        pytest.skip("virtbench.cli is not runnable as a module")
+        pytest.skip("virtbench is not runnable as a module")
     assert out.returncode == 0, out.stderr
     assert ("throughput_mbps" if tool == "iperf3" else "rtt_mean_ms") in out.stdout

@@ -123,6 +123,30 @@ def test_compressed_captures(tmp_path: Path) -> None:
     assert _ours(parse_pcap(lzma.compress(raw))) == want
     with pytest.raises(PcapError, match="compressed capture is damaged"):
         parse_pcap(gzip.compress(raw)[:200])
+    with pytest.raises(PcapError, match=r"compressed capture is damaged \(xz: "):
+        parse_pcap(lzma.compress(raw)[:-20])
+
+
+@pytest.mark.parametrize(("name", "original"), [
+    ("two_flows.pcapng.zst", "two_flows.pcapng"),  # zstd FILE: the frame says its size
+    ("two_flows_us.pcap.zst", "two_flows_us.pcap"),  # zstd < FILE: a frame without a size
+])
+def test_zstd_captures_from_the_zstd_tool(name: str, original: str, tshark_flows: Any) -> None:
+    packed = (DATA / name).read_bytes()
+    assert packed[:4] == b"\x28\xb5\x2f\xfd"
+    records = read_pcap(DATA / name)
+    assert records.damage is None
+    assert _ours(records) == _ours(read_pcap(DATA / original)) == tshark_flows(DATA / original)
+    with pytest.raises(PcapError, match=r"compressed capture is damaged \(zstd: "):
+        parse_pcap(packed[: len(packed) // 2])
+
+
+def test_zstd_capture_on_the_command_line() -> None:
+    cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
+    packed, plain = (subprocess.run([*cmd, str(DATA / name), "--json"], capture_output=True,
+                                    text=True, check=True).stdout
+                     for name in ("two_flows.pcapng.zst", "two_flows.pcapng"))
+    assert json.loads(packed) == json.loads(plain) and json.loads(plain)
 
 
 def test_pcapng_sections_are_numbered_in_turn() -> None:
@@ -280,7 +304,7 @@ def test_bad_flow_spec_says_what_is_accepted(bad: str) -> None:
 
 
 def test_command_json_and_clear_errors(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "virtbench.cli", "parse", "pcap"]
+    cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
     out = subprocess.run([*cmd, str(DATA / "two_flows_us.pcap"), "--flow", "udp:5202", "--json"],
                          capture_output=True, text=True, check=True).stdout
     rows = json.loads(out)

@@ -53,7 +53,7 @@ def test_damaged_compressed_input_is_a_parse_error() -> None:
 
 
 def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "virtbench.cli", "parse", *args],
+    return subprocess.run([sys.executable, "-m", "virtbench", "parse", *args],
                           input=stdin, capture_output=True, timeout=60)
 
 

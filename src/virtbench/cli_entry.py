@@ -1,0 +1,92 @@
+"""The `virtbench` command. A plain `virtbench parse TOOL FILE [--json] [--flow SPEC]` runs
+straight away; everything else (other commands, --help, a usage error) goes to the app.
+
+A process pays for what it imports: the app builds every command, some of whose modules import
+scipy, SQLAlchemy and pydantic (typer itself checks every option with pydantic), about 2 s of
+CPU here, while a parse needs none of it — and `virtbench parse pcap` competes with tcpdump,
+whose whole run is a tenth of a second (BENCHMARKS.md, capture analysis speed). The options stay
+declared once, by the app (virtbench.cli.parse): a call this module does not recognise in full
+is the app's to read, so it never reads one differently.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PlainParse", "main", "plain_parse"]
+
+# click's spelling of booleans (VIRTBENCH_DEBUG); any other value is the app's to reject.
+_TRUE = {"1", "true", "t", "yes", "y", "on"}
+_FALSE = {"", "0", "false", "f", "no", "n", "off"}
+
+
+@dataclass(frozen=True)
+class PlainParse:
+    tool: str
+    file: Path
+    as_json: bool
+    flow: str | None
+    debug: bool
+
+
+def main() -> None:
+    call = plain_parse(sys.argv[1:], os.environ.get("VIRTBENCH_DEBUG", ""))
+    if call is None:
+        from virtbench.cli import main as app
+
+        app()
+        return
+    sys.exit(_run(call))
+
+
+def plain_parse(args: Sequence[str], debug_env: str) -> PlainParse | None:
+    """The parse these arguments ask for, or None unless they are exactly ``[--debug] parse
+    TOOL FILE`` with ``--json`` and ``--flow SPEC`` (or ``--flow=SPEC``) at most once each."""
+    if debug_env.strip().lower() not in _TRUE | _FALSE:
+        return None
+    debug = debug_env.strip().lower() in _TRUE
+    rest = list(args)
+    if rest[:1] == ["--debug"]:
+        debug, rest = True, rest[1:]
+    if rest[:1] != ["parse"]:
+        return None
+    positional: list[str] = []
+    as_json, flow = False, None
+    i = 1
+    while i < len(rest):
+        arg = rest[i]
+        if arg == "--json" and not as_json:
+            as_json = True
+        elif arg == "--flow" and flow is None and i + 1 < len(rest):
+            flow = rest[i + 1]
+            i += 1
+        elif arg.startswith("--flow=") and flow is None:
+            flow = arg.removeprefix("--flow=")
+        elif arg == "-" or not arg.startswith("-"):
+            positional.append(arg)
+        else:  # --help, an unknown option, a repeated one: the app says what it means
+            return None
+        i += 1
+    if len(positional) != 2:
+        return None
+    return PlainParse(positional[0], Path(positional[1]), as_json, flow, debug)
+
+
+def _run(call: PlainParse) -> int:
+    """The exit code, failures reported as the app reports them (virtbench.cli_errors)."""
+    try:
+        from virtbench.cli_parse import parse_command
+
+        parse_command(call.tool, call.file, call.as_json, call.flow)
+    except BrokenPipeError:  # `virtbench parse ... | head`: as click does, quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the exit
+        return 1
+    except (Exception, KeyboardInterrupt) as exc:
+        from virtbench.cli_errors import report
+
+        return report(exc, call.debug)
+    return 0

@@ -1,0 +1,62 @@
+"""The one decompression helper (virtbench.compressed): each format, several members or frames,
+plain input untouched, damage named by its compression. Real `zstd` output: test_pcap.py."""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import mmap
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from virtbench.compressed import DecompressionError, compression_of, decompress
+
+TEXT = b'{"start": {"version": "iperf 3.12"}}\n' * 50
+
+
+def _zstd_frame(data: bytes) -> bytes:
+    stream = zstandard.ZstdCompressor().compressobj()  # as from a pipe: no content size
+    return stream.compress(data) + stream.flush()
+
+
+PACKED = {"gzip": gzip.compress, "xz": lzma.compress, "zstd": _zstd_frame}
+
+
+@pytest.mark.parametrize("kind", sorted(PACKED))
+def test_each_format_by_its_magic_bytes(kind: str) -> None:
+    packed = PACKED[kind](TEXT)
+    assert compression_of(packed) == kind
+    assert decompress(packed) == (TEXT, kind)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_members_or_frames_one_after_another_are_one_stream(kind: str) -> None:
+    half = len(TEXT) // 2
+    assert decompress(PACKED[kind](TEXT[:half]) + PACKED[kind](TEXT[half:])) == (TEXT, kind)
+
+
+def test_plain_input_is_returned_as_it_is(tmp_path: Path) -> None:
+    assert decompress(TEXT) == (TEXT, "")
+    path = tmp_path / "plain.bin"
+    path.write_bytes(TEXT)
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        out, kind = decompress(mapped)
+        assert out is mapped and kind == ""
+
+
+def test_a_mapped_compressed_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "packed.zst"
+    path.write_bytes(_zstd_frame(TEXT))
+    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert decompress(mapped) == (TEXT, "zstd")
+
+
+@pytest.mark.parametrize("kind", sorted(PACKED))
+def test_cut_off_input_names_its_compression(kind: str) -> None:
+    packed = PACKED[kind](TEXT)
+    with pytest.raises(DecompressionError, match=rf"^{kind}-compressed input is damaged or cut "
+                                                 r"off \(.+\)$") as info:
+        decompress(packed[: len(packed) - 8])
+    assert info.value.kind == kind and info.value.reason
