@@ -127,7 +127,7 @@ def check_io_scheduler(view: SystemView) -> Finding | None:
         cost="no per-process I/O fairness inside this machine (the host schedules anyway)",
         gain=Gain("cited", "less per-request CPU work in the guest; the host's scheduler "
                            "already orders the I/O", source=TUNING_DOC),
-        measure="disk")
+        measure="disk-scheduler", extra={"scheduler": slow[0][1]})
 
 
 def check_governor(view: SystemView) -> Finding | None:
