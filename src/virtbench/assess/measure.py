@@ -27,6 +27,7 @@ from virtbench.assess.probes import PROBE_TRIAL_S, Probe
 from virtbench.runner import Runner
 from virtbench.runner.engine import ProgressHook
 from virtbench.spec.loader import parse_experiment
+from virtbench.spec.models import Adaptive
 from virtbench.store import Store
 from virtbench.workloads.cpu.features import KNOWN_FEATURES
 
@@ -108,7 +109,10 @@ class Plan:
             found[probe.knob], fixed[probe.knob] = probe.as_found, probe.recommended
         return found, fixed
 
-    def experiment_text(self, budget_s: float) -> str:
+    def experiment_text(self) -> str:
+        """The run's experiment file. The same subject with the same findings gives the same
+        text (no time budget in it: the runner gets that separately), so ``history`` and
+        ``compare`` take the assessments of one subject as runs of one experiment file."""
         found, fixed = self.variant_knobs()
         workloads = [*(self.cpu.workloads if self.cpu else ()), *(p.spec() for p in self.probes)]
         what = [f"CPU flags ({', '.join(self.cpu.flags()) or 'host'})"] if self.cpu else []
@@ -122,7 +126,7 @@ class Plan:
                          {"name": RECOMMENDED, "knobs": fixed}],
             "workloads": workloads,
             "repetitions": {"min": MIN_REPETITIONS, "max": 400, "target_rel_ci": TARGET_REL_CI,
-                            "criterion": "speedup", "budget_s": round(max(1.0, budget_s), 1)},
+                            "criterion": "speedup"},
             "warmup": 1,
         }
         if self.probes:
@@ -214,8 +218,12 @@ def run_plan(store: Store, plan: Plan, budget_s: float,
              progress: ProgressHook | None = None) -> tuple[str, list[Effect]]:
     """Run the plan as a normal stored run; returns the run id and each workload's primary
     speedup of ``recommended`` over ``as-found``."""
-    text = plan.experiment_text(budget_s)
+    text = plan.experiment_text()
     experiment = parse_experiment(text, "<assess>")
+    assert isinstance(experiment.repetitions, Adaptive)
+    experiment.repetitions.budget_s = round(max(1.0, budget_s), 1)
+    experiment.description += (f" (this run's time for trials: "
+                               f"{experiment.repetitions.budget_s:g} s)")
     outcome = Runner(store, experiment, text, "virtbench assess", progress=progress).run()
     analysis = analyse(store, [outcome.run_id])
     probes = {p.id: p for p in plan.probes}

@@ -38,7 +38,7 @@ def test_machine_whatif_is_qemu64_against_the_unmasked_host() -> None:
     assert whatif.without == () and whatif.with_ is None
     names = [w["name"] for w in whatif.workloads]
     assert {"cpu.crc32c", "cpu.aes"} <= set(names)
-    experiment = parse_experiment(Plan(whatif).experiment_text(42), "<test>")
+    experiment = parse_experiment(Plan(whatif).experiment_text(), "<test>")
     assert experiment.baseline == AS_FOUND
     assert experiment.lab.kind == "host"  # no probe: no scratch loop device or namespaces
     knobs = {v.name: v.knobs for v in experiment.all_variants()}
@@ -114,7 +114,7 @@ def test_probes_vary_one_knob_each_and_share_the_two_variants() -> None:
     assert [p.id for p in probes] == ["disk.cache.writethrough", "disk.scheduler.bfq",
                                       "net.offloads"]
     plan = Plan(plan_whatif([], None, 60), tuple(probes))
-    experiment = parse_experiment(plan.experiment_text(60), "<test>")
+    experiment = parse_experiment(plan.experiment_text(), "<test>")
     assert experiment.lab.kind == "assess-probes"
     assert experiment.lab.params == {"disk": True, "network": True}
     knobs = {v.name: v.knobs for v in experiment.all_variants()}
