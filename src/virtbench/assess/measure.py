@@ -158,10 +158,9 @@ class Effect:
         return (self.ci_high - self.ci_low) / 2 / self.speedup if self.speedup else math.inf
 
     def gain(self) -> Gain:
+        # What was measured goes with the finding's evidence, not into every gain line.
         summary = (f"{self.workload} {self.metric}: ×{self.speedup:.2f} "
                    f"[{self.ci_low:.2f}, {self.ci_high:.2f}]")
-        if self.what:
-            summary += f" — {self.what}"
         return Gain("measured", summary, self.speedup, self.ci_low, self.ci_high,
                     source="this assessment's run")
 

@@ -1,6 +1,6 @@
 """The scratch testbed of ``virtbench assess``'s disk and network probes.
 
-- disk: a fresh, fully allocated image file on a loop device with direct I/O (so the backing
+- disk: a fresh image file, written through, on a loop device with direct I/O (so the backing
   file's page cache does not answer for the disk), the device's scheduler as the kernel chose it;
 - network: two namespaces joined by a veth pair, an iperf3 server in one of them.
 
@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,7 +43,7 @@ class ProbeParams(BaseModel):
 
     disk: bool = Field(False, description="make the scratch loop device (disk probes)")
     network: bool = Field(False, description="make the namespace pair (network probes)")
-    image_size_mib: int = Field(256, ge=16, description="size of the scratch image, MiB")
+    image_size_mib: int = Field(64, ge=16, description="size of the scratch image, MiB")
     image_dir: str | None = Field(None, description="where the image file goes (default: the "
                                                     "run's work directory)")
 
@@ -52,14 +53,22 @@ def _free_mib(path: Path) -> int:
     return st.f_bavail * st.f_frsize // (1024 * 1024)
 
 
-def _detach(target: Target, image: str) -> list[str]:
-    done = []
-    for line in target.run(["losetup", "-j", image], check=False).stdout.splitlines():
-        device = line.split(":", 1)[0].strip()
-        if device.startswith("/dev/loop"):
-            target.run(["losetup", "-d", device], check=False)
-            done.append(f"loop device {device}")
-    return done
+def _detach(target: Target, device: str, image: str) -> list[str]:
+    """Detach ``device`` if it still serves ``image`` (deleted or not): a loop device number
+    is reused, so one that serves anything else is not ours any more."""
+    try:
+        backing = Path(f"/sys/block/{Path(device).name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return []  # detached already
+    if backing.removesuffix(" (deleted)") != image:
+        return []
+    target.run(["losetup", "-d", device], check=False)
+    # A device still open (a probe's fio outliving a killed run) detaches when closed.
+    for _ in range(50):
+        if not Path(f"/sys/block/{Path(device).name}/loop/backing_file").exists():
+            return [f"loop device {device} (on {image})"]
+        time.sleep(0.2)
+    return [f"loop device {device} (on {image}; detaches when its last user closes it)"]
 
 
 class ProbeLab(Lab):
@@ -109,19 +118,30 @@ class ProbeLab(Lab):
                                  f"{image_dir}; set params.image_dir or image_size_mib")
         image = image_dir / f"{OUR_PREFIX}probe-{self.token}.img"
         manifest.add("image", str(image))
-        fd = os.open(image, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        try:  # every block allocated now: a probe must not measure block allocation
-            os.posix_fallocate(fd, 0, size * 1024 * 1024)
+        # Written, not fallocated: reads of unallocated (or unwritten) blocks would return
+        # zeros without touching the disk, and the first write to each would convert an
+        # extent (a journal commit the probe would time and the detach would wait for). One
+        # random MiB repeated, so nothing below mistakes it for zeros to skip.
+        block = os.urandom(1024 * 1024)
+        try:
+            with open(image, "xb") as out:
+                for _ in range(size):
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
-                raise VirtbenchError(f"lab assess-probes: disk full allocating {image}") from exc
+                raise VirtbenchError(f"lab assess-probes: disk full writing {image}") from exc
             raise
-        finally:
-            os.close(fd)
         device = self.target.run(["losetup", "--find", "--show", "--direct-io=on",
                                   str(image)]).stdout.strip()
+        manifest.add("loop", {"device": device, "image": str(image)})
         dio = self.target.run(["losetup", "--list", "--noheadings", "--output", "DIO", device],
                               check=False).stdout.strip() == "1"
+        # The loop device holds the file open: unlinked now, its blocks are freed when the
+        # device goes, so ``down`` never waits for a busy disk's journal to free them.
+        image.unlink()
+        manifest.remove("image", str(image))
         mount = json.loads(self.target.run(["findmnt", "-J", "-T", str(image_dir)]).stdout)
         fs = mount["filesystems"][0]
         sysfs = f"/sys/block/{Path(device).name}/queue/scheduler"
@@ -169,8 +189,10 @@ class ProbeLab(Lab):
     def clean(cls, manifest: Manifest) -> list[str]:
         target = LocalTarget()
         done = clean_manifest(target, manifest)  # the iperf3 server, namespaces, run dir
-        for image in manifest.items("image"):
-            done += _detach(target, str(image))
+        for loop in manifest.items("loop"):
+            done += _detach(target, str(loop["device"]), str(loop["image"]))
+            manifest.remove("loop", loop)
+        for image in manifest.items("image"):  # a crash between allocating and attaching
             if Path(image).exists():
                 Path(image).unlink()
                 done.append(f"image {image}")

@@ -153,8 +153,8 @@ def test_the_scheduler_probe_sets_the_scheduler_of_its_own_loop_device_per_trial
     assert by_variant["recommended"]["device"].startswith("/dev/loop")
 
 
-def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
-        tmp_path: Path, lab_root: Path, nothing_left: None) -> None:
+def _start_probe_run(tmp_path: Path, lab_root: Path) -> subprocess.Popen[bytes]:
+    """A long probe run in a child, returned once its loop device and namespaces exist."""
     # The child gets Python's own Ctrl-C handler back (a background shell may have ignored it).
     code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
             "from virtbench.cli import main; sys.argv[0] = 'virtbench'; main()")
@@ -163,12 +163,21 @@ def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
                              env=os.environ | {"VIRTBENCH_LAB_ROOT": str(lab_root)},
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_ours()) < 3:  # loop device, two namespaces
+        time.sleep(0.2)
+    if len(_ours()) < 3:
+        child.kill()
+        child.wait()
+        pytest.fail("the lab never came up")
+    time.sleep(3)  # well inside the trials
+    return child
+
+
+def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
+        tmp_path: Path, lab_root: Path, nothing_left: None) -> None:
+    child = _start_probe_run(tmp_path, lab_root)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any("vbnet-probe-" in o for o in _ours()):
-            time.sleep(0.2)
-        assert any("vbnet-probe-" in o for o in _ours()), "the lab never came up"
-        time.sleep(3)  # well inside the trials
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)
     finally:
@@ -177,3 +186,15 @@ def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
             child.wait()
     assert child.returncode != 0
     assert b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_lab_clean_removes_what_a_killed_run_left(
+        tmp_path: Path, lab_root: Path, nothing_left: None) -> None:
+    child = _start_probe_run(tmp_path, lab_root)
+    os.killpg(child.pid, signal.SIGKILL)  # no cleanup at all: a crash
+    child.wait()
+    assert list(lab_root.glob("*.json")), "the killed run's manifest should be there"
+    assert _ours()
+    result = CliRunner().invoke(app, ["lab", "clean"])
+    assert result.exit_code == 0, result.output
+    assert "loop device" in result.output and "namespace" in result.output
