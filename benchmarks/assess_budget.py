@@ -44,22 +44,24 @@ def main() -> None:
     lines = ["| assessment | workload · metric | n per variant | speedup [95 % CI] | CI "
              "half-width / speedup (≤ 5 %) | whole command (≤ 132 s) | load (1 min) before | "
              "runner stop reason |", "|---|---|---|---|---|---|---|---|"]
-    all_within = all_precise = True
+    within_count = precise_count = 0
     for index in range(1, ASSESSMENTS + 1):
         rows, within, precise = _one(index)
         lines += rows
-        all_within &= within
-        all_precise &= precise
+        within_count += within
+        precise_count += precise
     body = "\n".join(lines) + (
-        f"\n\nTime floor (whole command ≤ budget + 10 %): "
-        f"{'meets' if all_within else 'misses'} in every assessment.  \n"
-        f"Precision floor (every speedup's CI half-width ≤ 5 %): "
-        f"{'meets in every assessment' if all_precise else 'not in every assessment'}.  \n"
+        f"\n\nTime floor (whole command ≤ budget + 10 %): met in {within_count} of "
+        f"{ASSESSMENTS} assessments.  \n"
+        f"Precision floor (every speedup's CI half-width ≤ 5 %): met in {precise_count} of "
+        f"{ASSESSMENTS} assessments.  \n"
         f"{os.cpu_count()} cores shared with other work. Within an assessment the two variants "
         "alternate, so each speedup is a ratio measured under the same load; the hardware "
         "paths vary little between trials, the software (table-driven) paths vary with what "
-        "else runs, which decides whether the CI converges within the budget. x265 joins from "
-        "--budget 4m (docs/assess.md).")
+        "else runs, which decides whether the CI converges within the budget. The runner gets the budget less "
+        "what the checks spent, 12 s, 5 % and one round; a what-if whose CI is within 4 % stops "
+        "and the rest of the time goes to those still wide. x265 joins from --budget 4m "
+        "(docs/assess.md).")
     record("assess: --budget 2m", ".venv/bin/python benchmarks/assess_budget.py", body)
     print(body)
 

@@ -34,6 +34,7 @@ ENTRY_POINT_GROUP = "virtbench.plugins"
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "WORKLOADS": (
         "virtbench.workloads.command",
+        "virtbench.workloads.assess_probes",
         "virtbench.workloads.cpu.aes",
         "virtbench.workloads.cpu.crc32c",
         "virtbench.workloads.media.x265",
@@ -47,6 +48,7 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "LABS": (
         "virtbench.labs.storage",
+        "virtbench.labs.assess_probes",
         "virtbench.labs.host",
         "virtbench.labs.kvm",
         "virtbench.labs.net.crosshost",

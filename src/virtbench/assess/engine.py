@@ -13,7 +13,8 @@ from typing import Any
 from virtbench.assess.domain_rules import DOMAIN_RULES
 from virtbench.assess.domain_view import read_domain_view
 from virtbench.assess.findings import Change, Evidence, Finding
-from virtbench.assess.measure import FlagEffect, plan_whatif, run_whatif
+from virtbench.assess.measure import Effect, Plan, WhatIf, plan_whatif, run_plan
+from virtbench.assess.probes import probe_for, probe_problems, probes_for
 from virtbench.assess.remote_tree import fetch_system_tree
 from virtbench.assess.rules import run_rules
 from virtbench.assess.system_rules import SYSTEM_RULES, SystemView
@@ -36,50 +37,98 @@ class Assessment:
     budget_s: float
     findings: list[Finding] = field(default_factory=list)
     run_id: str | None = None
-    effects: list[FlagEffect] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "budget_s": self.budget_s, "run_id": self.run_id,
                 "elapsed_s": round(self.elapsed_s, 2), "notes": self.notes,
-                "effects": [{"workload": e.workload, "metric": e.metric, "speedup": e.speedup,
-                             "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n,
-                             "ci_half_width_rel": e.half_width} for e in self.effects],
+                "effects": [e.as_dict() for e in self.effects],
                 "findings": [f.as_dict() for f in self.findings]}
 
 
-def measurement_budget(budget_s: float) -> float:
-    """Seconds the runner may keep adding repetitions: the rest of the budget goes to facts
-    before and after, the minimum repetitions, the last round and the analysis."""
-    return max(0.0, 0.8 * budget_s - 10.0)
+RESERVE_S = 12.0
+"""Seconds an assessment needs around its trials here: facts before and after, the lab's
+loop device and namespaces up and down, the analysis and the output."""
 
 
-def _measure(assessment: Assessment, store: Store, granted: Iterable[str],
-             added: Iterable[str] | None, progress: ProgressHook | None) -> None:
-    budget = measurement_budget(assessment.budget_s)
-    whatif = plan_whatif(granted, added, budget)
-    if whatif is None:
-        assessment.notes.append("no measurable workload uses the flags in question")
+def measurement_budget(budget_s: float, spent_s: float = 0.0, round_s: float = 0.0) -> float:
+    """Seconds the runner may spend on trials (warm-up and minimum repetitions included): the
+    budget less what the checks spent, :data:`RESERVE_S` and 5 % for what runs around the
+    trials, and one round that may start just before the runner's time is up."""
+    return max(0.0, budget_s - spent_s - RESERVE_S - 0.05 * budget_s - round_s)
+
+
+def _fitting(assessment: Assessment, whatif: WhatIf | None, spent_s: float) -> Plan:
+    """The CPU what-if and every probe that can run here and whose minimum repetitions still
+    fit in the budget; a note for each probe left out."""
+    plan = Plan(whatif)
+    for probe in probes_for(assessment.findings):
+        problems = probe_problems(probe)
+        if problems:
+            assessment.notes.append(f"probe {probe.id} not measured: {'; '.join(problems)}")
+            continue
+        candidate = Plan(whatif, (*plan.probes, probe))
+        room = measurement_budget(assessment.budget_s, spent_s, candidate.round_s())
+        if candidate.min_cost_s() > 0.75 * room:
+            assessment.notes.append(
+                f"probe {probe.id} not measured: its minimum repetitions do not fit in the "
+                f"budget beside the others' (about {candidate.min_cost_s():.0f} s of "
+                f"{room:.0f} s); give a longer --budget")
+            continue
+        plan = candidate
+    return plan
+
+
+def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, started: float,
+             progress: ProgressHook | None) -> None:
+    spent = time.monotonic() - started
+    plan = _fitting(assessment, whatif, spent)
+    if plan.empty():
+        assessment.notes.append("nothing measurable here within the budget; gains are cited")
         return
+    budget = measurement_budget(assessment.budget_s, spent, plan.round_s())
     if budget <= 0:
         assessment.notes.append(f"budget {assessment.budget_s:g} s too small to measure; "
                                 "gains are cited")
         return
-    assessment.notes += whatif.skipped
-    assessment.run_id, assessment.effects = run_whatif(store, whatif, budget, progress)
+    if plan.cpu is not None:
+        assessment.notes += plan.cpu.skipped
+    assessment.run_id, assessment.effects = run_plan(store, plan, budget, progress)
+    _attach(assessment.findings, assessment.effects)
 
 
-def _attach(findings: list[Finding], effects: list[FlagEffect], measure: str) -> None:
-    if not effects:
-        return
-    best = max(effects, key=lambda e: e.speedup)
+def _cpu_whatif(assessment: Assessment, granted: Iterable[str], added: Iterable[str] | None,
+                started: float) -> WhatIf | None:
+    budget = measurement_budget(assessment.budget_s, time.monotonic() - started)
+    whatif = plan_whatif(granted, added, budget)
+    if whatif is None:
+        assessment.notes.append("no measurable workload uses the flags in question")
+    return whatif
+
+
+def _attach(findings: list[Finding], effects: list[Effect]) -> None:
+    """Each finding's measured gain, and what was measured beside what stays cited."""
+    cpu = [e for e in effects if e.measure == "cpu-flags"]
     for finding in findings:
-        if finding.measure != measure:
+        if finding.measure == "cpu-flags" and cpu:
+            finding.gain = max(cpu, key=lambda e: e.speedup).gain()
+            finding.evidence += [Evidence("measured (this host's masks, this run)",
+                                          e.gain().summary)
+                                 for e in sorted(cpu, key=lambda e: -e.speedup)]
             continue
-        finding.gain = best.gain()
-        finding.evidence += [Evidence("measured (this host's masks, this run)", e.gain().summary)
-                             for e in sorted(effects, key=lambda e: -e.speedup)]
+        probe = probe_for(finding)
+        effect = next((e for e in effects if probe and e.workload == probe.id), None)
+        if effect is None:
+            continue
+        cited = finding.gain
+        finding.gain = effect.gain()
+        finding.evidence.append(Evidence("measured (this run)", effect.what))
+        if cited is not None:
+            finding.evidence.append(Evidence(
+                "cited (not measured)", f"{cited.summary} [{cited.source}]; "
+                                        f"{effect.not_measured}"))
 
 
 def _finish(assessment: Assessment, store: Store, started: float) -> Assessment:
@@ -99,13 +148,14 @@ def assess_machine(store: Store, budget_s: float, root: Path = Path("/"),
     where = "guest" if view.in_guest() else "host"
     assessment = Assessment(f"this machine ({where})", budget_s,
                             run_rules(SYSTEM_RULES, view))
+    whatif = None
     if any(f.measure == "cpu-flags" and f.rule == "cpu-flags-present"
            for f in assessment.findings):
-        _measure(assessment, store, [], None, progress)
-        _attach(assessment.findings, assessment.effects, "cpu-flags")
+        whatif = _cpu_whatif(assessment, [], None, started)
     else:
         assessment.notes.append("this CPU lacks the flags in question, so masking cannot show "
                                 "what they would buy here; gains are cited")
+    _measure(assessment, store, whatif, started, progress)
     return _finish(assessment, store, started)
 
 
@@ -160,14 +210,15 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
         return _finish(assessment, store, started)
     local = SystemView()
     assessment.findings += _prefixed(run_rules(SYSTEM_RULES, local), "host")
+    whatif = None
     if cpu is not None:
         added = cpu.extra["require"]
         if set(added) <= local.flags():
-            _measure(assessment, store, view.guest_flags, added, progress)
-            _attach(assessment.findings, assessment.effects, "cpu-flags")
-            if view.virttype == "qemu" and assessment.effects:
-                assessment.notes.append("the guest runs under TCG: the gains are measured on "
-                                        "this host with its masks, i.e. what a KVM guest gets")
+            whatif = _cpu_whatif(assessment, view.guest_flags, added, started)
         else:
             assessment.notes.append("this host lacks some of the flags: the gain is cited")
+    _measure(assessment, store, whatif, started, progress)
+    if view.virttype == "qemu" and any(e.measure == "cpu-flags" for e in assessment.effects):
+        assessment.notes.append("the guest runs under TCG: the gains are measured on this "
+                                "host with its masks, i.e. what a KVM guest gets")
     return _finish(assessment, store, started)

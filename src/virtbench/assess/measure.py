@@ -1,9 +1,16 @@
-"""Measured effects: the CPU-flag what-if run through the normal runner and stored as a run.
+"""Measured effects, all in one run of experiment ``assess`` through the normal runner.
 
-Study 000's preview with this host's real masks (OPENSSL_ia32cap for AES, CRC32C_SW_MODE for
-crc32c, x265's asm level): a variant without the flags the finding is about against one with
-them, each workload that uses those flags, interleaved and adaptive until every speedup's 95 %
-CI half-width is within the target or the time budget is spent.
+Two variants, ``as-found`` (the baseline) and ``recommended``; each workload answers to exactly
+one of their knobs, so each speedup is what one fix buys:
+
+- the CPU-flag what-if, study 000's preview with this host's real masks (OPENSSL_ia32cap for
+  AES, CRC32C_SW_MODE for crc32c, x265's asm level): ``cpu_features`` without the flags the
+  finding is about against with them, each workload that uses those flags;
+- the disk and network probes (:mod:`virtbench.assess.probes`) on lab ``assess-probes``'s
+  scratch loop device and veth pair.
+
+Interleaved, adaptive: a workload whose speedup's 95 % CI half-width is within the target stops,
+the others go on until the time budget is spent.
 """
 
 from __future__ import annotations
@@ -16,16 +23,21 @@ from dataclasses import dataclass
 
 from virtbench.analysis import analyse
 from virtbench.assess.findings import Gain
+from virtbench.assess.probes import PROBE_TRIAL_S, Probe
 from virtbench.runner import Runner
 from virtbench.runner.engine import ProgressHook
 from virtbench.spec.loader import parse_experiment
+from virtbench.spec.models import Adaptive
 from virtbench.store import Store
 from virtbench.workloads.cpu.features import KNOWN_FEATURES
 
-__all__ = ["EXPERIMENT_NAME", "FlagEffect", "WhatIf", "plan_whatif", "run_whatif"]
+__all__ = ["AS_FOUND", "EXPERIMENT_NAME", "RECOMMENDED", "Effect", "Plan", "WhatIf",
+           "plan_whatif", "run_plan"]
 
 EXPERIMENT_NAME = "assess"
-WITHOUT, WITH = "without-flags", "with-flags"
+AS_FOUND, RECOMMENDED = "as-found", "recommended"
+CPU_TRIAL_S = 0.5
+"""What one CPU trial costs here (a fresh Python process and ~30 ms of work), for planning."""
 # libvirt flag names -> the names the cpu_features knob uses
 _KNOB_NAMES = {"pclmuldq": "pclmulqdq", "sha-ni": "sha_ni"}
 # Which workload each flag speeds up. Sizes keep each timed unit near a millisecond (the median
@@ -58,24 +70,6 @@ class WhatIf:
     skipped: tuple[str, ...] = ()
     """Why an affected workload is not measured."""
 
-    def experiment_text(self, budget_s: float) -> str:
-        data = {
-            "name": EXPERIMENT_NAME,
-            "description": "virtbench assess: CPU-flag what-if with this host's masks "
-                           f"({', '.join(self.flags()) or 'host'})",
-            "seed": 1,
-            "baseline": WITHOUT,
-            "variants": [
-                {"name": WITHOUT, "knobs": {"cpu_features": list(self.without)}},
-                {"name": WITH, "knobs": {"cpu_features": list(self.with_)
-                                         if self.with_ is not None else "host"}}],
-            "workloads": list(self.workloads),
-            "repetitions": {"min": MIN_REPETITIONS, "max": 400, "target_rel_ci": TARGET_REL_CI,
-                            "criterion": "speedup", "budget_s": round(max(1.0, budget_s), 1)},
-            "warmup": 1,
-        }
-        return json.dumps(data, indent=1)
-
     def flags(self) -> list[str]:
         if self.with_ is None:
             return [f for f in KNOWN_FEATURES if f not in self.without]
@@ -83,13 +77,80 @@ class WhatIf:
 
 
 @dataclass(frozen=True)
-class FlagEffect:
+class Plan:
+    """What the assessment's run measures: the CPU what-if (or None) and the probes."""
+
+    cpu: WhatIf | None
+    probes: tuple[Probe, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def empty(self) -> bool:
+        return not self.probes and (self.cpu is None or not self.cpu.workloads)
+
+    def min_cost_s(self) -> float:
+        """Seconds the minimum repetitions and the warm-up take (both variants)."""
+        trials = 2 * (MIN_REPETITIONS + 1)
+        cpu = len(self.cpu.workloads) * CPU_TRIAL_S if self.cpu else 0.0
+        return trials * (cpu + len(self.probes) * PROBE_TRIAL_S)
+
+    def round_s(self) -> float:
+        """Seconds one round of every workload (both variants) takes, for planning."""
+        cpu = len(self.cpu.workloads) * CPU_TRIAL_S if self.cpu else 0.0
+        return 2 * (cpu + len(self.probes) * PROBE_TRIAL_S)
+
+    def variant_knobs(self) -> tuple[dict[str, object], dict[str, object]]:
+        found: dict[str, object] = {}
+        fixed: dict[str, object] = {}
+        if self.cpu is not None and self.cpu.workloads:
+            found["cpu_features"] = list(self.cpu.without)
+            fixed["cpu_features"] = list(self.cpu.with_) if self.cpu.with_ is not None \
+                else "host"
+        for probe in self.probes:
+            found[probe.knob], fixed[probe.knob] = probe.as_found, probe.recommended
+        return found, fixed
+
+    def experiment_text(self) -> str:
+        """The run's experiment file. The same subject with the same findings gives the same
+        text (no time budget in it: the runner gets that separately), so ``history`` and
+        ``compare`` take the assessments of one subject as runs of one experiment file."""
+        found, fixed = self.variant_knobs()
+        workloads = [*(self.cpu.workloads if self.cpu else ()), *(p.spec() for p in self.probes)]
+        what = [f"CPU flags ({', '.join(self.cpu.flags()) or 'host'})"] if self.cpu else []
+        what += [f"{p.knob} {p.as_found} → {p.recommended}" for p in self.probes]
+        data: dict[str, object] = {
+            "name": EXPERIMENT_NAME,
+            "description": "virtbench assess: " + "; ".join(what),
+            "seed": 1,
+            "baseline": AS_FOUND,
+            "variants": [{"name": AS_FOUND, "knobs": found},
+                         {"name": RECOMMENDED, "knobs": fixed}],
+            "workloads": workloads,
+            "repetitions": {"min": MIN_REPETITIONS, "max": 400, "target_rel_ci": TARGET_REL_CI,
+                            "criterion": "speedup"},
+            "warmup": 1,
+        }
+        if self.probes:
+            data["lab"] = {"kind": "assess-probes", "params": {
+                "disk": any(p.needs == "disk" for p in self.probes),
+                "network": any(p.needs == "network" for p in self.probes)}}
+        return json.dumps(data, indent=1)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One measured speedup of the recommended setting over the one found."""
+
     workload: str
     metric: str
     speedup: float
     ci_low: float
     ci_high: float
     n: int
+    measure: str = "cpu-flags"
+    """Which findings it quantifies (Finding.measure)."""
+    what: str = ""
+    """What exactly was measured, and where."""
+    not_measured: str = ""
 
     @property
     def half_width(self) -> float:
@@ -97,9 +158,17 @@ class FlagEffect:
         return (self.ci_high - self.ci_low) / 2 / self.speedup if self.speedup else math.inf
 
     def gain(self) -> Gain:
-        return Gain("measured", f"{self.workload} {self.metric}: ×{self.speedup:.2f} "
-                                f"[{self.ci_low:.2f}, {self.ci_high:.2f}]",
-                    self.speedup, self.ci_low, self.ci_high, source="this assessment's run")
+        # What was measured goes with the finding's evidence, not into every gain line.
+        summary = (f"{self.workload} {self.metric}: ×{self.speedup:.2f} "
+                   f"[{self.ci_low:.2f}, {self.ci_high:.2f}]")
+        return Gain("measured", summary, self.speedup, self.ci_low, self.ci_high,
+                    source="this assessment's run")
+
+    def as_dict(self) -> dict[str, object]:
+        return {"workload": self.workload, "metric": self.metric, "speedup": self.speedup,
+                "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n,
+                "ci_half_width_rel": self.half_width, "measure": self.measure,
+                "measured": self.what, "cited": self.not_measured}
 
 
 def _knob(flags: Iterable[str]) -> tuple[str, ...]:
@@ -133,19 +202,44 @@ def plan_whatif(granted: Iterable[str], added: Iterable[str] | None,
     return WhatIf(without, with_, tuple(workloads), tuple(skipped)) if workloads else None
 
 
-def run_whatif(store: Store, whatif: WhatIf, budget_s: float,
-               progress: ProgressHook | None = None) -> tuple[str, list[FlagEffect]]:
-    """Run it as a normal stored run; returns the run id and each workload's primary speedup."""
-    text = whatif.experiment_text(budget_s)
+def _where(store: Store, run_id: str) -> dict[str, str]:
+    """Each probe's device or path, from its last trial's notes."""
+    where: dict[str, str] = {}
+    for trial in store.trials(run_id):
+        notes = trial.get("notes") or {}
+        place = notes.get("device") or notes.get("path")
+        if place:
+            where[str(trial["workload_id"])] = str(place)
+    return where
+
+
+def run_plan(store: Store, plan: Plan, budget_s: float,
+             progress: ProgressHook | None = None) -> tuple[str, list[Effect]]:
+    """Run the plan as a normal stored run; returns the run id and each workload's primary
+    speedup of ``recommended`` over ``as-found``."""
+    text = plan.experiment_text()
     experiment = parse_experiment(text, "<assess>")
+    assert isinstance(experiment.repetitions, Adaptive)
+    experiment.repetitions.budget_s = round(max(1.0, budget_s), 1)
+    experiment.description += (f" (this run's time for trials: "
+                               f"{experiment.repetitions.budget_s:g} s)")
     outcome = Runner(store, experiment, text, "virtbench assess", progress=progress).run()
     analysis = analyse(store, [outcome.run_id])
+    probes = {p.id: p for p in plan.probes}
+    where = _where(store, outcome.run_id) if probes else {}
     effects = []
     for row in analysis.rows:
-        if row.variant != WITH or not row.metric.primary or row.speedup is None:
+        if row.variant != RECOMMENDED or not row.metric.primary or row.speedup is None:
             continue
         n = row.summary.n if row.summary is not None else 0
-        effects.append(FlagEffect(row.workload_id, row.metric.name, row.speedup.ratio,
-                                  row.speedup.ci_low, row.speedup.ci_high, n))
+        probe = probes.get(row.workload_id)
+        extra: dict[str, str] = {}
+        if probe is not None:
+            place = where.get(row.workload_id)
+            extra = {"measure": probe.measure,
+                     "what": probe.measures + (f"; device {place}" if place else ""),
+                     "not_measured": probe.not_measured}
+        effects.append(Effect(row.workload_id, row.metric.name, row.speedup.ratio,
+                              row.speedup.ci_low, row.speedup.ci_high, n, **extra))
     return outcome.run_id, effects
 

@@ -46,6 +46,7 @@ def render_text(assessment: Assessment) -> str:
              f"{assessment.budget_s:g} s budget"]
     if assessment.run_id:
         lines.append(f"measurements: run {assessment.run_id} (virtbench report "
+                     f"{assessment.run_id}; earlier assessments: virtbench history "
                      f"{assessment.run_id})")
     lines += [f"note: {n}" for n in assessment.notes]
     for rank, finding in enumerate(assessment.findings, 1):

@@ -10,8 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from virtbench.assess.cli import parse_budget
-from virtbench.assess.engine import measurement_budget
-from virtbench.assess.measure import WITH, WITHOUT, plan_whatif
+from virtbench.assess.engine import _attach, measurement_budget
+from virtbench.assess.findings import Finding, Gain
+from virtbench.assess.measure import AS_FOUND, RECOMMENDED, Effect, Plan, plan_whatif
+from virtbench.assess.probes import probe_problems, probes_for
 from virtbench.cli import app
 from virtbench.model import VirtbenchError
 from virtbench.spec.loader import parse_experiment
@@ -26,6 +28,8 @@ def test_budget_durations() -> None:
         parse_budget("soon")
     assert measurement_budget(120) < 120
     assert measurement_budget(5) == 0
+    # What the checks spent and the round that may start at the end come off the budget.
+    assert measurement_budget(120, spent_s=10, round_s=5) == measurement_budget(120) - 15
 
 
 def test_machine_whatif_is_qemu64_against_the_unmasked_host() -> None:
@@ -34,10 +38,11 @@ def test_machine_whatif_is_qemu64_against_the_unmasked_host() -> None:
     assert whatif.without == () and whatif.with_ is None
     names = [w["name"] for w in whatif.workloads]
     assert {"cpu.crc32c", "cpu.aes"} <= set(names)
-    experiment = parse_experiment(whatif.experiment_text(42), "<test>")
-    assert experiment.baseline == WITHOUT
+    experiment = parse_experiment(Plan(whatif).experiment_text(), "<test>")
+    assert experiment.baseline == AS_FOUND
+    assert experiment.lab.kind == "host"  # no probe: no scratch loop device or namespaces
     knobs = {v.name: v.knobs for v in experiment.all_variants()}
-    assert knobs == {WITHOUT: {"cpu_features": []}, WITH: {"cpu_features": "host"}}
+    assert knobs == {AS_FOUND: {"cpu_features": []}, RECOMMENDED: {"cpu_features": "host"}}
 
 
 def test_domain_whatif_adds_only_the_proposed_flags() -> None:
@@ -92,3 +97,52 @@ def test_assess_text_output(tmp_path: Path) -> None:
     assert "assessing domain test within 0 s" in result.stderr
     assert "change (virtbench): virtbench kvm tune test --require" in result.output
     assert "[INFO] memory balloon" in result.output
+
+
+def _finding(rule: str, measure: str, **extra: str) -> Finding:
+    return Finding(rule=rule, title=rule, severity="medium", evidence=[], source="doc",
+                   gain=Gain("cited", f"{rule} helps", source="a guide"), measure=measure,
+                   extra=dict(extra))
+
+
+def test_probes_vary_one_knob_each_and_share_the_two_variants() -> None:
+    findings = [_finding("disk-cache", "disk-cache", cache="writethrough"),
+                _finding("io-scheduler", "disk-scheduler", scheduler="bfq"),
+                _finding("io-scheduler", "disk-scheduler", scheduler="bfq"),  # host and guest
+                _finding("nic-model", "nic-offloads")]
+    probes = probes_for(findings)
+    assert [p.id for p in probes] == ["disk.cache.writethrough", "disk.scheduler.bfq",
+                                      "net.offloads"]
+    plan = Plan(plan_whatif([], None, 60), tuple(probes))
+    experiment = parse_experiment(plan.experiment_text(), "<test>")
+    assert experiment.lab.kind == "assess-probes"
+    assert experiment.lab.params == {"disk": True, "network": True}
+    knobs = {v.name: v.knobs for v in experiment.all_variants()}
+    assert knobs[AS_FOUND] == {"cpu_features": [], "disk_cache": "writethrough",
+                               "io_scheduler": "bfq", "nic_offloads": "off"}
+    assert knobs[RECOMMENDED] == {"cpu_features": "host", "disk_cache": "none",
+                                  "io_scheduler": "none", "nic_offloads": "on"}
+    ids = [w.workload_id for w in experiment.workloads]
+    assert ids[-3:] == ["disk.cache.writethrough", "disk.scheduler.bfq", "net.offloads"]
+    assert plan.min_cost_s() > Plan(plan.cpu).min_cost_s()
+
+
+def test_a_probe_that_cannot_run_here_names_why() -> None:
+    probe = probes_for([_finding("nic-model", "nic-offloads")])[0]
+    assert probe_problems(probe, is_root=False)[0].startswith("needs root")
+
+
+def test_a_measured_probe_replaces_the_cited_gain_and_keeps_what_stays_cited() -> None:
+    finding = _finding("disk-cache", "disk-cache", cache="writethrough")
+    other = _finding("nic-model", "nic-offloads")
+    probe = probes_for([finding])[0]
+    effect = Effect(probe.id, "iops", 3.0, 2.5, 3.5, 8, probe.measure,
+                    probe.measures + "; device /dev/loop7", probe.not_measured)
+    _attach([finding, other], [effect])
+    assert finding.gain is not None and finding.gain.basis == "measured"
+    assert finding.gain.speedup == 3.0
+    sources = {e.source: e.value for e in finding.evidence}
+    assert "O_DIRECT" in sources["measured (this run)"]
+    assert "/dev/loop7" in sources["measured (this run)"]
+    assert "disk-cache helps [a guide]" in sources["cited (not measured)"]
+    assert other.gain is not None and other.gain.basis == "cited"  # no effect of its own

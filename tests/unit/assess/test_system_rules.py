@@ -23,6 +23,7 @@ GOOD = {
     "sys/devices/system/clocksource/clocksource0/current_clocksource": "kvm-clock\n",
     "sys/devices/system/clocksource/clocksource0/available_clocksource":
         "kvm-clock tsc acpi_pm\n",
+    "sys/class/net/eth0/device/uevent": "DRIVER=virtio_net\nMODALIAS=virtio:d00000001v00001AF4\n",
 }
 # rule -> (file, misconfigured content)
 CASES = {
@@ -34,6 +35,8 @@ CASES = {
                               "always madvise [never]\n"),
     "guest-clocksource": ("sys/devices/system/clocksource/clocksource0/current_clocksource",
                           "acpi_pm\n"),
+    "guest-nic-model": ("sys/class/net/eth0/device/uevent",
+                        "DRIVER=e1000\nPCI_CLASS=20000\nPCI_ID=8086:100E\n"),
 }
 
 
@@ -106,3 +109,10 @@ def test_a_tree_fetched_through_a_target_judges_like_the_machine_itself(tmp_path
     direct = run_rules(SYSTEM_RULES, SystemView(Path("/")))
     via_target = run_rules(SYSTEM_RULES, fetched)
     assert [(f.rule, f.evidence) for f in via_target] == [(f.rule, f.evidence) for f in direct]
+
+
+def test_an_e1000_on_a_host_is_real_hardware_not_an_emulated_nic(tmp_path: Path) -> None:
+    host_cpu = GOOD["proc/cpuinfo"].replace(" hypervisor", "")
+    view = _tree(tmp_path, {**GOOD, "proc/cpuinfo": host_cpu,
+                            "sys/class/net/eth0/device/uevent": "DRIVER=e1000\n"})
+    assert "guest-nic-model" not in [f.rule for f in run_rules(SYSTEM_RULES, view)]

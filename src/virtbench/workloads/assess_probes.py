@@ -1,0 +1,176 @@
+"""Short probes for ``virtbench assess`` on the scratch objects of lab ``assess-probes``.
+
+Each probe varies exactly one setting through its knob, on the lab's own objects, per trial (so
+two probes in one run never see each other's setting):
+
+- ``probe.fio`` (``vary: io_scheduler``): 4 KiB random reads, 16 in flight (libaio, O_DIRECT),
+  on the scratch loop device with that scheduler;
+- ``probe.fio`` (``vary: disk_cache``): 4 KiB random writes, one at a time (psync), on the loop
+  device opened with the flags QEMU uses for that libvirt cache mode (writethrough: O_DSYNC
+  through the page cache; directsync: O_DIRECT + O_DSYNC; none: O_DIRECT; writeback: neither);
+- ``probe.iperf3``: one TCP stream through the veth pair with segmentation, checksum and receive
+  offloads (tso, gso, gro, tx) on or off at both ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from virtbench.contract import Knob, Realisation
+from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
+from virtbench.parsers.base import ParseError
+from virtbench.parsers.fio import parse_fio
+from virtbench.parsers.iperf3 import parse_iperf3_json
+from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+
+__all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "Iperf3Probe"]
+
+SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
+CACHE_FLAGS: dict[str, tuple[str, ...]] = {
+    "writethrough": ("--direct=0", "--sync=dsync"),
+    "directsync": ("--direct=1", "--sync=dsync"),
+    "none": ("--direct=1",),
+    "writeback": ("--direct=0",),
+}
+"""The open flags QEMU uses for each libvirt cache mode, as fio options."""
+OFFLOADS = ("tso", "gso", "gro", "tx")
+
+IO_SCHEDULER = Knob("io_scheduler", "block I/O scheduler of the probe's scratch loop device",
+                    choices=SCHEDULERS)
+DISK_CACHE = Knob("disk_cache", "libvirt disk cache mode the probe's writes imitate (the open "
+                  "flags QEMU uses for it)", choices=tuple(CACHE_FLAGS))
+NIC_OFFLOADS = Knob("nic_offloads", "tso, gso, gro and tx checksum offloads of the probe's "
+                    "veth pair", choices=("on", "off"))
+
+
+def _service(ctx: TrialContext, name: str, workload: str) -> dict[str, Any]:
+    service = ctx.services.get(name)
+    if not isinstance(service, dict):
+        param = "network" if name == "net" else name
+        raise VirtbenchError(f"{workload}: needs lab assess-probes with params.{param}=true")
+    return service
+
+
+class FioProbeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    vary: Literal["io_scheduler", "disk_cache"] = Field(
+        description="the one knob this probe follows (the other setting stays as the lab made it)")
+    runtime_s: float = Field(1.0, gt=0, description="seconds of I/O per trial")
+
+
+class FioProbe(Workload):
+    name = "probe.fio"
+    description = ("assess's disk probe: fio on a scratch loop device, with one setting (its "
+                   "scheduler, or the cache mode's open flags) as the variant says")
+    metrics = (
+        Metric("iops", "IO/s", Better.HIGHER, "4 KiB I/Os completed per second", primary=True),
+        Metric("clat_mean_us", "us", Better.LOWER, "mean completion latency, microseconds"),
+    )
+    tools = (Tool("fio", "fio", "the probe"), Tool("tee", "coreutils", "setting the scheduler"))
+    Params = FioProbeParams
+    knobs: ClassVar[tuple[Knob, ...]] = (IO_SCHEDULER, DISK_CACHE)
+    timeout_s = 60.0
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        value = str(knobs.get(self.params.vary, "none"))
+        return Realisation(mechanism=f"{self.params.vary}={value} on the scratch loop device",
+                           settings={self.params.vary: value})
+
+    def argv(self, device: str, value: str, seed: int) -> list[str]:
+        common = ["fio", "--output-format=json", f"--filename={device}", "--bs=4k",
+                  f"--runtime={self.params.runtime_s:g}", "--time_based",
+                  f"--randseed={seed % (2**31)}", "--name=probe"]
+        if self.params.vary == "io_scheduler":
+            return [*common, "--rw=randread", "--ioengine=libaio", "--iodepth=16",
+                    "--direct=1"]
+        return [*common, "--rw=randwrite", "--ioengine=psync", "--iodepth=1",
+                *CACHE_FLAGS[value]]
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        disk = _service(ctx, "disk", self.name)
+        value = ctx.realisation.settings.get(self.params.vary, "none")
+        notes = {"device": f"{disk['device']}: {disk['size_mib']} MiB image on "
+                           f"{disk['backing']}"}
+        if self.params.vary == "io_scheduler":
+            if value not in disk["schedulers"]:
+                raise VirtbenchError(f"probe.fio: this kernel offers no scheduler {value!r} "
+                                     f"(it has {', '.join(disk['schedulers'])})")
+            ctx.target.run(["tee", disk["scheduler_file"]], input=value + "\n")
+            chosen = ctx.target.run(["cat", disk["scheduler_file"]]).stdout
+            if f"[{value}]" not in chosen:
+                raise VirtbenchError(f"probe.fio: scheduler {value} did not apply: {chosen}")
+            notes["scheduler"] = value
+        else:
+            notes["open_flags"] = " ".join(CACHE_FLAGS[value])
+        result = ctx.target.run(self.argv(disk["device"], value, ctx.seed),
+                                timeout=self.params.runtime_s + 30)
+        pattern = "randread" if self.params.vary == "io_scheduler" else "randwrite"
+        try:
+            parsed = {m.metric: m.value for m in parse_fio(result.stdout)
+                      if m.value is not None and m.labels.get("job", "total") == "total"}
+            iops, clat = parsed[f"{pattern}_iops"], parsed[f"{pattern}_clat_mean_us"]
+        except (ParseError, KeyError) as exc:
+            raise VirtbenchError(f"probe.fio: cannot read fio's output: {exc}") from exc
+        return TrialResult([Measurement("iops", iops), Measurement("clat_mean_us", clat)],
+                           [Artifact("fio.json", result.stdout.encode(), "application/json")],
+                           notes)
+
+
+class Iperf3ProbeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    runtime_s: float = Field(1.0, gt=0, description="seconds of traffic per trial")
+
+
+class Iperf3Probe(Workload):
+    name = "probe.iperf3"
+    description = ("assess's network probe: one iperf3 TCP stream through the lab's veth pair "
+                   "with its offloads on or off as the variant says")
+    metrics = (
+        Metric("throughput_mbps", "Mbit/s", Better.HIGHER,
+               "received TCP payload rate, 10^6 bit/s (iperf3 sum_received)", primary=True),
+        Metric("tcp_retransmits", "segments", Better.LOWER, "retransmitted TCP segments"),
+    )
+    tools = (Tool("iperf3", "iperf3", "the probe's client"),
+             Tool("ethtool", "ethtool", "the veth's offloads"))
+    Params = Iperf3ProbeParams
+    knobs: ClassVar[tuple[Knob, ...]] = (NIC_OFFLOADS,)
+    timeout_s = 60.0
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        value = str(knobs.get("nic_offloads", "on"))
+        return Realisation(mechanism=f"ethtool -K {' '.join(OFFLOADS)} {value} on both veth ends",
+                           settings={"nic_offloads": value})
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        net = _service(ctx, "net", self.name)
+        value = ctx.realisation.settings.get("nic_offloads", "on")
+        for ns, iface in ((net["server_ns"], net["server_if"]),
+                          (net["client_ns"], net["client_if"])):
+            argv = ["ip", "netns", "exec", ns, "ethtool", "-K", iface]
+            for feature in OFFLOADS:
+                argv += [feature, value]
+            ctx.target.run(argv)
+        result = ctx.target.run(
+            ["ip", "netns", "exec", net["client_ns"], "iperf3", "-c", net["address"], "-p",
+             str(net["port"]), "-J", "-t", f"{self.params.runtime_s:g}"],
+            timeout=self.params.runtime_s + 30)
+        try:
+            parsed = parse_iperf3_json(result.stdout)
+        except ParseError as exc:
+            raise VirtbenchError(f"probe.iperf3: cannot read iperf3's output: {exc}") from exc
+        out = [Measurement("throughput_mbps", parsed.receiver_bps / 1e6)]
+        if parsed.retransmits is not None:
+            out.append(Measurement("tcp_retransmits", float(parsed.retransmits)))
+        return TrialResult(out, [Artifact("iperf3.json", result.stdout.encode(),
+                                          "application/json")],
+                           {"path": f"veth {net['client_if']} ({net['client_ns']}) → "
+                                    f"{net['server_if']} ({net['server_ns']})",
+                            "offloads": f"{'/'.join(OFFLOADS)} {value}"})
+
+
+WORKLOADS = (FioProbe, Iperf3Probe)
