@@ -3,14 +3,14 @@
 Floors (issue 10): exec.command's mean wall time of `true` within 10 % of `hyperfine -N true`'s
 mean; runner overhead per trial ≤ 1 ms against hyperfine's time of the same command.
 
-The machine is shared, so hyperfine and virtbench run in alternating rounds (hyperfine first in
-even rounds, virtbench first in odd ones) and every figure is a per-round ratio or difference,
-shown as the median over rounds with its quartiles.
+The machine is shared, so hyperfine and virtbench run in alternating rounds and every figure is
+a per-round ratio or difference, shown as the median over rounds with its quartiles.
 1. Timing method: hyperfine -N (50 runs) and LocalTarget.run_timed(["true"], timeout=3600)
-   (50 runs, the call exec.command makes, its time limit included) in this process; many short
-   rounds, so both see the same load.
-2. End to end: hyperfine -N (200 runs) and `virtbench run` of exec.command `true` (200
-   trials): the stored wall_time_s against hyperfine (the floor), and the runner overhead =
+   (50 runs, the call exec.command makes, its time limit included) in this process, which goes
+   first alternating; many short rounds, so both see the same load.
+2. End to end: hyperfine -N (100 runs), `virtbench run` of exec.command `true` (200
+   trials), hyperfine -N (100 runs) again, both making the reference: the stored
+   wall_time_s against hyperfine (the floor), and the runner overhead =
    the median interval between consecutive trial starts (all the runner does per trial, the
    command included) minus hyperfine's median of the same round; it does not subtract
    virtbench's own figure, so an inflated measurement cannot hide overhead. exec.noop (in
@@ -23,7 +23,6 @@ Run: .venv/bin/python benchmarks/engine_runner_overhead.py
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import os
@@ -128,11 +127,12 @@ def main() -> None:
     hyper_mean_ms, vb_mean_ms, hyper_median_ms, interval_ms, overhead_ms, noop_ms = (
         [], [], [], [], [], [])
     for r in range(RUN_ROUNDS):
-        theirs, (intervals, walls) = in_turn(
-            lambda: hyperfine(tmp, RUN_TRIALS),
-            functools.partial(virtbench_round, tmp, "exec.command",
-                              f'{{argv: ["{COMMAND}"]}}', f"command-{r}"),
-            r % 2 == 1)
+        # hyperfine just before and just after: virtbench's trials come after seconds of
+        # start-up, and the load may drift meanwhile; both halves make the reference.
+        before = hyperfine(tmp, RUN_TRIALS // 2)
+        intervals, walls = virtbench_round(tmp, "exec.command", f'{{argv: ["{COMMAND}"]}}',
+                                           f"command-{r}")
+        theirs = before + hyperfine(tmp, RUN_TRIALS // 2)
         if r < NOOP_ROUNDS:
             noop_intervals, _ = virtbench_round(tmp, "exec.noop", "{}", f"noop-{r}")
             noop_ms.append(statistics.median(noop_intervals) * 1e3)
@@ -156,12 +156,12 @@ def main() -> None:
         return [row[i] for row in rows]
 
     body = f"""
-Figures: median over rounds [quartiles]; each round runs hyperfine and virtbench, in turn first. Load
+Figures: median over rounds [quartiles] of per-round ratios or differences. Load
 average at the end: {load:.1f} on {os.cpu_count()} CPUs, shared with other jobs (the spread is
 theirs as much as ours).
 
-1. Timing method, {METHOD_ROUNDS} rounds of `hyperfine -N --runs {METHOD_RUNS} --warmup 3 {COMMAND}` then
-{METHOD_RUNS} × `LocalTarget.run_timed(["{COMMAND}"], timeout={LIMIT_S:g})` (exec.command's call) in the benchmark's process:
+1. Timing method, {METHOD_ROUNDS} rounds of `hyperfine -N --runs {METHOD_RUNS} --warmup 3 {COMMAND}` and
+{METHOD_RUNS} × `LocalTarget.run_timed(["{COMMAND}"], timeout={LIMIT_S:g})` (exec.command's call) in the benchmark's process, which goes first alternating:
 
 | virtbench / hyperfine (same round) | ratio |
 |---|---|
@@ -169,9 +169,9 @@ theirs as much as ours).
 | of the medians | {spread(column(method, 1), "{:.3f}")} |
 | of the minima | {spread(column(method, 2), "{:.3f}")} |
 
-2. End to end, {RUN_ROUNDS} rounds of `hyperfine -N --runs {RUN_TRIALS}` and `virtbench run` of exec.command
+2. End to end, {RUN_ROUNDS} rounds of `hyperfine -N --runs {RUN_TRIALS // 2}`, `virtbench run` of exec.command
 `{COMMAND}` ({RUN_TRIALS} trials, 5 warm-up; SQLite store, every trial committed before the next
-starts); exec.noop ({RUN_TRIALS} trials) in the first {NOOP_ROUNDS} rounds:
+starts) and `hyperfine -N --runs {RUN_TRIALS // 2}` again; exec.noop ({RUN_TRIALS} trials) in the first {NOOP_ROUNDS} rounds:
 
 | measurement | median over rounds [quartiles] | floor |
 |---|---|---|
