@@ -5,8 +5,9 @@ reads only /proc/stat (busy and steal ticks), this process's CPU time with its r
 children's (getrusage), and /proc/PID/stat of the few processes a full scan found that are the
 run's own but outside that count (lab daemons, children still running) or kernel threads that
 were busy (they work for everyone, e.g. softirq for our own traffic). The busy time left over
-is foreign. A full scan runs at the first trial and again, at most once per ``rescan_every_s``,
-when the leftover is high: it finds the run's new processes and newly busy kernel threads.
+is foreign. A full scan runs at the first trial, at a trial that follows a pause longer than
+the window (a lab switch, say), and, at most once per ``rescan_every_s``, when the leftover is
+high: it finds the run's new processes and newly busy kernel threads.
 
 Tick counters move in whole ticks (10 ms): over a 0.2 ms trial they show 0 or 1. So a trial's
 figures cover a window of at least ``window_s`` that ends with the trial (the trial alone when
@@ -110,8 +111,13 @@ class TrialNoise:
         """The reading a trial starts from (the last one, when it was taken just before)."""
         if self._snapshot is None:
             return self._rescan(ours)
-        if self.clock() - self._history[-1].at <= 0.01:  # e.g. the previous trial's end
+        gap = self.clock() - self._history[-1].at
+        if gap <= 0.01:  # e.g. the previous trial's end
             return self._history[-1]
+        if gap > self.window_s:
+            # Something else ran meanwhile (a lab switch, set-up, checks): new processes may
+            # be the run's own, and a window must not reach back over it.
+            return self._rescan(ours)
         reading = self._read()
         self._history.append(reading)
         return reading

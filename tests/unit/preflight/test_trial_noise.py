@@ -147,3 +147,16 @@ def test_own_cpu_seconds_grows_with_work() -> None:
     before = own_cpu_seconds()
     sum(i * i for i in range(200_000))
     assert own_cpu_seconds() > before
+
+
+def test_a_pause_between_trials_rescans_and_starts_a_new_window(host: FakeHost) -> None:
+    noise, reader, clock, ours = setup(host)
+    for _ in range(10):
+        run_trial(noise, ours, clock, 0.125, host, busy=0)
+    clock.now += 3.0  # a lab switch: a new daemon of ours starts and works
+    host.process(500, 1, "varnishd", 250, env=f"{MARKER_VARIABLE}=mark")
+    host.cpu(total=1600, steal=0, idle=1350)
+    notes = run_trial(noise, ours, clock, 0.125, host, busy=0)
+    assert reader.scans == 2
+    assert notes["noise.window_s"] == "0.125"  # not reaching back over the switch
+    assert foreign(notes) == 0.0
