@@ -15,12 +15,12 @@ stdout is discarded; stderr goes to a file read only when the command fails.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -41,14 +41,16 @@ def spawn_timed(argv: Sequence[str], env: Mapping[str, str], timeout: float | No
     and subprocess.TimeoutExpired after killing the command when ``timeout`` passes.
     """
     args = list(argv)
-    program = shutil.which(args[0], path=env.get("PATH", os.defpath))
+    program = _program(args[0], env.get("PATH", os.defpath))
     if program is None:
         raise CommandFailed(ProcResult(tuple(args), 127, "", f"{args[0]}: command not found",
                                        0.0))
-    with tempfile.TemporaryFile() as err, open(os.devnull, "r+b") as null:
-        actions = [(os.POSIX_SPAWN_DUP2, null.fileno(), 0),
-                   (os.POSIX_SPAWN_DUP2, null.fileno(), 1),
-                   (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+    # stderr into memory (one system call, where a temporary file in /tmp cost ~0.1 ms here)
+    err = os.memfd_create("vb-timed-stderr", os.MFD_CLOEXEC)
+    try:
+        null = _devnull()
+        actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1),
+                   (os.POSIX_SPAWN_DUP2, err, 2)]
         collecting = gc.isenabled()
         gc.disable()  # as timeit does: a collection of the runner's heap is not the command's
         try:
@@ -66,12 +68,36 @@ def spawn_timed(argv: Sequence[str], env: Mapping[str, str], timeout: float | No
         returncode = os.waitstatus_to_exitcode(exited)
         stderr = ""
         if returncode != 0:
-            err.seek(0)
-            stderr = err.read().decode(errors="replace")
+            with open(err, "rb", closefd=False) as written:
+                written.seek(0)
+                stderr = written.read().decode(errors="replace")
+    finally:
+        os.close(err)
     result = ProcResult(tuple(args), returncode, "", stderr, duration)
     if check and returncode != 0:
         raise CommandFailed(result)
     return result
+
+
+_FOUND: dict[tuple[str, str], str] = {}  # (name, PATH) -> the program found last time
+
+
+def _program(name: str, path: str) -> str | None:
+    """shutil.which(name, path), remembered while the program stays executable: walking PATH
+    (a stat per directory) cost ~0.3 ms per call here under load, as long as `true` runs."""
+    known = _FOUND.get((name, path))
+    if known is not None and os.access(known, os.X_OK):
+        return known
+    found = shutil.which(name, path=path)
+    if found is not None:
+        _FOUND[(name, path)] = found
+    return found
+
+
+@functools.cache
+def _devnull() -> int:
+    """One descriptor of /dev/null for every command's stdin and stdout (dup2'd in the child)."""
+    return os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
 
 
 class _Watchdog:

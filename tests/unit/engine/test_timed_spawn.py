@@ -97,3 +97,17 @@ def test_the_watchdog_sleeps_through_commands_that_end_before_its_wake_up() -> N
     watchdog.watch(2000, 1, time.monotonic() + 60)  # an earlier deadline still wakes it
     assert watchdog.notifies == 2
     assert not watchdog.release(2000)
+
+
+def test_a_program_found_before_is_looked_up_again_once_it_is_gone(tmp_path: Path) -> None:
+    program = tmp_path / "vb-prog"
+    program.write_text("#!/bin/sh\necho gone-next-time >&2\nexit 5\n")
+    program.chmod(0o755)
+    target = LocalTarget()
+    for _ in range(2):  # found by walking PATH, then remembered
+        result = target.run_timed(["vb-prog"], env={"PATH": str(tmp_path)}, check=False)
+        assert (result.returncode, result.stderr) == (5, "gone-next-time\n")
+    program.unlink()
+    with pytest.raises(CommandFailed) as caught:
+        target.run_timed(["vb-prog"], env={"PATH": str(tmp_path)})
+    assert caught.value.result.returncode == 127
