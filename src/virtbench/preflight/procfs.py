@@ -39,11 +39,16 @@ class HostReader:
     def __init__(self, root: Path = Path("/")) -> None:
         self.root = root
         self._root = str(root)
+        self._proc = os.path.join(self._root, "proc")
 
     def _text(self, *parts: str) -> str | None:
+        return self._read(os.path.join(self._root, *parts))
+
+    @staticmethod
+    def _read(path: str) -> str | None:
         # os.open/os.read: a scan reads ~100 of these, and pathlib's read_text costs 3x more.
         try:
-            fd = os.open(os.path.join(self._root, *parts), os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return None
         try:
@@ -88,7 +93,7 @@ class HostReader:
 
     def process(self, pid: int) -> ProcInfo | None:
         """One process from /proc/PID/stat; None when it does not exist (any more)."""
-        text = self._text("proc", str(pid), "stat")
+        text = self._read(f"{self._proc}/{pid}/stat")
         if not text or ")" not in text:
             return None
         # comm may hold spaces and parentheses: the fields start after the last ')'.

@@ -88,6 +88,9 @@ class TrialNoise:
         procs = self.reader.processes()
         mine = ours.ours(procs)
         before = self._snapshot
+        # A kernel thread that used less than 1 % of a CPU since the last scan is not worth a
+        # read per trial: its few ticks stay in the leftover.
+        least = max(1.0, 0.01 * self._hz * (self.clock() - self._scanned_at))
         tracked = {}
         for pid, info in procs.items():
             if pid == ours.root_pid:
@@ -97,7 +100,7 @@ class TrialNoise:
             elif not user_space(info) and before is not None:
                 prev = before.get(pid)
                 start = prev.ticks if prev is not None and prev.starttime == info.starttime else 0
-                if info.ticks > start:
+                if info.ticks - start >= least:
                     tracked[pid] = False
         self._snapshot, self._tracked = procs, tracked
         self._cpus = self.reader.cpu_count()

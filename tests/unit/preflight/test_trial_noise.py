@@ -160,3 +160,20 @@ def test_a_pause_between_trials_rescans_and_starts_a_new_window(host: FakeHost) 
     assert reader.scans == 2
     assert notes["noise.window_s"] == "0.125"  # not reaching back over the switch
     assert foreign(notes) == 0.0
+
+
+def test_a_barely_busy_kernel_thread_is_not_read_per_trial(host: FakeHost) -> None:
+    noise, reader, clock, ours = setup(host)
+    host.process(8, 2, "kworker/0:1", 0)
+    ticks = [0, 0]
+
+    def kernel_work() -> None:  # 7 works for us (half a CPU), 8 ticks once in 2 s
+        ticks[0] += 200
+        ticks[1] += 1
+        host.process(7, 2, "ksoftirqd/0", ticks[0])
+        host.process(8, 2, "kworker/0:1", ticks[1])
+
+    run_trial(noise, ours, clock, 2.0, host, busy=201, during=kernel_work)  # rescans
+    reader.reads.clear()
+    run_trial(noise, ours, clock, 0.125, host, busy=0)
+    assert set(reader.reads) == {200, 7}  # ours and the busy kernel thread only
