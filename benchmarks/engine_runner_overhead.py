@@ -5,10 +5,12 @@ mean; runner overhead per trial ≤ 1 ms against hyperfine's time of the same co
 
 The machine is shared, so hyperfine and virtbench run in alternating rounds and every figure is
 a per-round ratio or difference, shown as the median over rounds with its quartiles.
-1. Timing method: hyperfine -N (50 runs), then LocalTarget.run_timed(["true"]) (50 runs, the
-   call exec.command makes) in this process; many short rounds, so both see the same load.
-2. End to end: hyperfine -N (200 runs), then `virtbench run` of exec.command `true` (200
-   trials): the stored wall_time_s against hyperfine (the floor), and the runner overhead =
+1. Timing method: hyperfine -N (50 runs) and LocalTarget.run_timed(["true"], timeout=3600)
+   (50 runs, the call exec.command makes, its time limit included) in this process, which goes
+   first alternating; many short rounds, so both see the same load.
+2. End to end: hyperfine -N (100 runs), `virtbench run` of exec.command `true` (200
+   trials), hyperfine -N (100 runs) again, both making the reference: the stored
+   wall_time_s against hyperfine (the floor), and the runner overhead =
    the median interval between consecutive trial starts (all the runner does per trial, the
    command included) minus hyperfine's median of the same round; it does not subtract
    virtbench's own figure, so an inflated measurement cannot hide overhead. exec.noop (in
@@ -27,19 +29,39 @@ import os
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from _common import temp_dir, virtbench
 from record import record
 
 from virtbench.store import Store
 from virtbench.targets.local import LocalTarget
+from virtbench.workloads.command import CommandParams
 
 COMMAND = "true"
 METHOD_ROUNDS, METHOD_RUNS = 30, 50
 RUN_ROUNDS, RUN_TRIALS = 9, 200
 NOOP_ROUNDS = 2
 BUSY_ROUNDS, BUSY_S = 10, 0.001
+T = TypeVar("T")
+U = TypeVar("U")
+LIMIT_S = CommandParams.model_fields["timeout_s"].default  # exec.command's default limit
+
+
+def timed(target: LocalTarget) -> float:
+    """One `true` timed as exec.command times it (s)."""
+    return target.run_timed([COMMAND], timeout=LIMIT_S).duration_s
+
+
+def in_turn(first: Callable[[], T], second: Callable[[], U], swap: bool) -> tuple[T, U]:
+    """``(first(), second())``, run in the other order when ``swap``."""
+    if swap:
+        b = second()
+        return first(), b
+    a = first()
+    return a, second()
 
 
 def hyperfine(tmp: Path, runs: int) -> list[float]:
@@ -81,7 +103,7 @@ def spawn_medians(target: LocalTarget, busy_s: float) -> float:
     """Median time of `true` when the caller computes ``busy_s`` between spawns."""
     times = []
     for _ in range(METHOD_RUNS):
-        times.append(target.run_timed([COMMAND]).duration_s)
+        times.append(timed(target))
         until = time.perf_counter() + busy_s
         while time.perf_counter() < until:
             pass
@@ -92,20 +114,25 @@ def main() -> None:
     tmp = temp_dir()
     target = LocalTarget()
     method: list[tuple[float, float, float]] = []
-    for _ in range(METHOD_ROUNDS):
-        theirs = hyperfine(tmp, METHOD_RUNS)
+    def ours_round() -> list[float]:
         for _ in range(3):
-            target.run_timed([COMMAND])
-        ours = [target.run_timed([COMMAND]).duration_s for _ in range(METHOD_RUNS)]
+            timed(target)
+        return [timed(target) for _ in range(METHOD_RUNS)]
+
+    for m in range(METHOD_ROUNDS):
+        theirs, ours = in_turn(lambda: hyperfine(tmp, METHOD_RUNS), ours_round, m % 2 == 1)
         method.append(ratios(ours, theirs))
     print("method rounds done", flush=True)
     end_to_end: list[tuple[float, float, float]] = []
     hyper_mean_ms, vb_mean_ms, hyper_median_ms, interval_ms, overhead_ms, noop_ms = (
         [], [], [], [], [], [])
     for r in range(RUN_ROUNDS):
-        theirs = hyperfine(tmp, RUN_TRIALS)
+        # hyperfine just before and just after: virtbench's trials come after seconds of
+        # start-up, and the load may drift meanwhile; both halves make the reference.
+        before = hyperfine(tmp, RUN_TRIALS // 2)
         intervals, walls = virtbench_round(tmp, "exec.command", f'{{argv: ["{COMMAND}"]}}',
                                            f"command-{r}")
+        theirs = before + hyperfine(tmp, RUN_TRIALS // 2)
         if r < NOOP_ROUNDS:
             noop_intervals, _ = virtbench_round(tmp, "exec.noop", "{}", f"noop-{r}")
             noop_ms.append(statistics.median(noop_intervals) * 1e3)
@@ -129,12 +156,12 @@ def main() -> None:
         return [row[i] for row in rows]
 
     body = f"""
-Figures: median over rounds [quartiles]; each round runs hyperfine first, then virtbench. Load
+Figures: median over rounds [quartiles] of per-round ratios or differences. Load
 average at the end: {load:.1f} on {os.cpu_count()} CPUs, shared with other jobs (the spread is
 theirs as much as ours).
 
-1. Timing method, {METHOD_ROUNDS} rounds of `hyperfine -N --runs {METHOD_RUNS} --warmup 3 {COMMAND}` then
-{METHOD_RUNS} × `LocalTarget.run_timed(["{COMMAND}"])` (exec.command's call) in the benchmark's process:
+1. Timing method, {METHOD_ROUNDS} rounds of `hyperfine -N --runs {METHOD_RUNS} --warmup 3 {COMMAND}` and
+{METHOD_RUNS} × `LocalTarget.run_timed(["{COMMAND}"], timeout={LIMIT_S:g})` (exec.command's call) in the benchmark's process, which goes first alternating:
 
 | virtbench / hyperfine (same round) | ratio |
 |---|---|
@@ -142,9 +169,9 @@ theirs as much as ours).
 | of the medians | {spread(column(method, 1), "{:.3f}")} |
 | of the minima | {spread(column(method, 2), "{:.3f}")} |
 
-2. End to end, {RUN_ROUNDS} rounds of `hyperfine -N --runs {RUN_TRIALS}` then `virtbench run` of exec.command
+2. End to end, {RUN_ROUNDS} rounds of `hyperfine -N --runs {RUN_TRIALS // 2}`, `virtbench run` of exec.command
 `{COMMAND}` ({RUN_TRIALS} trials, 5 warm-up; SQLite store, every trial committed before the next
-starts); exec.noop ({RUN_TRIALS} trials) in the first {NOOP_ROUNDS} rounds:
+starts) and `hyperfine -N --runs {RUN_TRIALS // 2}` again; exec.noop ({RUN_TRIALS} trials) in the first {NOOP_ROUNDS} rounds:
 
 | measurement | median over rounds [quartiles] | floor |
 |---|---|---|
@@ -158,7 +185,7 @@ starts); exec.noop ({RUN_TRIALS} trials) in the first {NOOP_ROUNDS} rounds:
 | runner overhead per trial = interval − hyperfine's median | {spread(overhead_ms, "{:.3f}")} ms | ≤ 1 ms: {"meets" if overhead_ok else "NOT met"} |
 | runner overhead per trial, exec.noop (start-to-start interval) | {", ".join(f"{x:.3f}" for x in noop_ms)} ms | |
 
-3. `LocalTarget.run_timed(["{COMMAND}"])` in this process, {BUSY_ROUNDS} alternating rounds of {METHOD_RUNS} spawns:
+3. `LocalTarget.run_timed(["{COMMAND}"], timeout={LIMIT_S:g})` in this process, {BUSY_ROUNDS} alternating rounds of {METHOD_RUNS} spawns:
 median time of `{COMMAND}` with nothing between spawns {spread(idle_ms, "{:.3f}")} ms; with
 {BUSY_S * 1e3:.0f} ms of CPU work between spawns {spread(busy_ms, "{:.3f}")} ms. hyperfine does nothing
 between runs; the runner stores each trial. On a loaded machine the scheduler may make a process

@@ -94,3 +94,31 @@ def test_preflight_reports_the_hog_and_strict_refuses(hog: int, tmp_path: Path) 
     assert result.exit_code == 1, result.output
     assert "refusing to start" in result.output and "foreign_load" in result.output
     assert not store.exists() or "preflight-strict" not in store.read_bytes().decode("latin-1")
+
+
+def test_short_trials_under_the_hog_are_marked_from_cheap_samples(hog: int,
+                                                                   tmp_path: Path) -> None:
+    # Real /proc, real trials of `true`: the per-trial notes see the hog (or a busier
+    # neighbour) without scanning every process per trial.
+    from virtbench.preflight import NoiseWatch, RunRegistry
+    from virtbench.runner import Runner
+    from virtbench.spec import parse_experiment
+    from virtbench.store import Store
+
+    text = ("name: hog-trials\nworkloads: [{name: exec.command, params: {argv: [\"true\"]}}]\n"
+            "repetitions: 300\nwarmup: 0\n")
+    watch = NoiseWatch(registry=RunRegistry(tmp_path / "runs"), seconds=0.2,
+                       between_seconds=0.2)
+    store = Store(str(tmp_path / "store.db"))
+    started = time.monotonic()
+    with watch.registered("hog-trials"):
+        outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path,
+                         noise=watch).run()
+    seconds = time.monotonic() - started
+    notes = [t["notes"] for t in store.trials(outcome.run_id)]
+    late = notes[100:]  # past the first trials, whose windows are still short
+    foreign = sorted(float(n["noise.foreign_cpu_pct"]) for n in late)
+    assert foreign[len(foreign) // 2] > 25.0, foreign  # 2 hog workers on the host's CPUs
+    assert all(float(n["noise.window_s"]) > 0 for n in late)
+    # a full scan at the first trial, then at most one a second (the leftover stays high)
+    assert watch.per_trial.full_scans <= 2 + seconds, (watch.per_trial.full_scans, seconds)

@@ -14,7 +14,6 @@ burst of late sends. Without timerfd (not Linux) the selector spins for the last
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -62,9 +61,13 @@ class TimerFd:
         if self._settime(self.fd, _TFD_TIMER_ABSTIME, ctypes.byref(self._spec), None) != 0:
             raise OSError(ctypes.get_errno(), "timerfd_settime failed")
 
-    def clear(self) -> None:
-        with contextlib.suppress(BlockingIOError):
+    def clear(self) -> bool:
+        """Consume an expiry; False when the timer has not fired (yet)."""
+        try:
             os.read(self.fd, 8)
+        except BlockingIOError:
+            return False
+        return True
 
     def close(self) -> None:
         os.close(self.fd)
@@ -85,17 +88,30 @@ class SpinSelector(selectors.EpollSelector):
             self.spin_s = spin_s
         else:
             self.spin_s = max(spin_s, _FALLBACK_SPIN_S)
+        # When the timerfd is set to fire (monotonic s), 0 when it is not set or was consumed.
+        # An event loop selects again and again for the same next timer (e.g. a request
+        # timeout seconds away): setting and reading the timerfd on every call cost two system
+        # calls through ctypes (~6 µs each here) and a caught BlockingIOError.
+        self._armed_at = 0.0
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if timeout is None or timeout <= 0:
-            return super().select(timeout)
-        if timeout <= self.spin_s:
-            return super().select(0)
         if self.timer is None:
-            return super().select(timeout - self.spin_s)
-        self.timer.arm_at(time.monotonic() + timeout - self.spin_s)
-        ready = super().select(timeout)  # the timerfd ends the sleep early and precisely
-        self.timer.clear()
+            if timeout is not None and timeout > self.spin_s:
+                return super().select(timeout - self.spin_s)
+            return super().select(0 if timeout is not None and timeout > 0 else timeout)
+        if timeout is not None and timeout > self.spin_s:
+            wake = time.monotonic() + timeout - self.spin_s
+            # Set again only for a wake-up clearly earlier (the same timer seen through two
+            # clock reads differs by microseconds; the spin covers that). One set earlier
+            # stays: waking early only costs one more turn of the loop.
+            if not self._armed_at or wake < self._armed_at - self.spin_s / 2:
+                self.timer.arm_at(wake)
+                self._armed_at = wake
+        elif timeout is not None and timeout > 0:
+            timeout = 0
+        ready = super().select(timeout)  # the timerfd ends a sleep early and precisely
+        if self._armed_at and time.monotonic() >= self._armed_at and self.timer.clear():
+            self._armed_at = 0.0  # consumed (a not yet readable one is read on a later turn)
         return ready
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ import secrets
 
 from virtbench.preflight.procfs import HostReader, ProcInfo
 
-__all__ = ["MARKER_VARIABLE", "RunProcesses", "foreign_ticks"]
+__all__ = ["MARKER_VARIABLE", "RunProcesses", "foreign_ticks", "user_space"]
 
 # Set in our environment while a run is on: children inherit it, and so do the daemons a lab
 # starts that detach from us (nginx, varnishd, ovs-vswitchd), which the process tree loses.
@@ -58,7 +58,7 @@ class RunProcesses:
         return seen
 
 
-def _user_space(info: ProcInfo) -> bool:
+def user_space(info: ProcInfo) -> bool:
     # Kernel threads (children of kthreadd) work for everyone, e.g. softirq for our own traffic.
     return info.pid != _KTHREADD and info.ppid != _KTHREADD
 
@@ -72,7 +72,7 @@ def foreign_ticks(before: dict[int, ProcInfo], after: dict[int, ProcInfo],
     """
     used = []
     for pid, info in after.items():
-        if pid in ours or not _user_space(info):
+        if pid in ours or not user_space(info):
             continue
         prev = before.get(pid)
         start = prev.ticks if prev is not None and prev.starttime == info.starttime else 0

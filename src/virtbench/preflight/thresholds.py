@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_THRESHOLDS", "NOTE_FOREIGN", "NOTE_STEAL", "Thresholds", "noisy"]
+__all__ = ["DEFAULT_THRESHOLDS", "NOTE_FOREIGN", "NOTE_STEAL", "NOTE_WINDOW", "Thresholds",
+           "noisy"]
 
-# Trial note names the runner stores per trial (values are percentages as text).
+# Trial note names the runner stores per trial (values are percentages as text) ...
 NOTE_STEAL = "noise.steal_pct"
 NOTE_FOREIGN = "noise.foreign_cpu_pct"
+# ... over a window of this many seconds that ends with the trial (at least a second or so).
+NOTE_WINDOW = "noise.window_s"
 
 
 @dataclass(frozen=True)

@@ -10,36 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from virtbench.preflight.checks import Check, Status, run_checks
-from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses, foreign_ticks
+from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses
 from virtbench.preflight.procfs import HostReader
 from virtbench.preflight.runs import RunRegistry
-from virtbench.preflight.thresholds import (
-    DEFAULT_THRESHOLDS,
-    NOTE_FOREIGN,
-    NOTE_STEAL,
-    Thresholds,
-)
+from virtbench.preflight.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from virtbench.preflight.trial_noise import TrialNoise, TrialSample
 
 __all__ = ["NoiseWatch", "TrialSample", "checks_facts", "summary_line"]
-
-
-class TrialSample:
-    """Steal and foreign load over one trial, from /proc deltas (a few milliseconds)."""
-
-    def __init__(self, reader: HostReader, ours: RunProcesses) -> None:
-        self.reader, self.ours = reader, ours
-        self.cpu = reader.cpu_times()
-        self.procs = reader.processes()
-        self.started = time.monotonic()
-
-    def notes(self) -> dict[str, str]:
-        cpu, procs = self.reader.cpu_times(), self.reader.processes()
-        elapsed = max(time.monotonic() - self.started, 1e-6)
-        total = max(cpu.total - self.cpu.total, 1)
-        foreign = sum(t for _i, t in foreign_ticks(self.procs, procs, self.ours.ours(procs)))
-        capacity = elapsed * self.reader.clock_ticks() * self.reader.cpu_count()
-        return {NOTE_STEAL: f"{100.0 * (cpu.steal - self.cpu.steal) / total:.2f}",
-                NOTE_FOREIGN: f"{100.0 * foreign / capacity:.2f}"}
 
 
 class NoiseWatch:
@@ -57,6 +34,7 @@ class NoiseWatch:
         self.rounds_every_s = rounds_every_s
         self._last = -math.inf
         self.ours = RunProcesses(self.reader)
+        self.per_trial = TrialNoise(self.reader)
         self.initial: list[Check] | None = None
 
     def checks(self, seconds: float | None = None) -> list[Check]:
@@ -79,6 +57,7 @@ class NoiseWatch:
         it starts (even daemons that detach) count as the run's own."""
         before = os.environ.get(MARKER_VARIABLE)
         self.ours = RunProcesses.with_new_marker(self.reader)
+        self.per_trial = TrialNoise(self.reader)  # its tracked processes came from the old marker
         try:
             with self.registry.registered(experiment):
                 yield
@@ -87,7 +66,8 @@ class NoiseWatch:
                 os.environ.pop(MARKER_VARIABLE, None)
 
     def trial(self) -> TrialSample:
-        return TrialSample(self.reader, self.ours)
+        """Steal and foreign load over the trial that starts now (cheap: see trial_noise)."""
+        return TrialSample(self.per_trial, self.ours, self.limits)
 
 
 def checks_facts(checks: list[Check]) -> dict[str, Any]:

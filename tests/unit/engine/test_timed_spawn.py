@@ -83,3 +83,31 @@ def test_an_interrupted_wait_kills_the_command(tmp_path: Path) -> None:
         signal.signal(signal.SIGALRM, previous)
     time.sleep(1.5)
     assert not marker.exists()  # the command was killed, not left running
+
+
+def test_the_watchdog_sleeps_through_commands_that_end_before_its_wake_up() -> None:
+    from virtbench.targets.timed import _Watchdog
+
+    watchdog = _Watchdog()
+    for i in range(50):  # a run of short commands: each deadline an hour away, later than the last
+        watchdog.watch(1000 + i, 1, time.monotonic() + 3600)
+        time.sleep(0.001)  # time for the thread to run, as while a command runs
+        assert not watchdog.release(1000 + i)
+    assert watchdog.notifies == 1  # woken once, for the first; not once per command
+    watchdog.watch(2000, 1, time.monotonic() + 60)  # an earlier deadline still wakes it
+    assert watchdog.notifies == 2
+    assert not watchdog.release(2000)
+
+
+def test_a_program_found_before_is_looked_up_again_once_it_is_gone(tmp_path: Path) -> None:
+    program = tmp_path / "vb-prog"
+    program.write_text("#!/bin/sh\necho gone-next-time >&2\nexit 5\n")
+    program.chmod(0o755)
+    target = LocalTarget()
+    for _ in range(2):  # found by walking PATH, then remembered
+        result = target.run_timed(["vb-prog"], env={"PATH": str(tmp_path)}, check=False)
+        assert (result.returncode, result.stderr) == (5, "gone-next-time\n")
+    program.unlink()
+    with pytest.raises(CommandFailed) as caught:
+        target.run_timed(["vb-prog"], env={"PATH": str(tmp_path)})
+    assert caught.value.result.returncode == 127

@@ -6,40 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from fake_proc import FakeClock, FakeHost
 
 from virtbench.preflight import HostReader, NoiseWatch, RunRegistry, Status, Thresholds, noisy
 from virtbench.preflight.checks import Window, measure_window, static_checks, window_checks
 from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses, foreign_ticks
 from virtbench.preflight.procfs import ProcInfo
+from virtbench.preflight.trial_noise import TrialNoise
 from virtbench.preflight.watch import TrialSample, summary_line
-
-
-class FakeHost:
-    """A /proc and /sys tree in a temporary directory, changed between snapshots by tests."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        (root / "proc").mkdir(parents=True)
-        self.cpu(total=1000, steal=0)
-        (root / "proc" / "vmstat").write_text("pswpin 10\npswpout 20\nnr_free_pages 5\n")
-
-    def cpu(self, total: int, steal: int) -> None:
-        user = total - steal
-        (self.root / "proc" / "stat").write_text(
-            f"cpu  {user} 0 0 0 0 0 0 {steal} 0 0\ncpu0 1 0 0 0 0 0 0 0 0 0\n"
-            "cpu1 1 0 0 0 0 0 0 0 0 0\nintr 0\n")
-
-    def process(self, pid: int, ppid: int, comm: str, ticks: int, env: str = "") -> None:
-        d = self.root / "proc" / str(pid)
-        d.mkdir(exist_ok=True)
-        rest = ["S", str(ppid)] + ["0"] * 9 + [str(ticks), "0"] + ["0"] * 6 + ["777"]
-        (d / "stat").write_text(f"{pid} ({comm}) {' '.join(rest)}\n")
-        (d / "environ").write_bytes(env.encode() + b"\0PATH=/bin\0")
-
-    def sys(self, relative: str, value: str) -> None:
-        path = self.root / "sys" / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(value + "\n")
 
 
 @pytest.fixture
@@ -147,13 +121,16 @@ def test_registry_sees_live_runs_and_drops_stale_files(tmp_path: Path) -> None:
 def test_trial_sample_notes_and_marks(host: FakeHost) -> None:
     host.process(60, 1, "hog", 0)
     reader = HostReader(host.root)
-    sample = TrialSample(reader, RunProcesses(reader, root_pid=99))
-    host.cpu(total=1100, steal=10)
+    clock = FakeClock()
+    noise = TrialNoise(reader, clock=clock, own_cpu_s=clock.own)
+    sample = TrialSample(noise, RunProcesses(reader, root_pid=99))
+    clock.now = 5.0
+    host.cpu(total=2000, steal=100)  # 900 busy ticks in 5 s on 2 CPUs, nothing of ours
     host.process(60, 1, "hog", 10_000)
     notes = sample.notes()
-    assert float(notes["noise.steal_pct"]) == pytest.approx(10.0)
-    assert float(notes["noise.foreign_cpu_pct"]) > 25.0
-    assert noisy(notes) and "steal 10.0 %" in noisy(notes)[0]
+    assert float(notes["noise.steal_pct"]) == pytest.approx(9.9)  # a tick off for truncation
+    assert float(notes["noise.foreign_cpu_pct"]) == pytest.approx(100.0 * (900 - 3) / 1000)
+    assert noisy(notes) and "steal 9.9 %" in noisy(notes)[0]
     assert noisy({"noise.steal_pct": "0.1", "noise.foreign_cpu_pct": "1"}) == []
     assert noisy({}) == []
 

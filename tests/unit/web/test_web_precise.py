@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import select
+import selectors
+import socket
 import time
 
 from virtbench.loadgen.precise import SpinSelector, TimerFd, new_loop
@@ -35,3 +37,32 @@ def test_selector_returns_no_key_for_its_timer_and_timers_still_fire_in_order() 
     finally:
         loop.close()
     assert fired == [4, 3, 2, 1, 0]
+
+
+def test_selector_sets_its_timer_once_for_the_same_next_timer() -> None:
+    selector = SpinSelector(0.0002)
+    assert selector.timer is not None
+    armed: list[float] = []
+    arm_at = selector.timer.arm_at
+
+    def counting(monotonic_s: float) -> None:
+        armed.append(monotonic_s)
+        arm_at(monotonic_s)
+
+    selector.timer.arm_at = counting  # type: ignore[method-assign]
+    busy, other = socket.socketpair()
+    try:
+        other.send(b"x")  # always readable: every select returns at once, as under load
+        selector.register(busy, selectors.EVENT_READ)
+        due = time.monotonic() + 5.0  # the loop's next timer, e.g. a request timeout
+        for _ in range(50):
+            assert len(selector.select(due - time.monotonic())) == 1
+        assert len(armed) == 1  # set once, not once per select
+        selector.unregister(busy)
+        started = time.monotonic()
+        assert selector.select(0.003) == []  # an earlier timer sets it again, and wakes it
+        assert len(armed) == 2 and time.monotonic() - started < 1.0
+    finally:
+        selector.close()
+        busy.close()
+        other.close()
