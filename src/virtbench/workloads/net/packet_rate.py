@@ -37,6 +37,8 @@ PROBE_PORTS = 20
 """Ports tried, from probe_port up, for this workload's irtt server."""
 TIMED_OUT = 124
 """timeout(1)'s exit status when it stopped the generator."""
+REALTIME_REFUSED = "failed to set pid 0's policy"
+"""What chrt prints when the kernel refuses SCHED_FIFO (e.g. no real-time budget in a cgroup)."""
 PACING_MEMORY = 40
 """trafgen runs the gap correction remembers, per frame mix."""
 PACING_NEIGHBOURS = 6
@@ -193,6 +195,8 @@ class PacketRate(Workload):
         self._server: subprocess.Popen[bytes] | None = None
         """The irtt server this workload started for latency_probe."""
         self._port = self.params.probe_port
+        self._realtime_refused = False
+        """chrt was refused SCHED_FIFO here once: trafgen runs as a normal process."""
 
     def _gap_s(self, mix: str) -> float:
         """The gap to ask trafgen for so that frames leave every cpus/rate seconds.
@@ -297,7 +301,9 @@ class PacketRate(Workload):
                               f"{sent.report.cpus} CPU(s) in {sent.report.sending_s:.3f} s, "
                               + (f"gap {sent.gap_s * 1e6:.1f} µs" if p.pacing == "gap"
                                  else "trafgen -b (bursts once a second)")
-                              + f", attempt {len(outputs)} of {p.attempts}"}
+                              + f", attempt {len(outputs)} of {p.attempts}"
+                              + (", normal process (SCHED_FIFO refused)"
+                                 if self._realtime_refused and p.realtime else "")}
         if sent.report.packets != sent.offered:
             notes["counters"] = (f"trafgen sent {sent.report.packets} frames, the sender's "
                                  f"interface counted {sent.offered}")
@@ -317,7 +323,8 @@ class PacketRate(Workload):
         cpu_before = read_cpu_times(target)
         probe = self._start_probe(target, path, timing.with_suffix(".irtt.json"))
         # A real-time sender sleeps between frames without the 50 µs timer slack.
-        realtime = p.realtime and p.pacing == "gap" and gap_s >= p.realtime_min_gap_us * 1e-6
+        realtime = (p.realtime and p.pacing == "gap" and not self._realtime_refused
+                    and gap_s >= p.realtime_min_gap_us * 1e-6)
         priority = ["chrt", "-f", "1"] if realtime else []
         res = target.run(["ip", "netns", "exec", path.sender_ns, *priority,
                           "time", "-f", "%e %U %S", "-o", str(timing),
@@ -334,6 +341,11 @@ class PacketRate(Workload):
         after_tx = _counters(target, path.sender_ns, path.sender_iface)
         after_rx = _counters(target, path.receiver_ns, path.receiver_iface)
         output = res.stdout + res.stderr
+        if realtime and res.returncode != 0 and REALTIME_REFUSED in output:
+            # A cpu cgroup without a real-time budget (the router lab's) refuses SCHED_FIFO
+            # before trafgen starts: nothing was sent, so send again as a normal process.
+            self._realtime_refused = True
+            return self._send(target, path, mix, config)
         if res.returncode not in (0, TIMED_OUT):
             raise VirtbenchError(f"trafgen exited {res.returncode}: {output.strip()[-300:]}")
         report = parse_trafgen(output)
