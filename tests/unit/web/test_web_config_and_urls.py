@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.model import VirtbenchError
+from virtbench.workloads.web.cache_state import prepare_cache
 from virtbench.workloads.web.load import WebLoad
 from virtbench.workloads.web.urls import read_url_file, resolve_urls
 
@@ -43,6 +44,26 @@ def test_url_sources_in_order(tmp_path: Path) -> None:
         "http://127.0.0.1:8/y"]
     with pytest.raises(VirtbenchError, match="no URLs"):
         resolve_urls(WebLoad.Params(), {})
+
+
+def test_via_origin_takes_the_labs_origin_urls() -> None:
+    lab = {"urls": ["http://127.0.0.1:8/y"], "origin_urls": ["http://127.0.0.1:7/y"]}
+    assert resolve_urls(WebLoad.Params(via="origin"), lab) == ["http://127.0.0.1:7/y"]
+    assert resolve_urls(WebLoad.Params(), lab) == ["http://127.0.0.1:8/y"]
+    with pytest.raises(VirtbenchError, match="via origin needs the 'web' lab"):
+        resolve_urls(WebLoad.Params(via="origin"), {"urls": ["http://127.0.0.1:8/y"]})
+
+
+def test_cold_cache_needs_a_lab_that_can_empty_it() -> None:
+    with pytest.raises(VirtbenchError, match="cache_state cold needs the web lab"):
+        prepare_cache("cold", "cache", ["http://127.0.0.1:8/y"], {})
+    with pytest.raises(VirtbenchError, match="origin has no cache"):
+        prepare_cache("warm", "origin", ["http://127.0.0.1:8/y"], {})
+    emptied: list[bool] = []
+    notes = prepare_cache("cold", "cache", [], {"empty_cache": lambda: emptied.append(True)
+                                                or {"cache_emptied": "yes"}})
+    assert emptied == [True] and notes == {"cache_emptied": "yes"}
+    assert prepare_cache("as-is", "origin", [], {}) == {}
 
 
 def test_every_metric_is_defined() -> None:

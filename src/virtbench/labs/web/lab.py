@@ -107,6 +107,8 @@ class WebLab(Lab):
         self.startup_s: dict[str, float] = {}
         self._storage_files: list[Path] = []
         self._mounts: list[Path] = []
+        self._varnish_argv: list[str] = []
+        self._varnish_log = self.private / "varnishd.log"
 
     # -- checks ------------------------------------------------------------------------------
     def check(self) -> list[str]:
@@ -220,11 +222,12 @@ class WebLab(Lab):
         argv = varnish_cfg.varnishd_argv(port=self.varnish_port, workdir=vdir / "work",
                                          vcl_path=vcl_path, storage_arg=storage_arg,
                                          extra_params=params)
-        log = vdir / "varnishd.log"
-        self.varnish_proc = self._spawn("varnishd", argv, log)
-        self.varnish_proc.wait_for_port(self.varnish_port)
+        self._varnish_argv = argv
+        self._varnish_log = vdir / "varnishd.log"
+        varnishd = self._start_varnish()
         self.startup_s["varnish"] = time.monotonic() - started
         base = f"http://127.0.0.1:{self.varnish_port}"
+        origin = f"http://127.0.0.1:{self.origin_port}"
         self.urls = [base + p for p in self.paths]
         notes.update({
             "varnishd": " ".join(argv),
@@ -236,12 +239,37 @@ class WebLab(Lab):
             "base_url": base,
             "urls": list(self.urls),
             "varnish_workdir": str(vdir / "work"),
-            "varnish_pid": self.varnish_proc.pid,
-            "origin_url": f"http://127.0.0.1:{self.origin_port}",
+            "varnish_pid": varnishd.pid,
+            "origin_url": origin,
+            "origin_urls": [origin + p for p in self.paths],
             "host_header": self.host_header,
             "cache_storage": choice.kind,
+            "empty_cache": self.empty_cache,
         }
         return LabState(services=services, notes=notes)
+
+    def _start_varnish(self) -> Daemon:
+        self.varnish_proc = self._spawn("varnishd", self._varnish_argv, self._varnish_log)
+        self.varnish_proc.wait_for_port(self.varnish_port)
+        return self.varnish_proc
+
+    def empty_cache(self) -> dict[str, str]:
+        """Restart varnishd on the same port with empty storage: a truly cold cache.
+
+        A ban only hides objects (they stay in storage until the lurker evicts them, and
+        req.url bans never are); a restart frees the storage, and a file storage starts as a
+        new file. Returns notes on what was done (web.load's cache: cold calls this).
+        """
+        if self.varnish_proc is None:
+            raise VirtbenchError("lab web: empty_cache() outside a variant")
+        started = time.monotonic()
+        self.varnish_proc.stop()
+        self.varnish_proc = None
+        for path in self._storage_files:
+            path.unlink(missing_ok=True)  # varnishd creates it again, empty
+        self._start_varnish()
+        return {"cache_emptied": f"varnishd restarted with empty storage in "
+                                 f"{time.monotonic() - started:.2f} s"}
 
     def _prepare_storage(self, variant: str, choice: varnish_cfg.StorageChoice
                          ) -> tuple[str, dict[str, str]]:

@@ -16,6 +16,7 @@ from virtbench.loadgen.records import RequestRecord, Summary, read_records, summ
 from virtbench.model import Artifact, Measurement, VirtbenchError
 from virtbench.parsers.varnishstat import timeline
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
+from virtbench.workloads.web.cache_state import prepare_cache
 from virtbench.workloads.web.metrics import WEB_LOAD_METRICS
 from virtbench.workloads.web.sampler import VarnishSampler
 from virtbench.workloads.web.urls import resolve_urls
@@ -66,6 +67,13 @@ class WebLoadParams(BaseModel):
     per_request_samples: bool = Field(
         True, description="store every request as response_time / time_to_first_byte samples")
     allow_remote: bool = Field(False, description="allow URLs that are not on loopback")
+    via: Literal["cache", "origin"] = Field(
+        "cache", description="cache: the lab's pages through Varnish; origin: the same pages "
+        "from the lab's origin directly (no Varnish), e.g. a variant measuring the origin alone")
+    cache_state: Literal["as-is", "cold", "warm"] = Field(
+        "as-is", description="the cache at the start of each trial: as-is (as the last trial "
+        "left it), cold (the web lab restarts Varnish with empty storage), warm (every URL "
+        "fetched once beforehand)")
 
 
 class WebLoad(Workload):
@@ -97,8 +105,9 @@ class WebLoad(Workload):
         config_path = ctx.workdir / f"{stem}.json"
         records_path = ctx.workdir / f"{stem}.records.jsonl"
         config_path.write_text(config.model_dump_json(indent=1))
+        cache_notes = prepare_cache(p.cache_state, p.via, urls, ctx.services)
         sampler = None
-        if ctx.services.get("varnish_workdir"):
+        if ctx.services.get("varnish_workdir") and p.via == "cache":
             sampler = VarnishSampler(ctx.target, str(ctx.services["varnish_workdir"]),
                                      p.stat_interval_s)
             sampler.start()
@@ -124,8 +133,11 @@ class WebLoad(Workload):
                               "application/json")]
         notes = {"load_generator": f"{meta.get('engine')}, scheduling {meta.get('scheduling')}",
                  "connections_opened": str(meta.get("connections_opened")),
-                 "seed": str(config.seed), "errors": json.dumps(summary.errors)}
+                 "seed": str(config.seed), "errors": json.dumps(summary.errors),
+                 "via": p.via, "cache_state": p.cache_state, **cache_notes}
         if sampler is not None:
+            if sampler.snapshots:  # the state the load met, read after prepare_cache
+                notes["cache_objects_at_start"] = str(sampler.snapshots[0].get("MAIN.n_object"))
             measurements += server_measurements(sampler, float(str(meta["t0_monotonic"])))
             artifacts.append(Artifact(f"{stem}.varnishstat.jsonl",
                                       "\n".join(sampler.raw).encode(), "application/x-ndjson"))

@@ -34,6 +34,10 @@ def read_url_file(path: Path, *, allow_remote: bool = False) -> list[str]:
 
 
 def resolve_urls(params: Any, services: Mapping[str, Any]) -> list[str]:
+    """The URLs to load: params.urls, params.url_file, else the lab's pages through its cache
+    (or, with ``via: origin``, the same pages from its origin)."""
+    via = getattr(params, "via", "cache")
+    lab_key = "origin_urls" if via == "origin" else "urls"
     if params.urls:
         for index, url in enumerate(params.urls):
             try:
@@ -43,8 +47,11 @@ def resolve_urls(params: Any, services: Mapping[str, Any]) -> list[str]:
         urls = list(params.urls)
     elif params.url_file is not None:
         urls = read_url_file(params.url_file, allow_remote=params.allow_remote)
-    elif services.get("urls"):
-        urls = list(services["urls"])
+    elif services.get(lab_key):
+        urls = list(services[lab_key])
+    elif via == "origin":
+        raise VirtbenchError("web.load: via origin needs the 'web' lab (its origin's URLs); "
+                             "with your own URLs give the origin's as params.urls")
     else:
         raise VirtbenchError(
             "web.load: no URLs: give params.urls or params.url_file, or run it in the 'web' lab")
