@@ -190,3 +190,41 @@ def test_ssh_batch_returns_each_commands_output_and_exit_code(three_hosts: SshFl
 
 def load_inventory_text(fleet: SshFleet) -> list[FleetHost]:
     return parse_inventory(fleet.inventory_yaml(), "inventory")
+
+
+def test_sigterm_stops_every_host_process_as_interrupted_and_resume_finishes(
+        tmp_path: Path, three_hosts: SshFleet) -> None:
+    exp_path, inventory = _experiment(tmp_path, 10, sleep=0.2), _inventory(tmp_path, three_hosts)
+    db = str(tmp_path / "fleet.db")
+    watcher = Store(db)
+    command = [VIRTBENCH, "run", str(exp_path), "--hosts", str(inventory), "--store", db,
+               "--netns", three_hosts.controller]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # every host has measured something
+        runs = watcher.runs()
+        if len(runs) == 3 and all(watcher.trials(r.id) for r in runs):
+            break
+        time.sleep(0.05)
+    proc.terminate()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    runs = watcher.runs()
+    assert {r.host: r.status for r in runs} == {"h1": "interrupted", "h2": "interrupted",
+                                                "h3": "interrupted"}, stderr
+    assert all(len(watcher.samples(r.id)) < 20 for r in runs)
+    # each host's process ended its agent: no command of ours is left on any host
+    for host in three_hosts.hosts:
+        pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
+                              text=True).stdout.split()
+        commands = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids
+                    if Path(f"/proc/{pid}/comm").exists()]
+        assert "sleep" not in commands, commands
+    resumed = subprocess.run([*command, "--resume", "latest"], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    for run in watcher.runs():
+        assert run.status == "complete"
+        counts = collections.Counter((s.variant, s.repetition) for s in watcher.samples(run.id))
+        assert set(counts) == {(v, r) for v in ("quick", "slow") for r in range(10)}
+        assert max(counts.values()) == 1
