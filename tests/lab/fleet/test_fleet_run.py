@@ -172,20 +172,34 @@ def test_unknown_host_key_is_refused_with_how_to_add_it(
     assert three_hosts.known_hosts.read_text().count("\n") == 2  # nothing was added
 
 
-def test_ssh_batch_returns_each_commands_output_and_exit_code(three_hosts: SshFleet) -> None:
-    from virtbench.fleet.connect import connect
+@pytest.mark.parametrize("agent_python", ["python3", "no-such-python-vb"])
+def test_ssh_batch_returns_each_commands_output_and_exit_code(
+        three_hosts: SshFleet, agent_python: str) -> None:
+    from virtbench.targets.local import NetnsTarget
+    from virtbench.targets.ssh import SSHTarget
 
     host = load_inventory_text(three_hosts)[0]
-    target = connect(host, netns=three_hosts.controller)
+    target = SSHTarget(host.address, user=host.user, port=host.port,
+                       identity_file=host.key_file, known_hosts=host.known_hosts,
+                       via=NetnsTarget(three_hosts.controller), agent_python=agent_python)
     try:
         results = target.run_batch([["echo", "one two"], ["sh", "-c", "echo err >&2; exit 3"],
                                     ["no-such-binary-vb"], ["printf", "no newline"]])
+        env = target.run(["sh", "-c", 'echo "$A ${HOME-unset}"; cat; pwd'],
+                         env={"A": "x y", "HOME": None}, cwd="/tmp", input="in")
+        missing = target.run(["no-such-binary-vb"], check=False)
+        shell = target.which("sh")
     finally:
         target.close()
+    # the agent served it, or (no such python) one ssh session per command did, saying why
+    assert bool(target.agent_problem) == (agent_python != "python3"), target.agent_problem
     assert [(r.returncode, r.stdout, r.stderr) for r in results[:2]] == [
         (0, "one two\n", ""), (3, "", "err\n")]
     assert results[2].returncode == 127
     assert results[3].stdout == "no newline"
+    assert env.stdout == "x y unset\nin/tmp\n"
+    assert missing.returncode == 127
+    assert shell is not None and shell.endswith("/sh")
 
 
 def load_inventory_text(fleet: SshFleet) -> list[FleetHost]:
