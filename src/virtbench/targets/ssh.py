@@ -229,11 +229,10 @@ class SSHTarget(Target):
             return self._lost(argv, lost)
         except TimeoutError as exc:
             raise subprocess.TimeoutExpired(list(argv), timeout or 0.0) from exc
-        if reply["timed_out"]:  # as LocalTarget: the command was killed at its time limit
-            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0,
-                                            reply["stdout"], reply["stderr"])
-        return ProcResult(tuple(argv), int(reply["rc"]), reply["stdout"], reply["stderr"],
-                          float(reply["duration"]))
+        code, stderr = int(reply["rc"]), reply["stderr"]
+        if reply["timed_out"]:  # exit 124 as timeout(1) reports it, as without the agent
+            code, stderr = 124, stderr + f"killed at its time limit of {timeout:g} s\n"
+        return ProcResult(tuple(argv), code, reply["stdout"], stderr, float(reply["duration"]))
 
     def spawn(
         self,
