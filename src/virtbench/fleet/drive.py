@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
 from virtbench.runner import ProgressHook, Runner
 from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
+from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
 from virtbench.store import Store
 from virtbench.targets.forked import ForkedCall, Send
@@ -62,10 +64,15 @@ class FleetOutcome:
 
 
 class _HostProgress(ProgressHook):
-    """Forwards one host's messages (a host's process stops on SIGINT, as a runner does)."""
+    """Forwards one host's messages; stops its runner (at a trial boundary) on request (hosts
+    run as threads; a host's own process stops on SIGINT, as a runner does)."""
 
-    def __init__(self, host: str, say: Say) -> None:
-        self.host, self.say = host, say
+    def __init__(self, host: str, say: Say, stop: threading.Event) -> None:
+        self.host, self.say, self.stop_event = host, say, stop
+
+    def advance(self, key: TrialKey, ok: bool) -> None:
+        if self.stop_event.is_set():
+            raise KeyboardInterrupt("fleet interrupted")
 
     def message(self, text: str) -> None:
         self.say(self.host, text)
@@ -115,6 +122,7 @@ class FleetRunner:
             self.hosts, self.server = _role_hosts(exp, self.hosts)
         self.known_hosts, self.netns = known_hosts, netns
         self.say: Say = say or (lambda _host, _text: None)
+        self.stop = threading.Event()
 
     def run(self, resume_fleet_id: str | None = None) -> FleetOutcome:
         store = Store(self.store_location)
@@ -122,15 +130,25 @@ class FleetRunner:
             fleet_id, runs = self._open(store, resume_fleet_id)
         finally:
             store.close()
-        _import_plugins(self.exp)  # once here, not once in every host's process
-        outcome = FleetOutcome(fleet_id)
         results: dict[str, HostOutcome] = {}
         started = time.monotonic()
-        # Each host parses and stores its own samples in its own process: no host's
-        # per-request samples wait for another's under one interpreter lock.
+        resume = resume_fleet_id is not None
+        if threading.active_count() == 1:
+            self._in_processes(runs, resume, results)
+        else:  # a fork would copy locks the caller's other threads may hold (SQLite's, ...)
+            self._in_threads(runs, resume, results)
+        outcome = FleetOutcome(fleet_id)
+        outcome.wall_s = time.monotonic() - started
+        outcome.hosts = [results[h.name] for h in self.hosts]
+        return outcome
+
+    def _in_processes(self, runs: dict[str, str], resume: bool,
+                      results: dict[str, HostOutcome]) -> None:
+        """Each host parses and stores its own samples in its own forked process: no host's
+        per-request samples wait for another's under one interpreter lock."""
+        _import_plugins(self.exp)  # once here, not once in every host's process
         workers = {host.name: ForkedCall(functools.partial(
-            self._host_process, host, runs[host.name], resume_fleet_id is not None))
-            for host in self.hosts}
+            self._host_process, host, runs[host.name], resume)) for host in self.hosts}
         for name, worker in workers.items():
             worker.listen(functools.partial(self._on_message, name, runs[name], results))
         try:
@@ -148,9 +166,26 @@ class FleetRunner:
                 if name not in results:  # the process died without a word
                     results[name] = HostOutcome(name, runs[name], "failed",
                                                 f"host process exited {worker.returncode}")
-        outcome.wall_s = time.monotonic() - started
-        outcome.hosts = [results[h.name] for h in self.hosts]
-        return outcome
+
+    def _in_threads(self, runs: dict[str, str], resume: bool,
+                    results: dict[str, HostOutcome]) -> None:
+        """Each host in a thread of this process (when this process runs other threads)."""
+        def drive(host: FleetHost) -> None:
+            results[host.name] = self._drive_safely(host, runs[host.name], resume)
+
+        threads = [threading.Thread(target=drive, args=(host,), name=f"fleet-{host.name}",
+                                    daemon=True) for host in self.hosts]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            self.stop.set()  # each runner stops after its current trial and cleans up
+            for thread in threads:
+                thread.join()
+            raise
 
     def _host_process(self, host: FleetHost, run_id: str, resume: bool, send: Send) -> None:
         """In the host's own process: drive it, passing messages and the outcome back."""
@@ -215,7 +250,7 @@ class FleetRunner:
                 return self._failed(store, host, run_id, existing is not None, problem)
             runner = Runner(store, host_experiment(self.exp, host.name), self.spec_yaml,
                             self.spec_path,
-                            progress=_HostProgress(host.name, self.say),
+                            progress=_HostProgress(host.name, self.say, self.stop),
                             target=target, host_label=host.name,
                             run_id=None if existing else run_id)
             if self.server is not None and isinstance(runner.lab, CrossHostLab):
