@@ -1,6 +1,7 @@
-"""One experiment on many hosts at once: a runner per host, each in its own thread.
+"""One experiment on many hosts at once: a runner per host, each in a process of its own.
 
-Each host gets its own SSH target (one multiplexed connection), its own store connection, its
+Each host gets its own process (forked from the controller: nothing is imported again), SSH
+target (one multiplexed connection, one agent session), store connection, its
 own run (labelled with the host's inventory name), randomised order, facts and lab — exactly the
 single-host runner, so a fleet run is N ordinary runs made at the same time. The runs are tied
 together by a fleet record (saved state ``fleet/<id>``: experiment, host names, run ids; never a
@@ -10,6 +11,8 @@ does not stop the others; ``resume`` continues every unfinished run.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import threading
 import time
@@ -22,13 +25,16 @@ from virtbench import __version__
 from virtbench.fleet.connect import connect, probe
 from virtbench.fleet.inventory import FleetHost
 from virtbench.labs.net.crosshost import CrossHostLab
+from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
 from virtbench.runner import ProgressHook, Runner
-from virtbench.runner.engine import spec_digest
+from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
 from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
 from virtbench.store import Store
+from virtbench.targets.forked import ForkedCall, Send
 from virtbench.targets.ssh import SSHTarget
+from virtbench.workloads.registry import get_workload
 
 __all__ = ["FleetOutcome", "FleetRunner", "HostOutcome", "fleet_record", "latest_fleet"]
 
@@ -58,7 +64,8 @@ class FleetOutcome:
 
 
 class _HostProgress(ProgressHook):
-    """Forwards one host's messages; stops its runner (at a trial boundary) on request."""
+    """Forwards one host's messages; stops its runner (at a trial boundary) on request (hosts
+    run as threads; a host's own process stops on SIGINT, as a runner does)."""
 
     def __init__(self, host: str, say: Say, stop: threading.Event) -> None:
         self.host, self.say, self.stop_event = host, say, stop
@@ -123,14 +130,51 @@ class FleetRunner:
             fleet_id, runs = self._open(store, resume_fleet_id)
         finally:
             store.close()
-        outcome = FleetOutcome(fleet_id)
         results: dict[str, HostOutcome] = {}
-        threads = [threading.Thread(target=self._host_thread,
-                                    args=(host, runs[host.name], resume_fleet_id is not None,
-                                          results),
-                                    name=f"fleet-{host.name}", daemon=True)
-                   for host in self.hosts]
         started = time.monotonic()
+        resume = resume_fleet_id is not None
+        if threading.active_count() == 1:
+            self._in_processes(runs, resume, results)
+        else:  # a fork would copy locks the caller's other threads may hold (SQLite's, ...)
+            self._in_threads(runs, resume, results)
+        outcome = FleetOutcome(fleet_id)
+        outcome.wall_s = time.monotonic() - started
+        outcome.hosts = [results[h.name] for h in self.hosts]
+        return outcome
+
+    def _in_processes(self, runs: dict[str, str], resume: bool,
+                      results: dict[str, HostOutcome]) -> None:
+        """Each host parses and stores its own samples in its own forked process: no host's
+        per-request samples wait for another's under one interpreter lock."""
+        _import_plugins(self.exp)  # once here, not once in every host's process
+        workers = {host.name: ForkedCall(functools.partial(
+            self._host_process, host, runs[host.name], resume)) for host in self.hosts}
+        for name, worker in workers.items():
+            worker.listen(functools.partial(self._on_message, name, runs[name], results))
+        try:
+            with sigterm_as_interrupt():  # SIGTERM too stops every host as Ctrl-C does
+                for worker in workers.values():
+                    worker.wait()
+        except KeyboardInterrupt:
+            for worker in workers.values():  # each stops as an interrupted run and reports
+                worker.interrupt()
+            for worker in workers.values():
+                worker.wait()
+            raise
+        finally:
+            for name, worker in workers.items():
+                if name not in results:  # the process died without a word
+                    results[name] = HostOutcome(name, runs[name], "failed",
+                                                f"host process exited {worker.returncode}")
+
+    def _in_threads(self, runs: dict[str, str], resume: bool,
+                    results: dict[str, HostOutcome]) -> None:
+        """Each host in a thread of this process (when this process runs other threads)."""
+        def drive(host: FleetHost) -> None:
+            results[host.name] = self._drive_safely(host, runs[host.name], resume)
+
+        threads = [threading.Thread(target=drive, args=(host,), name=f"fleet-{host.name}",
+                                    daemon=True) for host in self.hosts]
         for thread in threads:
             thread.start()
         try:
@@ -142,9 +186,21 @@ class FleetRunner:
             for thread in threads:
                 thread.join()
             raise
-        outcome.wall_s = time.monotonic() - started
-        outcome.hosts = [results[h.name] for h in self.hosts]
-        return outcome
+
+    def _host_process(self, host: FleetHost, run_id: str, resume: bool, send: Send) -> None:
+        """In the host's own process: drive it, passing messages and the outcome back."""
+        self.say = lambda name, text: send({"say": [name, text]})
+        outcome = self._drive_safely(host, run_id, resume)
+        send({"outcome": dataclasses.asdict(outcome)})
+
+    def _on_message(self, host: str, run_id: str, results: dict[str, HostOutcome],
+                    message: dict[str, Any]) -> None:
+        if "say" in message:
+            self.say(*message["say"])
+        elif "outcome" in message:
+            results[host] = HostOutcome(**message["outcome"])
+        elif "error" in message:
+            results[host] = HostOutcome(host, run_id, "failed", message["error"])
 
     # ---- internals -------------------------------------------------------------------------
     def _open(self, store: Store, resume: str | None) -> tuple[str, dict[str, str]]:
@@ -171,13 +227,11 @@ class FleetRunner:
                 + (f"; not in that run: {', '.join(extra)}" if extra else ""))
         return resume, {name: h["run_id"] for name, h in record["hosts"].items()}
 
-    def _host_thread(self, host: FleetHost, run_id: str, resume: bool,
-                     results: dict[str, HostOutcome]) -> None:
+    def _drive_safely(self, host: FleetHost, run_id: str, resume: bool) -> HostOutcome:
         try:
-            results[host.name] = self._drive(host, run_id, resume)
+            return self._drive(host, run_id, resume)
         except BaseException as exc:  # never lose a host's outcome, whatever happened
-            results[host.name] = HostOutcome(host.name, run_id, "failed",
-                                             f"{type(exc).__name__}: {exc}")
+            return HostOutcome(host.name, run_id, "failed", f"{type(exc).__name__}: {exc}")
 
     def _drive(self, host: FleetHost, run_id: str, resume: bool) -> HostOutcome:
         store = Store(self.store_location)
@@ -237,6 +291,13 @@ class FleetRunner:
         trials = [t for t in store.trials(run_id)]
         return HostOutcome(host.name, run_id, "failed", reason, len(trials),
                            sum(1 for t in trials if t["status"] != "ok"))
+
+
+def _import_plugins(exp: Experiment) -> None:
+    """Import the experiment's workload and lab plugins in the controller, before forking."""
+    for spec in exp.workloads:
+        get_workload(spec.name)
+    get_lab(exp.lab.kind)
 
 
 def _role_hosts(exp: Experiment, hosts: list[FleetHost]) -> tuple[list[FleetHost], FleetHost]:

@@ -104,15 +104,17 @@ class LocalTarget(Target):
         cwd: str | None = None,
         stdout: int | None = subprocess.DEVNULL,
         stderr: int | None = subprocess.DEVNULL,
+        stdin: int | None = subprocess.DEVNULL,
     ) -> subprocess.Popen[bytes]:
         # A new session keeps Ctrl-C in the terminal from reaching servers before we stop them.
+        # stdin: a pipe only for a process we talk to (the SSH agent's session).
         return subprocess.Popen(
             self._wrap(argv),
             env=merged_env(env),
             cwd=cwd,
             stdout=stdout,
             stderr=stderr,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             start_new_session=True,
         )
 

@@ -2,11 +2,15 @@
 
 Chose the system ``ssh`` over a Python library: it honours the user's ssh_config, agent, jump
 hosts and known_hosts exactly as an interactive login does, needs no extra dependency, and
-connection multiplexing (ControlMaster) makes repeated short commands cheap.
+connection multiplexing (ControlMaster) shares one connection between sessions.
 
-The remote side receives one command line, so every argument is quoted with ``shlex``; the
-command is run through ``env`` (``-u`` unsets, ``-C`` changes directory) and ``timeout``, never
-through shell syntax of ours.
+Commands go to a small agent on the host (ssh_agent_program.py, run by the host's ``python3``
+in one ssh session, started on first use and again after the session is lost): a command then
+costs one process on the host, not an ssh session, a login shell and an ssh client each. A
+host without Python 3.8 gets one ssh session per command: the command line is quoted with
+``shlex`` and run through ``env`` (``-u`` unsets, ``-C`` changes directory) and ``timeout``,
+never through shell syntax of ours. Long-running processes (``spawn``) always get their own
+session.
 """
 
 from __future__ import annotations
@@ -20,14 +24,22 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import ProcResult, Target, cannot_run_true
+from virtbench.targets.base import CommandFailed, ProcResult, Target, cannot_run_true
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.ssh_agent import (
+    AgentSession,
+    AgentUnavailable,
+    SessionLost,
+    agent_command,
+)
 
 __all__ = ["SSHTarget", "remote_argv"]
 
@@ -68,6 +80,9 @@ class SSHTarget(Target):
 
     ``known_hosts`` defaults to the user's own file; an unknown or changed host key is an
     error, never silently accepted.
+
+    ``agent_python``: the host's interpreter for virtbench's agent (None: one ssh session per
+    command, as on a host without Python).
     """
 
     def __init__(
@@ -83,6 +98,7 @@ class SSHTarget(Target):
         extra_options: Sequence[str] = (),
         ssh_binary: str = "ssh",
         via: LocalTarget | None = None,
+        agent_python: str | None = "python3",
     ) -> None:
         self.host = host
         self.user = user
@@ -114,6 +130,12 @@ class SSHTarget(Target):
             # The master runs detached; make sure it ends with this process at the latest.
             _MULTIPLEXED.add(self)
         self._base = [ssh_binary, *opts, *extra_options]
+        self._connect_timeout_s = connect_timeout_s
+        self._agent_python = agent_python
+        self._agent: AgentSession | None = None
+        self._agent_lock = threading.Lock()
+        self.agent_problem = ""
+        """Why this host runs one ssh session per command ("" while the agent serves it)."""
 
     def ssh_argv(self, remote: Sequence[str]) -> list[str]:
         """The local argv that runs ``remote`` (already wrapped) on the host."""
@@ -129,10 +151,88 @@ class SSHTarget(Target):
         input: str | None = None,
         check: bool = True,
     ) -> ProcResult:
+        agent = self._session(argv)
+        if isinstance(agent, ProcResult):
+            return _checked(agent, check)
+        if agent is None:
+            return self._run_session(argv, env=env, cwd=cwd, timeout=timeout, input=input,
+                                     check=check)
+        return _checked(self._agent_run(agent, argv, timeout, env=env, cwd=cwd, input=input),
+                        check)
+
+    def run_timed(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> ProcResult:
+        """Timed on the host by the agent (spawn to exit, as ``hyperfine -N``): the ssh round
+        trip is not in ``duration_s``. Without the agent: ``run``'s time, round trip included."""
+        agent = self._session(argv)
+        if isinstance(agent, ProcResult):
+            return _checked(agent, check)
+        if agent is None:
+            return self._run_session(argv, env=env, timeout=timeout, check=check)
+        return _checked(self._agent_run(agent, argv, timeout, env=env, timed=True), check)
+
+    def _run_session(self, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
+                     cwd: str | None = None, timeout: float | None = None,
+                     input: str | None = None, check: bool = True) -> ProcResult:
+        """One ssh session for one command (a host without the agent)."""
         remote = remote_argv(argv, env=env, cwd=cwd, timeout=timeout)
         local_timeout = None if timeout is None else timeout + 30
         return self._local.run(self.ssh_argv(remote), timeout=local_timeout, input=input,
                                check=check)
+
+    # ---- the agent -------------------------------------------------------------------------
+    def _session(self, argv: Sequence[str]) -> AgentSession | ProcResult | None:
+        """The running agent (started if need be); None: use one session per command; a
+        ProcResult: the host cannot be reached (ssh's exit 255 and its reason, as ``argv``
+        would have failed)."""
+        if self._agent_python is None:
+            return None
+        with self._agent_lock:
+            if self._agent is not None and self._agent.alive:
+                return self._agent
+            if self._agent is not None:
+                self._agent.close()
+                self._agent = None
+            command = self.ssh_argv(agent_command(self._agent_python))
+            try:
+                # a host under load can take long to start Python after the connection
+                self._agent = AgentSession(self._local, command,
+                                           hello_timeout_s=self._connect_timeout_s + 60)
+            except SessionLost as lost:
+                return self._lost(argv, lost)
+            except AgentUnavailable as exc:
+                self.agent_problem = f"no virtbench agent ({self._agent_python}: {exc})"
+                self._agent_python = None
+                return None
+            return self._agent
+
+    def _lost(self, argv: Sequence[str], lost: SessionLost) -> ProcResult:
+        """What a command gets when the session is gone: ssh's exit 255 and its message, with
+        the ssh command line (host and port) in argv for the error text."""
+        return ProcResult(tuple(self.ssh_argv(list(argv))), 255, "",
+                          lost.stderr or f"ssh session to {self.host} ended", 0.0)
+
+    def _agent_run(self, agent: AgentSession, argv: Sequence[str], timeout: float | None,
+                   **fields: Any) -> ProcResult:
+        if not argv:
+            raise VirtbenchError("empty command")
+        try:
+            reply = agent.request("run", None if timeout is None else timeout + 30,
+                                  argv=list(argv), timeout=timeout, **fields)
+        except SessionLost as lost:
+            return self._lost(argv, lost)
+        except TimeoutError as exc:
+            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0) from exc
+        code, stderr = int(reply["rc"]), reply["stderr"]
+        if reply["timed_out"]:  # exit 124 as timeout(1) reports it, as without the agent
+            code, stderr = 124, stderr + f"killed at its time limit of {timeout:g} s\n"
+        return ProcResult(tuple(argv), code, reply["stdout"], stderr, float(reply["duration"]))
 
     def spawn(
         self,
@@ -156,10 +256,29 @@ class SSHTarget(Target):
 
     def run_batch(self, argvs: Sequence[Sequence[str]], *,
                   timeout: float | None = None) -> list[ProcResult]:
-        """All commands in one ``sh`` on the host (one round trip, not one per command): each
-        one's stdout, stderr and exit code come back between markers of a random token."""
+        """All commands in one request to the agent (or, without it, one ``sh`` on the host):
+        one round trip, not one per command."""
         if not argvs:
             return []
+        agent = self._session(argvs[0])
+        if agent is None:
+            return self._batch_session(argvs, timeout=timeout)
+        if isinstance(agent, ProcResult):
+            return [ProcResult(tuple(argv), 255, "", agent.stderr, 0.0) for argv in argvs]
+        total = None if timeout is None else timeout * len(argvs) + 30
+        try:
+            reply = agent.request("batch", total, argvs=[list(a) for a in argvs],
+                                  timeout=timeout)
+        except SessionLost as lost:
+            return [self._lost(argv, lost) for argv in argvs]
+        return [ProcResult(tuple(argv), int(r["rc"]), r["stdout"], r["stderr"],
+                           float(r["duration"]))
+                for argv, r in zip(argvs, reply["results"], strict=True)]
+
+    def _batch_session(self, argvs: Sequence[Sequence[str]], *,
+                       timeout: float | None = None) -> list[ProcResult]:
+        """One ``sh`` on the host runs every command: each one's stdout, stderr and exit code
+        come back between markers of a random token."""
         token = secrets.token_hex(8)
         lines = ['d=$(mktemp -d) || exit 1']
         for index, argv in enumerate(argvs):
@@ -171,7 +290,7 @@ class SSHTarget(Target):
         lines.append('rm -rf "$d"')
         total = None if timeout is None else timeout * len(argvs) + 30
         started = time.monotonic()
-        result = self.run(["sh", "-c", "\n".join(lines)], timeout=total, check=False)
+        result = self._run_session(["sh", "-c", "\n".join(lines)], timeout=total, check=False)
         if result.returncode != 0 and token not in result.stdout:
             # the batch never ran (host unreachable): every command failed the same way
             return [ProcResult(tuple(argv), result.returncode, "", result.stderr,
@@ -191,15 +310,33 @@ class SSHTarget(Target):
         return out
 
     def which(self, binary: str) -> str | None:
-        result = self.run(["sh", "-c", 'command -v -- "$1"', "sh", binary], check=False)
+        agent = self._session(["which", binary])
+        if isinstance(agent, AgentSession):
+            try:
+                path = agent.request("which", 60, binary=binary)["path"]
+            except SessionLost:
+                return None
+            return str(path) if path else None
+        result = self._run_session(["sh", "-c", 'command -v -- "$1"', "sh", binary],
+                                   check=False)
         path = result.stdout.strip()
         return path if result.returncode == 0 and path.startswith("/") else None
 
     def python(self) -> list[str]:
+        """The interpreter ``python3`` on the host's PATH resolves to (the agent's own, found
+        once: no wrapper such as a pyenv shim runs per use); ``python3`` without the agent."""
+        agent = self._session(["python3"])
+        if isinstance(agent, AgentSession) and agent.python:
+            return [agent.python]
         return ["python3"]
 
     def close(self) -> None:
-        """Stop the multiplexing master (if any) and remove its socket directory."""
+        """End the agent's session, stop the multiplexing master (if any) and remove its
+        socket directory."""
+        with self._agent_lock:
+            if self._agent is not None:
+                self._agent.close()
+                self._agent = None
         if self._control_dir is None:
             return
         self._local.run([*self._base, "-O", "exit", "--", self.host], check=False, timeout=15)
@@ -213,6 +350,12 @@ class SSHTarget(Target):
 
 
 _MULTIPLEXED: weakref.WeakSet[SSHTarget] = weakref.WeakSet()
+
+
+def _checked(result: ProcResult, check: bool) -> ProcResult:
+    if check and result.returncode != 0:
+        raise CommandFailed(result)
+    return result
 
 
 @atexit.register

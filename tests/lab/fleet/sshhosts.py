@@ -57,6 +57,20 @@ class SshHost:
         raise RuntimeError(f"sshd of {self.name} did not listen: "
                            f"{(self.directory / 'sshd.log').read_text()}")
 
+    def cpu_seconds(self, settle_s: float = 10.0) -> float:
+        """CPU (user + system) of this host's sshd and everything it ran, in s, once the
+        sessions served so far have ended (each connection's process, and through it every
+        shell and command, is reaped into the listening daemon's children's times)."""
+        assert self.process is not None
+        pid = self.process.pid
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and Path(
+                f"/proc/{pid}/task/{pid}/children").read_text().strip():
+            time.sleep(0.05)
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        # utime, stime, cutime, cstime: fields 14-17 of proc(5), 11-14 after the name
+        return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
     def kill_sshd(self) -> None:
         """The listening daemon and every connection it serves: sshd puts each connection in
         a session of its own, so they are found as this namespace's sshd processes."""

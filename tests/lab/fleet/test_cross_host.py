@@ -15,15 +15,15 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")
-# capture and probe off: their files are written on the client host and read by the controller,
-# which only works where both share a filesystem (here they do; across machines they do not).
+# capture off: its pcap is written on the client host and read by the controller, which only
+# works where both share a filesystem; the irtt probe's JSON comes back over ssh.
 EXPERIMENT = """\
 name: cross-host-transfer
 lab: {kind: cross-host, params: {roles: {server: h2, client: h1}}}
 baseline: base
 variants: [{name: base, knobs: {}}]
 workloads:
-  - {name: net.qos-transfer, params: {duration_s: 1, capture: false, probe: false}}
+  - {name: net.qos-transfer, params: {duration_s: 1, capture: false, probe: true}}
 repetitions: 2
 warmup: 0
 """
@@ -44,10 +44,19 @@ def test_qos_transfer_runs_from_client_host_to_server_host(
     assert run.host == "h1" and run.status == "complete"
     throughput = [s.value for s in store.samples(run.id) if s.metric == "throughput_mbps"]
     assert len(throughput) == 2 and all(v and v > 10 for v in throughput)
+    # the irtt probe ran on the client host towards the server host's irtt server
+    rtt = [s.value for s in store.samples(run.id) if s.metric == "rtt_mean_ms"]
+    assert len(rtt) == 2 and all(v and v > 0 for v in rtt)
     h1, h2 = three_hosts.hosts[0].address, three_hosts.hosts[1].address
-    for artifact in store.artifacts(run.id):
-        start = json.loads(artifact["content"])["start"]["connected"][0]
-        assert (start["local_host"], start["remote_host"]) == (h1, h2)
+    artifacts = {a["name"]: json.loads(a["content"]) for a in store.artifacts(run.id)}
+    assert sorted(artifacts) == ["r0-iperf3.json", "r0-irtt.json", "r1-iperf3.json",
+                                 "r1-irtt.json"]
+    for name, content in artifacts.items():
+        if name.endswith("iperf3.json"):
+            start = content["start"]["connected"][0]
+            assert (start["local_host"], start["remote_host"]) == (h1, h2)
+        else:
+            assert content["config"]["remote_address"] == f"{h2}:2112"
     (realisation,) = store.realisations(run.id)
     assert "h2" in realisation["settings"]["lab.server"]
     assert "eth0" in realisation["settings"]["lab.client"]

@@ -172,21 +172,73 @@ def test_unknown_host_key_is_refused_with_how_to_add_it(
     assert three_hosts.known_hosts.read_text().count("\n") == 2  # nothing was added
 
 
-def test_ssh_batch_returns_each_commands_output_and_exit_code(three_hosts: SshFleet) -> None:
-    from virtbench.fleet.connect import connect
+@pytest.mark.parametrize("agent_python", ["python3", "no-such-python-vb"])
+def test_ssh_batch_returns_each_commands_output_and_exit_code(
+        three_hosts: SshFleet, agent_python: str) -> None:
+    from virtbench.targets.local import NetnsTarget
+    from virtbench.targets.ssh import SSHTarget
 
     host = load_inventory_text(three_hosts)[0]
-    target = connect(host, netns=three_hosts.controller)
+    target = SSHTarget(host.address, user=host.user, port=host.port,
+                       identity_file=host.key_file, known_hosts=host.known_hosts,
+                       via=NetnsTarget(three_hosts.controller), agent_python=agent_python)
     try:
         results = target.run_batch([["echo", "one two"], ["sh", "-c", "echo err >&2; exit 3"],
                                     ["no-such-binary-vb"], ["printf", "no newline"]])
+        env = target.run(["sh", "-c", 'echo "$A ${HOME-unset}"; cat; pwd'],
+                         env={"A": "x y", "HOME": None}, cwd="/tmp", input="in")
+        missing = target.run(["no-such-binary-vb"], check=False)
+        shell = target.which("sh")
     finally:
         target.close()
+    # the agent served it, or (no such python) one ssh session per command did, saying why
+    assert bool(target.agent_problem) == (agent_python != "python3"), target.agent_problem
     assert [(r.returncode, r.stdout, r.stderr) for r in results[:2]] == [
         (0, "one two\n", ""), (3, "", "err\n")]
     assert results[2].returncode == 127
     assert results[3].stdout == "no newline"
+    assert env.stdout == "x y unset\nin/tmp\n"
+    assert missing.returncode == 127
+    assert shell is not None and shell.endswith("/sh")
 
 
 def load_inventory_text(fleet: SshFleet) -> list[FleetHost]:
     return parse_inventory(fleet.inventory_yaml(), "inventory")
+
+
+def test_sigterm_stops_every_host_process_as_interrupted_and_resume_finishes(
+        tmp_path: Path, three_hosts: SshFleet) -> None:
+    exp_path, inventory = _experiment(tmp_path, 10, sleep=0.2), _inventory(tmp_path, three_hosts)
+    db = str(tmp_path / "fleet.db")
+    watcher = Store(db)
+    command = [VIRTBENCH, "run", str(exp_path), "--hosts", str(inventory), "--store", db,
+               "--netns", three_hosts.controller]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # every host has measured something
+        runs = watcher.runs()
+        if len(runs) == 3 and all(watcher.trials(r.id) for r in runs):
+            break
+        time.sleep(0.05)
+    proc.terminate()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    runs = watcher.runs()
+    assert {r.host: r.status for r in runs} == {"h1": "interrupted", "h2": "interrupted",
+                                                "h3": "interrupted"}, stderr
+    assert all(len(watcher.samples(r.id)) < 20 for r in runs)
+    # each host's process ended its agent: no command of ours is left on any host
+    for host in three_hosts.hosts:
+        pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
+                              text=True).stdout.split()
+        commands = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids
+                    if Path(f"/proc/{pid}/comm").exists()]
+        assert "sleep" not in commands, commands
+    resumed = subprocess.run([*command, "--resume", "latest"], capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    for run in watcher.runs():
+        assert run.status == "complete"
+        counts = collections.Counter((s.variant, s.repetition) for s in watcher.samples(run.id))
+        assert set(counts) == {(v, r) for v in ("quick", "slow") for r in range(10)}
+        assert max(counts.values()) == 1

@@ -5,8 +5,7 @@ alongside; QoS metrics and grading."""
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
+import threading
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +16,7 @@ from virtbench.net_qos.pcap import read_pcap
 from virtbench.net_qos.study import CAPTURE_QOS_METRICS, capture_qos, study_loss_percent
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
-from virtbench.targets.base import Target
+from virtbench.targets.base import CommandFailed, ProcResult, Target
 from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.net.capture import CAPTURE_PACKAGES, Capture, CaptureTool
@@ -122,24 +121,24 @@ class QosTransfer(Workload):
                                         ctx.workdir / f"{tag}-sender.pcap", p.snaplen, bpf,
                                         p.capture_tool))
         count_tx = p.capture and p.sent_count == "counters"
-        irtt_out = ctx.workdir / f"{tag}-irtt.json"
-        irtt: subprocess.Popen[bytes] | None = None
+        # irtt writes its JSON to stdout (-o -), which comes back wherever the client runs (a
+        # namespace here or another fleet host), alongside iperf3 in a thread of its own.
+        irtt = _Background(client, ["irtt", "client", "-i", f"{p.probe_interval_ms:g}ms",
+                                    "-d", f"{p.duration_s}s", "-Q", "-o", "-",
+                                    f"{server_ip}:{service(ctx, 'irtt_port')}"],
+                           p.duration_s + 30) if p.probe else None
         tx_before = tx_after = 0
         try:
             for cap in captures:
                 cap.start()
             if count_tx:
                 tx_before = tx_packets(server, str(service(ctx, "server_iface")))
-            if p.probe:
-                irtt_out.unlink(missing_ok=True)
-                irtt = client.spawn(["irtt", "client", "-i", f"{p.probe_interval_ms:g}ms",
-                                     "-d", f"{p.duration_s}s", "-Q", "-o", str(irtt_out),
-                                     f"{server_ip}:{service(ctx, 'irtt_port')}"])
+            if irtt is not None:
+                irtt.start()
             res = client.run(["iperf3", "-c", server_ip, "-p", str(port), "-R",
                               "-t", str(p.duration_s), "-J"],
                              timeout=p.duration_s + 60, check=False)
-            if irtt is not None:
-                irtt.wait(timeout=p.duration_s + 30)
+            irtt_json = irtt.result() if irtt is not None else None
             if count_tx:
                 tx_after = tx_packets(server, str(service(ctx, "server_iface")))
         except BaseException:
@@ -147,15 +146,10 @@ class QosTransfer(Workload):
                 cap.stop()
                 cap.discard()
             raise
-        finally:
-            if irtt is not None and irtt.poll() is None:
-                irtt.kill()
-                irtt.wait()
         stats = [cap.stop() for cap in captures]
         try:
             sent_tx = tx_after - tx_before if count_tx else None
-            return self._results(tag, res.stdout, irtt_out if p.probe else None, captures,
-                                 stats, sent_tx)
+            return self._results(tag, res.stdout, irtt_json, captures, stats, sent_tx)
         finally:
             for cap in captures:
                 if p.keep_pcaps:
@@ -163,7 +157,7 @@ class QosTransfer(Workload):
                 else:
                     cap.discard()
 
-    def _results(self, tag: str, iperf3_json: str, irtt_out: Path | None,
+    def _results(self, tag: str, iperf3_json: str, irtt_json: str | None,
                  captures: list[Capture], stats: list[Any], tx_packets_sent: int | None
                  ) -> TrialResult:
         artifacts = [Artifact(f"{tag}-iperf3.json", iperf3_json.encode(), "application/json")]
@@ -174,10 +168,10 @@ class QosTransfer(Workload):
             segments = transfer.sent_bytes / mss
             out.append(Measurement("tcp_retransmit_pct", 100.0 * transfer.retransmits / segments))
         probe = None
-        if irtt_out is not None:
-            text = irtt_out.read_text()
-            artifacts.append(Artifact(f"{tag}-irtt.json", text.encode(), "application/json"))
-            probe = parse_irtt_json(text)
+        if irtt_json is not None:
+            artifacts.append(Artifact(f"{tag}-irtt.json", irtt_json.encode(),
+                                      "application/json"))
+            probe = parse_irtt_json(irtt_json)
             out += irtt_measurements(probe)
             if probe.receive_delay_ms is not None:  # None: irtt measured no one-way delay
                 model = emodel(probe.receive_delay_ms, probe.jitter_down_ms or 0.0,
@@ -211,6 +205,36 @@ class QosTransfer(Workload):
             out += [Measurement("study_loss_pct", loss),
                     Measurement("tiphon_index", tiphon_index(qos.delay_ms, qos.jitter_ms, loss))]
         return out
+
+
+class _Background:
+    """A command run to completion in a thread of its own; ``result`` is its stdout."""
+
+    def __init__(self, target: Target, argv: list[str], timeout_s: float) -> None:
+        self.target, self.argv, self.timeout_s = target, argv, timeout_s
+        self._outcome: ProcResult | BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"vb-{argv[0]}")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._outcome = self.target.run(self.argv, timeout=self.timeout_s, check=False)
+        except BaseException as exc:  # handed to the trial's thread by result()
+            self._outcome = exc
+
+    def result(self) -> str:
+        self._thread.join(self.timeout_s + 30)
+        outcome = self._outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if outcome is None:
+            raise VirtbenchError(f"{self.argv[0]} did not end within {self.timeout_s:.0f} s")
+        if outcome.returncode != 0:
+            raise CommandFailed(outcome)
+        return outcome.stdout
 
 
 def _mss(iperf3_json: str) -> int | None:

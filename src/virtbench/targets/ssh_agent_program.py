@@ -1,0 +1,195 @@
+"""virtbench's agent on an SSH host: runs commands on request over one ssh channel.
+
+This file is sent as the ``-c`` program of ``python3`` on the host (standard library only,
+Python >= 3.8), once per host: each command then costs one process on the host instead of an
+ssh session plus the login shell (a .bashrc that starts pyenv costs ~0.1 s of CPU per command).
+
+Protocol: one JSON object per line. The agent first writes ``{"hello": 1, "python": PATH}``;
+each request ``{"id": N, "op": ...}`` gets one reply line with the same id, in the order the
+commands end (each request is served in a thread of its own). ``op`` is ``run`` (argv, env
+changes, cwd, timeout, input; ``timed``: stdout discarded and the time taken from just before
+the spawn to the exit, as hyperfine -N), ``batch`` (short commands one after the other),
+``which`` or ``kill`` (the process group of a running request). End of input (the controller
+went away) kills every command still running, then the agent exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+_write_lock = threading.Lock()
+_running: dict[int, int] = {}  # request id -> pid leading the command's own session
+_running_lock = threading.Lock()
+_DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; commands get defaults
+
+
+def _send(message: dict[str, Any]) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    with _write_lock:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _environment(changes: dict[str, str | None] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    for key, value in (changes or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def _exit_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _not_started(argv: list[str], reason: str, code: int = 127) -> dict[str, Any]:
+    return {"rc": code, "stdout": "", "stderr": f"{argv[0]}: {reason}\n", "duration": 0.0,
+            "timed_out": False}
+
+
+def _captured(rid: int, argv: list[str], env: dict[str, str], cwd: str | None,
+              timeout: float | None, text: str | None) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True,
+                                stdin=subprocess.DEVNULL if text is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError as exc:
+        return _not_started(argv, str(exc))
+    except OSError as exc:
+        return _not_started(argv, str(exc), 126)
+    with _running_lock:
+        _running[rid] = proc.pid
+    timed_out = False
+    try:
+        try:
+            out, err = proc.communicate(None if text is None else text.encode(), timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            out, err = proc.communicate()
+    finally:
+        with _running_lock:
+            _running.pop(rid, None)
+    return {"rc": proc.returncode, "stdout": out.decode(errors="replace"),
+            "stderr": err.decode(errors="replace"), "timed_out": timed_out,
+            "duration": time.perf_counter() - started}
+
+
+def _timed(rid: int, argv: list[str], env: dict[str, str],
+           timeout: float | None) -> dict[str, Any]:
+    program = shutil.which(argv[0], path=env.get("PATH", os.defpath))
+    if program is None:
+        return _not_started(argv, "command not found")
+    expired: list[bool] = []
+    with tempfile.TemporaryFile() as err, open(os.devnull, "r+b") as null:
+        actions = [(os.POSIX_SPAWN_DUP2, null.fileno(), 0),
+                   (os.POSIX_SPAWN_DUP2, null.fileno(), 1),
+                   (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+        started = time.perf_counter()
+        pid = os.posix_spawn(program, argv, env, file_actions=actions, setsid=True,
+                             setsigdef=_DEFAULTED)
+        with _running_lock:
+            _running[rid] = pid
+        def expire() -> None:
+            expired.append(True)
+            _kill_group(pid)
+
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, expire)
+            timer.start()
+        try:
+            status = os.waitpid(pid, 0)[1]
+            duration = time.perf_counter() - started
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with _running_lock:
+                _running.pop(rid, None)
+        code = _exit_code(status)
+        stderr = ""
+        if code != 0:
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
+    return {"rc": code, "stdout": "", "stderr": stderr, "duration": duration,
+            "timed_out": bool(expired)}
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    argv = list(request["argv"])
+    env = _environment(request.get("env"))
+    if request.get("timed"):
+        return _timed(request["id"], argv, env, request.get("timeout"))
+    return _captured(request["id"], argv, env, request.get("cwd"), request.get("timeout"),
+                     request.get("input"))
+
+
+def _batch(request: dict[str, Any]) -> dict[str, Any]:
+    env = _environment(None)
+    results = []
+    for argv in request["argvs"]:
+        result = _captured(request["id"], list(argv), env, None, request.get("timeout"), None)
+        if result.pop("timed_out"):
+            result["rc"] = 124  # as timeout(1) reports it: a batch never raises
+        results.append(result)
+    return {"results": results}
+
+
+def _which(request: dict[str, Any]) -> dict[str, Any]:
+    return {"path": shutil.which(request["binary"])}
+
+
+_OPS = {"run": _run, "batch": _batch, "which": _which}
+
+
+def _serve(request: dict[str, Any]) -> None:
+    try:
+        reply = _OPS[request["op"]](request)
+    except Exception as exc:  # a reply always comes back: the controller waits for it
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    reply["id"] = request["id"]
+    _send(reply)
+
+
+def main() -> None:
+    # the host's Python, not ours: posix_spawn's setsid; the controller falls back to ssh
+    if sys.version_info < (3, 8):  # noqa: UP036
+        sys.exit(3)
+    _send({"hello": 1, "python": sys.executable})
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        if request["op"] == "kill":
+            with _running_lock:
+                pid = _running.get(request["target"])
+            if pid is not None:
+                _kill_group(pid)
+            continue
+        threading.Thread(target=_serve, args=(request,), daemon=True).start()
+    with _running_lock:  # the controller is gone: nothing it started may outlive it
+        for pid in _running.values():
+            _kill_group(pid)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

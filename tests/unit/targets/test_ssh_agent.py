@@ -1,0 +1,112 @@
+"""virtbench's SSH agent, run here without ssh: the same program and protocol over a pipe."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from virtbench.targets.local import LocalTarget
+from virtbench.targets.ssh_agent import (
+    AgentSession,
+    AgentUnavailable,
+    SessionLost,
+    agent_command,
+)
+
+
+@pytest.fixture
+def agent() -> Iterator[AgentSession]:
+    session = AgentSession(LocalTarget(), agent_command(sys.executable), hello_timeout_s=30)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def test_run_returns_output_exit_code_and_applies_env_cwd_input(
+        agent: AgentSession, tmp_path: Path) -> None:
+    reply = agent.request("run", 30, argv=["sh", "-c", 'echo "$A/$PWD"; cat; echo e >&2; exit 3'],
+                          env={"A": "x", "HOME": None}, cwd=str(tmp_path), input="in\n")
+    assert (reply["rc"], reply["stdout"], reply["stderr"]) == (3, f"x/{tmp_path}\nin\n", "e\n")
+    unset = agent.request("run", 30, argv=["sh", "-c", 'echo "${HOME-unset}"'],
+                          env={"HOME": None})
+    assert unset["stdout"] == "unset\n"
+    assert agent.python == sys.executable
+
+
+def test_timed_run_measures_the_command_on_the_host(agent: AgentSession) -> None:
+    reply = agent.request("run", 30, argv=["sleep", "0.2"], timed=True)
+    assert reply["rc"] == 0 and reply["stdout"] == ""
+    assert 0.2 <= reply["duration"] < 2
+    missing = agent.request("run", 30, argv=["no-such-binary-vb"], timed=True)
+    assert missing["rc"] == 127 and "not found" in missing["stderr"]
+    failed = agent.request("run", 30, argv=["sh", "-c", "echo why >&2; exit 2"], timed=True)
+    assert (failed["rc"], failed["stderr"]) == (2, "why\n")
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_a_command_past_its_time_limit_is_killed_with_its_children(
+        agent: AgentSession, tmp_path: Path, timed: bool) -> None:
+    marker = tmp_path / "child-lived"
+    started = time.monotonic()
+    reply = agent.request("run", 30, argv=["sh", "-c", f"(sleep 1; touch {marker}) & sleep 30"],
+                          timeout=0.3, timed=timed)
+    assert reply["timed_out"] and time.monotonic() - started < 5
+    time.sleep(1.3)
+    assert not marker.exists()  # the whole process group went
+
+
+def test_batch_which_and_concurrent_requests(agent: AgentSession) -> None:
+    batch = agent.request("batch", 30, argvs=[["echo", "one two"], ["no-such-binary-vb"],
+                                              ["sleep", "5"]], timeout=0.2)
+    assert [r["rc"] for r in batch["results"]] == [0, 127, 124]
+    assert batch["results"][0]["stdout"] == "one two\n"
+    assert agent.request("which", 30, binary="sh")["path"].endswith("/sh")
+    assert agent.request("which", 30, binary="no-such-binary-vb")["path"] is None
+    # a slow command does not hold up a quick one sent after it
+    replies: dict[str, float] = {}
+
+    def run(name: str, seconds: str) -> None:
+        agent.request("run", 30, argv=["sleep", seconds])
+        replies[name] = time.monotonic()
+
+    slow = threading.Thread(target=run, args=("slow", "1"))
+    slow.start()
+    time.sleep(0.1)
+    run("quick", "0")
+    slow.join()
+    assert replies["quick"] < replies["slow"]
+
+
+def test_closing_the_session_kills_what_still_runs(agent: AgentSession, tmp_path: Path) -> None:
+    marker = tmp_path / "outlived"
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            agent.request("run", 30, argv=["sh", "-c", f"sleep 1; touch {marker}"])
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.3)
+    agent.close()
+    thread.join(10)
+    assert errors and isinstance(errors[0], SessionLost)
+    time.sleep(1.2)
+    assert not marker.exists()
+    with pytest.raises(SessionLost):
+        agent.request("which", 5, binary="sh")
+
+
+def test_a_session_that_ends_before_hello_says_why() -> None:
+    with pytest.raises(SessionLost, match="refused here"):
+        AgentSession(LocalTarget(), ["sh", "-c", "echo refused here >&2; exit 255"], 30)
+    with pytest.raises(AgentUnavailable, match="exit 127"):
+        AgentSession(LocalTarget(), ["sh", "-c", "exec no-such-python-vb"], 30)
