@@ -96,6 +96,9 @@ class SampleRow:
     trial_id: int
 
 
+WRITER_BUSY_TIMEOUT_MS = 120_000
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL lets `virtbench report` read while a run writes; NORMAL sync is durable across crashes
@@ -103,7 +106,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    # A writer waits up to two minutes for the lock: fleet hosts write large per-request trials
+    # into one file, and on a loaded machine a 10 s wait was exceeded and a trial lost.
+    cursor.execute(f"PRAGMA busy_timeout={WRITER_BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
