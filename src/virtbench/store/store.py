@@ -96,7 +96,11 @@ class SampleRow:
     trial_id: int
 
 
-WRITER_BUSY_TIMEOUT_MS = 120_000
+# A trial keeps trying to store itself this long while the file is locked: fleet hosts write
+# large per-request trials into one file, and on a loaded machine one 10 s wait ran out and a
+# whole trial was lost. Other commands (import, delete) still fail after 10 s, with the reason.
+TRIAL_LOCK_PATIENCE_S = 120.0
+BUSY_TIMEOUT_MS = 10_000
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -106,9 +110,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    # A writer waits up to two minutes for the lock: fleet hosts write large per-request trials
-    # into one file, and on a loaded machine a 10 s wait was exceeded and a trial lost.
-    cursor.execute(f"PRAGMA busy_timeout={WRITER_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
@@ -267,7 +269,19 @@ class Store:
 
     def record_trial(self, run_id: str, trial: TrialRecord, measurements: Sequence[Measurement],
                      units: Mapping[str, str], artifacts: Sequence[Artifact] = ()) -> int:
-        """Store one trial and all its samples in one transaction: all or nothing."""
+        """Store one trial and all its samples in one transaction: all or nothing. While the
+        SQLite file is locked by another writer, try again for :data:`TRIAL_LOCK_PATIENCE_S`."""
+        deadline = time.monotonic() + TRIAL_LOCK_PATIENCE_S
+        while True:
+            try:
+                return self._record_trial_once(run_id, trial, measurements, units, artifacts)
+            except StoreFailed as exc:
+                if "database is locked" not in exc.reason or time.monotonic() >= deadline:
+                    raise
+
+    def _record_trial_once(self, run_id: str, trial: TrialRecord,
+                           measurements: Sequence[Measurement], units: Mapping[str, str],
+                           artifacts: Sequence[Artifact]) -> int:
         if self.engine.dialect.name == "sqlite" and not artifacts:
             return self._record_trial_sqlite(run_id, trial, measurements, units)
         with self.engine.begin() as conn:
