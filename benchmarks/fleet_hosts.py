@@ -157,8 +157,9 @@ def main() -> None:
     body = (
         f"exec.command `sleep 0.1`, 2 variants × 4 repetitions per host (plus each host's facts, "
         f"checks and lab); hosts are network namespaces with their own sshd, reached over "
-        f"ssh with ControlMaster, each host driven by a process of its own whose commands go to "
-        f"virtbench's agent on the host over one ssh session; SQLite store; CPU counted with "
+        f"ssh with ControlMaster, hosts driven by one forked process per controller core, whose "
+        f"commands go to virtbench's agent on each host over one ssh session; SQLite store; "
+        f"CPU counted with "
         f"{'cpuacct cgroups' if meters.controller else 'process times'}; per ssh configuration "
         f"order 1, {count}, {count}, 1 hosts; load average at the end: {load:.1f} on {cores} "
         "CPUs.\n\n"
