@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import weakref
 from typing import Any
 
 from virtbench.targets.base import Target
@@ -99,13 +100,55 @@ def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
     return info
 
 
-def _present_tools(target: Target, probes: list[str | None]) -> list[str]:
-    """The tools whose binary is on the target (from batched ``command -v`` when batching)."""
-    if target.batches:
-        return [tool for tool, path in zip(TOOL_VERSION_COMMANDS, probes, strict=True)
-                if path and path.strip().startswith("/")]
-    return [tool for tool, argv in TOOL_VERSION_COMMANDS.items()
-            if target.which(argv[0]) is not None]
+# Where a tool's binary is and which file it is: path, then `stat -L` (device, inode, size,
+# mtime, ctime), then the file's first two bytes ("#!": a script, e.g. a pyenv shim, whose
+# version depends on more than the file). A package upgrade replaces the binary: a new identity.
+_PROBE = ('p=$(command -v -- "$1") || exit 1; printf "%s\\n" "$p"; '
+          'stat -L -c "%d %i %s %Y %Z" -- "$p"; head -c 2 -- "$p"')
+
+# target -> tool -> (identity of its binary, version line): the "after" facts of a run reuse
+# the "before" versions of binaries that did not change (`tshark --version` alone costs ~0.2 s
+# of CPU on the host, twice per run and host).
+_VERSIONS: weakref.WeakKeyDictionary[Target, dict[str, tuple[str, str]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _present_tools(target: Target, probes: list[str | None]) -> dict[str, str | None]:
+    """The tools whose binary is on the target, each with its binary's identity (None: not
+    known, or a script: its version is asked again every time)."""
+    if not target.batches:
+        return {tool: None for tool, argv in TOOL_VERSION_COMMANDS.items()
+                if target.which(argv[0]) is not None}
+    present: dict[str, str | None] = {}
+    for tool, probe in zip(TOOL_VERSION_COMMANDS, probes, strict=True):
+        lines = (probe or "").split("\n")
+        if not lines[0].startswith("/"):
+            continue
+        script = len(lines) < 3 or lines[2].startswith("#!")
+        present[tool] = None if script else "\n".join(lines[:2])
+    return present
+
+
+def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, str]:
+    """Each present tool's version line; asked on the target unless its binary is the very file
+    whose version this target reported before."""
+    known = _VERSIONS.setdefault(target, {})
+    ask = [tool for tool, identity in present.items()
+           if identity is None or known.get(tool, ("", ""))[0] != identity]
+    outputs = dict(zip(ask, _batch(target, [TOOL_VERSION_COMMANDS[tool] for tool in ask]),
+                       strict=True))
+    versions: dict[str, str] = {}
+    for tool, identity in present.items():
+        if tool in outputs:
+            output = outputs[tool]
+            if not output:
+                continue
+            versions[tool] = output.strip().splitlines()[0][:200]
+            if identity is not None:
+                known[tool] = (identity, versions[tool])
+        else:
+            versions[tool] = known[tool][1]
+    return versions
 
 
 def collect_facts(target: Target) -> dict[str, Any]:
@@ -116,7 +159,7 @@ def collect_facts(target: Target) -> dict[str, Any]:
              *[["cat", f"/sys/class/dmi/id/{name}"] for name in _DMI],
              ["uname", "-srvm"], ["cat", "/proc/meminfo"], ["cat", "/etc/os-release"],
              [*target.python(), "-c", _PYTHON_PACKAGES]]
-    probes = ([["sh", "-c", 'command -v -- "$1"', "sh", argv[0]]
+    probes = ([["sh", "-c", _PROBE, "sh", argv[0]]
                for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else [])
     outputs = _batch(target, fixed + probes)
     cpuinfo, lscpu, detect = outputs[0], outputs[1], outputs[2]
@@ -130,10 +173,7 @@ def collect_facts(target: Target) -> dict[str, Any]:
     if os_release:
         pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
         facts["os"] = pretty.group(1) if pretty else ""
-    present = _present_tools(target, outputs[len(fixed):])
-    versions = _batch(target, [TOOL_VERSION_COMMANDS[tool] for tool in present])
-    facts["tools"] = {tool: output.strip().splitlines()[0][:200]
-                      for tool, output in zip(present, versions, strict=True) if output}
+    facts["tools"] = _tool_versions(target, _present_tools(target, outputs[len(fixed):]))
     if python_packages:
         with contextlib.suppress(ValueError, IndexError):
             facts["python_packages"] = json.loads(python_packages.strip().splitlines()[-1])

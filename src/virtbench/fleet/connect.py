@@ -22,7 +22,7 @@ def connect(host: FleetHost, *, known_hosts: str | None = None, netns: str | Non
     inventory file first), the ssh client run inside ``netns`` when given."""
     return SSHTarget(host.address, user=host.user, port=host.port, identity_file=host.key_file,
                      known_hosts=host.known_hosts or known_hosts,
-                     connect_timeout_s=connect_timeout_s,
+                     connect_timeout_s=connect_timeout_s, extra_options=host.ssh_args,
                      via=NetnsTarget(netns) if netns else None)
 
 

@@ -2,9 +2,12 @@
 
 Read: hosts, groups (``children``), group and host variables, numeric ranges (``web[01:03]``),
 and the connection variables ``ansible_host``, ``ansible_port``, ``ansible_user``,
-``ansible_ssh_private_key_file``, plus ``virtbench_known_hosts`` (a known_hosts file for these
-hosts). Variables apply from the outermost group to the innermost, host variables last, as in
-Ansible. Passwords are not read: virtbench logs in with keys only and stores no credential.
+``ansible_ssh_private_key_file``, ``ansible_ssh_common_args`` and ``ansible_ssh_extra_args``
+(further ssh options, e.g. ``-o KexAlgorithms=...``; virtbench's own host-key options come first
+and so win, as ssh takes an option's first value), plus ``virtbench_known_hosts`` (a known_hosts
+file for these hosts). Variables apply from the outermost group to the innermost, host
+variables last, as in Ansible. Passwords are not read: virtbench logs in with keys only and
+stores no credential.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class FleetHost:
     user: str | None = None
     key_file: str | None = None
     known_hosts: str | None = None
+    ssh_args: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     variables: Mapping[str, str] = field(default_factory=dict)
 
@@ -284,6 +288,12 @@ def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source:
         raise InventoryError(f"{source}:{line}: host {name}: ansible_port {port_text!r} is "
                              "not a port number (1-65535)") from None
     key_file = variables.get("ansible_ssh_private_key_file") or None
+    ssh_args: list[str] = []
+    for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        try:
+            ssh_args += shlex.split(variables.get(var, ""))
+        except ValueError as exc:
+            raise InventoryError(f"{source}:{line}: host {name}: {var}: {exc}") from None
     return FleetHost(
         name=name,
         address=variables.get("ansible_host") or variables.get("ansible_ssh_host") or name,
@@ -291,6 +301,7 @@ def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source:
         user=variables.get("ansible_user") or variables.get("ansible_ssh_user") or None,
         key_file=str(Path(key_file).expanduser()) if key_file else None,
         known_hosts=variables.get("virtbench_known_hosts") or None,
+        ssh_args=tuple(ssh_args),
         groups=groups,
         variables={k: v for k, v in variables.items() if not k.startswith("ansible_")},
     )

@@ -22,6 +22,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -41,7 +42,7 @@ from virtbench.targets.ssh_agent import (
     agent_command,
 )
 
-__all__ = ["SSHTarget", "remote_argv"]
+__all__ = ["RemoteProcess", "SSHTarget", "remote_argv"]
 
 
 def remote_argv(
@@ -249,6 +250,39 @@ class SSHTarget(Target):
         full = [*self._base, "-tt", "--", self.host, shlex.join(remote)]
         return self._local.spawn(full, stdout=stdout, stderr=stderr)
 
+    def start(self, argv: Sequence[str], *, stdout_path: str | None = None,
+              stderr_path: str | None = None, env: Mapping[str, str | None] | None = None,
+              cwd: str | None = None) -> RemoteProcess:
+        """A background process that the agent starts on the host, its output into files on
+        the host: unlike ``spawn``'s ssh session it can be signalled (SIGUSR1, SIGINT) and
+        waited for, and it ends with the agent's session at the latest."""
+        agent = self._session(argv)
+        if isinstance(agent, ProcResult):
+            raise CommandFailed(agent)
+        if agent is None:
+            raise VirtbenchError(f"{self.name}: a process to signal on the host needs "
+                                 f"virtbench's agent ({self.agent_problem or 'not started'})")
+        try:
+            reply = agent.request("start", 60, argv=list(argv), env=dict(env or {}), cwd=cwd,
+                                  stdout=stdout_path, stderr=stderr_path)
+        except SessionLost as lost:
+            raise CommandFailed(self._lost(argv, lost)) from None
+        except RuntimeError as exc:  # the agent could not start it (no such program, ...)
+            raise VirtbenchError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
+        return RemoteProcess(agent, int(reply["pid"]), list(argv))
+
+    def fetch(self, remote_path: str, local_path: Path) -> None:
+        """Copy a file of the host here, byte for byte (``cat`` in an ssh session of its own:
+        a pcap can be large and is not text)."""
+        with open(local_path, "wb") as out:
+            proc = self._local.spawn(self.ssh_argv(["cat", "--", remote_path]), stdout=out.fileno(),
+                                     stderr=subprocess.PIPE)
+            _, err = proc.communicate()
+        if proc.returncode != 0:
+            local_path.unlink(missing_ok=True)
+            raise VirtbenchError(f"{self.name}: cannot copy {remote_path}: "
+                                 f"{err.decode(errors='replace').strip()}")
+
     def check(self) -> list[str]:
         return cannot_run_true(self, "reach")
 
@@ -350,6 +384,40 @@ class SSHTarget(Target):
 
 
 _MULTIPLEXED: weakref.WeakSet[SSHTarget] = weakref.WeakSet()
+
+
+class RemoteProcess:
+    """A process the agent started on the host, driven as a ``Popen`` is (poll, wait,
+    send_signal, kill). A lost session ends it (the agent kills what it started): exit 255."""
+
+    def __init__(self, agent: AgentSession, pid: int, argv: list[str]) -> None:
+        self.agent, self.pid, self.args = agent, pid, argv
+        self.returncode: int | None = None
+
+    def _ask(self, op: str, wait_s: float | None, **fields: Any) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        try:
+            rc = self.agent.request(op, wait_s, pid=self.pid, **fields)["rc"]
+        except SessionLost:
+            rc = 255
+        self.returncode = None if rc is None else int(rc)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self._ask("wait", 30, timeout=0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        rc = self._ask("wait", None if timeout is None else timeout + 30, timeout=timeout)
+        if rc is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        return rc
+
+    def send_signal(self, sig: int) -> None:
+        self._ask("signal", 30, signal=int(sig))
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 def _checked(result: ProcResult, check: bool) -> ProcResult:

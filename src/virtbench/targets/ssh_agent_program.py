@@ -9,8 +9,10 @@ each request ``{"id": N, "op": ...}`` gets one reply line with the same id, in t
 commands end (each request is served in a thread of its own). ``op`` is ``run`` (argv, env
 changes, cwd, timeout, input; ``timed``: stdout discarded and the time taken from just before
 the spawn to the exit, as hyperfine -N), ``batch`` (short commands one after the other),
-``which`` or ``kill`` (the process group of a running request). End of input (the controller
-went away) kills every command still running, then the agent exits.
+``which`` or ``kill`` (the process group of a running request); a background process (a
+capture) is ``start``ed (argv, env changes, cwd, stdout/stderr files on the host; replies its
+pid), then ``signal``led, ``poll``ed or ``wait``ed for by pid. End of input (the controller
+went away) kills every command and background process still running, then the agent exits.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 _write_lock = threading.Lock()
 _running: dict[int, int] = {}  # request id -> pid leading the command's own session
 _running_lock = threading.Lock()
+_background: dict[int, subprocess.Popen[bytes]] = {}  # pid -> a process of op "start"
 _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; commands get defaults
 
 
@@ -159,7 +162,45 @@ def _which(request: dict[str, Any]) -> dict[str, Any]:
     return {"path": shutil.which(request["binary"])}
 
 
-_OPS = {"run": _run, "batch": _batch, "which": _which}
+def _start(request: dict[str, Any]) -> dict[str, Any]:
+    """A process that runs past its request, in a session (process group) of its own."""
+    argv = list(request["argv"])
+    with contextlib.ExitStack() as files:
+        out, err = (files.enter_context(open(request[name], "ab")) if request.get(name)
+                    else subprocess.DEVNULL for name in ("stdout", "stderr"))
+        proc = subprocess.Popen(argv, env=_environment(request.get("env")),
+                                cwd=request.get("cwd"), start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    with _running_lock:
+        _background[proc.pid] = proc
+    return {"pid": proc.pid}
+
+
+def _started(request: dict[str, Any]) -> subprocess.Popen[bytes]:
+    with _running_lock:
+        proc = _background.get(request["pid"])
+    if proc is None:  # never any other process of the host's
+        raise LookupError(f"no process {request['pid']} started by this agent")
+    return proc
+
+
+def _signal(request: dict[str, Any]) -> dict[str, Any]:
+    proc = _started(request)
+    if proc.poll() is None:
+        proc.send_signal(request["signal"])
+    return {"rc": proc.returncode}
+
+
+def _wait(request: dict[str, Any]) -> dict[str, Any]:
+    """The exit code, or None while it runs after ``timeout`` (0: a poll)."""
+    proc = _started(request)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(request.get("timeout"))
+    return {"rc": proc.returncode}
+
+
+_OPS = {"run": _run, "batch": _batch, "which": _which, "start": _start, "signal": _signal,
+        "wait": _wait}
 
 
 def _serve(request: dict[str, Any]) -> None:
@@ -188,6 +229,9 @@ def main() -> None:
     with _running_lock:  # the controller is gone: nothing it started may outlive it
         for pid in _running.values():
             _kill_group(pid)
+        for proc in _background.values():
+            if proc.poll() is None:
+                _kill_group(proc.pid)
     os._exit(0)
 
 

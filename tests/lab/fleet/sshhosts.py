@@ -102,10 +102,12 @@ class SshFleet:
     def known_hosts(self) -> Path:
         return self.directory / "known_hosts"
 
-    def inventory_yaml(self, hosts: list[SshHost] | None = None) -> str:
+    def inventory_yaml(self, hosts: list[SshHost] | None = None, ssh_args: str = "") -> str:
         lines = ["all:", "  vars:", "    ansible_user: root",
                  f"    ansible_ssh_private_key_file: {self.client_key}",
-                 f"    virtbench_known_hosts: {self.known_hosts}", "  hosts:"]
+                 f"    virtbench_known_hosts: {self.known_hosts}",
+                 *([f"    ansible_ssh_common_args: '{ssh_args}'"] if ssh_args else []),
+                 "  hosts:"]
         for host in hosts or self.hosts:
             lines.append(f"    {host.name}: {{ansible_host: {host.address}}}")
         return "\n".join(lines) + "\n"

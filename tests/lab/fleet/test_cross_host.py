@@ -15,15 +15,15 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")
-# capture off: its pcap is written on the client host and read by the controller, which only
-# works where both share a filesystem; the irtt probe's JSON comes back over ssh.
+# The receiver capture (tcpdump on h1, started, signalled and its pcap copied back by the
+# agent), the sender capture on h2 (sent_count: capture) and the irtt probe's JSON over ssh.
 EXPERIMENT = """\
 name: cross-host-transfer
 lab: {kind: cross-host, params: {roles: {server: h2, client: h1}}}
 baseline: base
 variants: [{name: base, knobs: {}}]
 workloads:
-  - {name: net.qos-transfer, params: {duration_s: 1, capture: false, probe: true}}
+  - {name: net.qos-transfer, params: {duration_s: 1, probe: true, sent_count: capture}}
 repetitions: 2
 warmup: 0
 """
@@ -47,6 +47,12 @@ def test_qos_transfer_runs_from_client_host_to_server_host(
     # the irtt probe ran on the client host towards the server host's irtt server
     rtt = [s.value for s in store.samples(run.id) if s.metric == "rtt_mean_ms"]
     assert len(rtt) == 2 and all(v and v > 0 for v in rtt)
+    # the captures on both hosts: packets at the receiver, the studies' QoS and loss metrics
+    for metric in ("capture_packets", "study_loss_pct", "study_jitter_ms"):
+        values = [s.value for s in store.samples(run.id) if s.metric == metric]
+        assert len(values) == 2 and all(v is not None for v in values), (metric, values)
+    assert all(s.value and s.value > 100 for s in store.samples(run.id)
+               if s.metric == "capture_packets")
     h1, h2 = three_hosts.hosts[0].address, three_hosts.hosts[1].address
     artifacts = {a["name"]: json.loads(a["content"]) for a in store.artifacts(run.id)}
     assert sorted(artifacts) == ["r0-iperf3.json", "r0-irtt.json", "r1-iperf3.json",
@@ -64,3 +70,8 @@ def test_qos_transfer_runs_from_client_host_to_server_host(
     listening = subprocess.run(["ip", "netns", "exec", three_hosts.hosts[1].namespace, "ss",
                                 "-Htlnu"], capture_output=True, text=True).stdout
     assert ":5201" not in listening and ":2112" not in listening
+    for host in three_hosts.hosts[:2]:  # no capture left running on either host
+        pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
+                              text=True).stdout.split()
+        assert not [pid for pid in pids if Path(f"/proc/{pid}/comm").exists()
+                    and Path(f"/proc/{pid}/comm").read_text().strip() == "tcpdump"]

@@ -100,3 +100,19 @@ def test_ssh_urls() -> None:
 def test_bad_inventories_name_the_line(text: str, message: str) -> None:
     with pytest.raises(InventoryError, match=message):
         parse_inventory(text, "inv")
+
+
+def test_ssh_args_of_the_inventory_follow_virtbenchs_host_key_options() -> None:
+    from virtbench.fleet.connect import connect
+
+    text = ("all:\n  vars: {ansible_ssh_common_args: '-o KexAlgorithms=curve25519-sha256'}\n"
+            "  hosts:\n    h1: {ansible_ssh_extra_args: '-o StrictHostKeyChecking=no'}\n")
+    (host,) = parse_inventory(text, "inv")
+    assert host.ssh_args == ("-o", "KexAlgorithms=curve25519-sha256",
+                             "-o", "StrictHostKeyChecking=no")
+    argv = connect(host).ssh_argv(["true"])
+    # ssh takes an option's first value: the user's "no" can never turn host key checks off
+    assert argv.index("StrictHostKeyChecking=yes") < argv.index("StrictHostKeyChecking=no")
+    assert "KexAlgorithms=curve25519-sha256" in argv
+    with pytest.raises(InventoryError, match="inv:3: host h1: ansible_ssh_extra_args"):
+        parse_inventory("all:\n  hosts:\n    h1: {ansible_ssh_extra_args: \"-o 'x\"}\n", "inv")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -110,3 +112,36 @@ def test_a_session_that_ends_before_hello_says_why() -> None:
         AgentSession(LocalTarget(), ["sh", "-c", "echo refused here >&2; exit 255"], 30)
     with pytest.raises(AgentUnavailable, match="exit 127"):
         AgentSession(LocalTarget(), ["sh", "-c", "exec no-such-python-vb"], 30)
+
+
+def test_a_started_process_is_signalled_waited_for_and_ends_with_the_session(
+        agent: AgentSession, tmp_path: Path) -> None:
+    from virtbench.targets.ssh import RemoteProcess
+
+    log = tmp_path / "log"
+    # a capture's pattern: report on SIGUSR1, flush and exit 0 on SIGINT
+    script = ("trap 'echo usr1 >&2' USR1; trap 'echo int >&2; exit 0' INT; echo ready >&2; "
+              "while :; do sleep 0.05; done")
+    pid = agent.request("start", 30, argv=["sh", "-c", script], stderr=str(log))["pid"]
+    proc = RemoteProcess(agent, int(pid), ["sh"])
+    deadline = time.monotonic() + 10
+    while "ready" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert proc.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(0.1)
+    proc.send_signal(signal.SIGUSR1)
+    while "usr1" not in log.read_text():  # sh runs pending traps by signal number, INT first
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(10) == 0
+    assert log.read_text().split() == ["ready", "usr1", "int"]
+    with pytest.raises(RuntimeError, match="no process 1 started by this agent"):
+        agent.request("signal", 30, pid=1, signal=int(signal.SIGKILL))  # never another's
+    marker = tmp_path / "outlived"
+    agent.request("start", 30, argv=["sh", "-c", f"sleep 1; touch {marker}"])
+    agent.close()
+    time.sleep(1.5)
+    assert not marker.exists()

@@ -1,6 +1,10 @@
 """A packet capture (tcpdump or dumpcap) started and stopped around a trial: classic pcap with a
 snap length and a BPF filter, plus the drop count the tool reports on exit.
 
+On an SSH host (a fleet's cross-host transfer) the tool runs as a background process of
+virtbench's agent there (so it can be signalled), writes into a private directory of the host
+and its pcap and log are copied here when it stops.
+
 The file is written to a private directory outside the home directory and moved to the trial
 directory only when kept: Debian's AppArmor profile for tcpdump denies writes below ~/.*
 (virtbench's default trial directories live in ~/.cache).
@@ -12,6 +16,7 @@ saturated 2-core host takes from the flow.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import signal
@@ -22,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
+from virtbench.targets.ssh import RemoteProcess, SSHTarget
 
 __all__ = ["CAPTURE_PACKAGES", "Capture", "CaptureStats", "CaptureTool"]
 
@@ -46,6 +53,17 @@ class CaptureStats:
     """Packets the kernel or the capture tool dropped (the pcap then lacks them)."""
 
 
+def _ssh_host(target: Target) -> SSHTarget | None:
+    """The SSH host under ``target`` (a trial sees its target wrapped, e.g. by the runner's
+    time limit, which exposes the wrapped target as ``inner``), None for this machine."""
+    while not isinstance(target, SSHTarget):
+        inner = getattr(target, "inner", None)
+        if not isinstance(inner, Target):
+            return None
+        target = inner
+    return target
+
+
 class Capture:
     """Capture ``iface`` on ``target`` (a namespace) into a classic pcap file: ``path`` while
     it exists, ``destination`` after :meth:`keep`; :meth:`discard` removes it."""
@@ -58,16 +76,23 @@ class Capture:
         self.path = self.spool / destination.name
         self.tool = tool
         self.log = self.path.with_suffix(f".{tool}.log")
+        # where the tool writes: here, or a private directory on an SSH host
+        self.host = _ssh_host(target)
+        self.host_spool = (self.host.run(["mktemp", "-d", "/tmp/virtbench-capture-XXXXXX"])
+                           .stdout.strip() if self.host is not None else None)
+        written = Path(self.host_spool) / self.path.name if self.host_spool else self.path
+        self.host_log = written.with_suffix(f".{tool}.log")
         if tool == "tcpdump":
             # -Z root: tcpdump would otherwise switch to user tcpdump, which cannot write into
             # root's private spool directory; nanosecond stamps because packets arrive µs apart.
             self.argv = ["tcpdump", "-i", iface, "-s", str(snaplen), "-B", str(buffer_mib * 1024),
                          "-n", "-Z", "root", "--time-stamp-precision=nano",
-                         "-w", str(self.path), bpf]
+                         "-w", str(written), bpf]
         else:
             self.argv = ["dumpcap", "-i", iface, "-s", str(snaplen), "-P", "-B", str(buffer_mib),
-                         "-f", bpf, "-w", str(self.path)]
-        self.popen: subprocess.Popen[bytes] | None = None
+                         "-f", bpf, "-w", str(written)]
+        self.written = written
+        self.popen: subprocess.Popen[bytes] | RemoteProcess | None = None
 
     def keep(self) -> Path:
         """Move the pcap (and the tool's log) to ``destination``; returns it."""
@@ -80,25 +105,40 @@ class Capture:
 
     def discard(self) -> None:
         shutil.rmtree(self.spool, ignore_errors=True)
+        if self.host_spool is not None:
+            self.target.run(["rm", "-rf", "--", self.host_spool], check=False)
+
+    def _log_text(self) -> str:
+        if self.host_spool is not None:
+            return self.target.run(["cat", "--", str(self.host_log)], check=False).stdout
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def _ready(self) -> bool:
         if self.tool == "tcpdump":  # its pcap header sits in a stdio buffer until much later
-            return self.log.exists() and b"listening on" in self.log.read_bytes()
+            return "listening on" in self._log_text()
         # dumpcap writes the 24-byte pcap header once the interface is open.
+        if self.host_spool is not None:
+            size = self.target.run(["stat", "-c", "%s", "--", str(self.written)], check=False)
+            return size.returncode == 0 and int(size.stdout) >= 24
         return self.path.exists() and self.path.stat().st_size >= 24
 
     def start(self, timeout_s: float = 10.0) -> None:
         self.path.unlink(missing_ok=True)
-        with open(self.log, "wb") as log:
-            self.popen = self.target.spawn(self.argv, stderr=log.fileno())
+        if self.host is not None:
+            self.popen = self.host.start(self.argv, stderr_path=str(self.host_log))
+        else:
+            with open(self.log, "wb") as log:
+                self.popen = self.target.spawn(self.argv, stderr=log.fileno())
         deadline = time.monotonic() + timeout_s
         while not self._ready():
             if self.popen.poll() is not None:
                 raise RuntimeError(f"{self.tool} exited {self.popen.returncode}: "
-                                   f"{self.log.read_text(errors='replace').strip()[-300:]}")
+                                   f"{self._log_text().strip()[-300:]}")
             if time.monotonic() > deadline:
+                said = self._log_text().strip()[-300:]
                 self.stop()
-                raise TimeoutError(f"{self.tool} did not start within {timeout_s:.0f} s")
+                raise TimeoutError(f"{self.tool} did not start within {timeout_s:.0f} s"
+                                   + (f": {said}" if said else ""))
             time.sleep(0.02)
 
     def _drain(self) -> None:
@@ -109,7 +149,7 @@ class Capture:
         while time.monotonic() < deadline and self.popen.poll() is None:
             self.popen.send_signal(signal.SIGUSR1)
             time.sleep(0.05)
-            text = self.log.read_text(errors="replace")
+            text = self._log_text()
             captured, received = _TCPDUMP_CAPTURED.findall(text), _TCPDUMP_RECEIVED.findall(text)
             if captured and received and int(captured[-1]) >= int(received[-1]):
                 return
@@ -128,7 +168,11 @@ class Capture:
                 self.popen.kill()
                 self.popen.wait(timeout_s)
         self.popen = None
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        text = self._log_text()
+        if self.host is not None:
+            self.log.write_text(text)
+            with contextlib.suppress(VirtbenchError):  # no pcap: read_pcap says so later
+                self.host.fetch(str(self.written), self.path)
         if self.tool == "tcpdump":  # the last report is the one printed on exit
             received, dropped = _TCPDUMP_RECEIVED.findall(text), _TCPDUMP_DROPS.findall(text)
             return CaptureStats(int(received[-1]) if received else None,

@@ -1,0 +1,53 @@
+"""The "after" facts reuse a tool's version while its binary is the same file (real commands,
+run locally through a target that batches as an SSH host does)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from virtbench.facts import collect_facts
+from virtbench.targets.base import ProcResult
+from virtbench.targets.local import LocalTarget
+
+
+class BatchingHost(LocalTarget):
+    """This machine, batching as an SSH host does; remembers every command it ran."""
+
+    batches = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran: list[list[str]] = []
+
+    def run_batch(self, argvs: Sequence[Sequence[str]], *,
+                  timeout: float | None = None) -> list[ProcResult]:
+        self.ran += [list(a) for a in argvs]
+        return super().run_batch(argvs, timeout=timeout)
+
+
+def test_versions_are_asked_again_only_for_changed_binaries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    irtt = tmp_path / "irtt"  # `irtt version`: a copy of echo prints "version"
+    shutil.copy2("/bin/echo", irtt)
+    (tmp_path / "iperf3").write_text("#!/bin/sh\necho iperf 3.0-script\n")  # a script (shim)
+    (tmp_path / "iperf3").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    host = BatchingHost()
+
+    def asked(tool: str) -> int:
+        return sum(1 for argv in host.ran if argv[0] == tool)
+
+    assert collect_facts(host)["tools"]["irtt"] == "version"
+    assert (asked("irtt"), asked("iperf3")) == (1, 1)
+    again = collect_facts(host)["tools"]
+    assert again["irtt"] == "version" and again["iperf3"] == "iperf 3.0-script"
+    assert (asked("irtt"), asked("iperf3")) == (1, 2)  # the same file; a script every time
+    irtt.unlink()  # "upgraded": another file (`dirname version` prints ".")
+    shutil.copy2(shutil.which("dirname") or "/usr/bin/dirname", irtt)
+    assert collect_facts(host)["tools"]["irtt"] == "."
+    assert asked("irtt") == 2
+    assert collect_facts(BatchingHost())["tools"]["irtt"] == "."  # another target asks anew
