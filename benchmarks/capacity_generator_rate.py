@@ -164,7 +164,7 @@ Floor ≥ 1 Mpps at 64 B: {"meets" if best >= 1e6 else "NOT met on this run"} (b
 {1e6 / per_core:.1f} cores of the {CPUS} for the generator).
 
 Paced (net.packet-rate, 64 B, up to 3 attempts of 2 s, a fresh workload per rate so nothing
-is learnt from the rate before). shaper: trafgen unpaced through the qdisc path into a tbf on
+is learnt from the rate before). shaper: trafgen (SCHED_FIFO) unpaced through the qdisc path into a tbf on
 its own interface, offered rate = the interface's tx counter between 20 % and 90 % of the run;
 gap: trafgen's gap with the fitted correction, SCHED_FIFO at every gap, offered = tx frames /
 trafgen's sending time. Highest rate offered within the workload's rate tolerance

@@ -4,7 +4,10 @@ root qdisc left alone (a fake target answers tc; the real shaper is in tests/lab
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +16,8 @@ from virtbench.model import VirtbenchError
 from virtbench.packetgen import frame_mix, shaper_qdisc
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path, window_rate
+from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path
+from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
 
 
 def _args(argv: list[str]) -> dict[str, str]:
@@ -39,10 +43,17 @@ def test_the_bucket_holds_two_of_the_largest_frames_at_low_rates() -> None:
         shaper_qdisc(frame_mix(64), 0, 1e-3)
 
 
-def test_the_offered_rate_is_counted_between_the_first_and_last_sample() -> None:
+def test_the_offered_rate_is_the_fitted_slope_of_the_counter_reads() -> None:
     assert window_rate([(10.0, 1000), (10.5, 2000), (12.0, 5000)]) == pytest.approx(2000)
+    # One read whose time is off by a late process moves the slope less than it moves a
+    # rate from the first and last read alone.
+    reads = [(10.0 + i / 10, 1000 + 200 * i) for i in range(11)]
+    reads[-1] = (reads[-1][0] + 0.05, reads[-1][1])
+    rate = window_rate(reads)
+    assert rate is not None and abs(rate - 2000) < abs(2000 / 1.05 - 2000)
     assert window_rate([(10.0, 1000)]) is None  # trafgen ended before the second read
     assert window_rate([]) is None
+    assert window_rate([(10.0, 1000), (10.0, 1200)]) is None
 
 
 class _Tc(LocalTarget):
@@ -76,3 +87,17 @@ def test_a_labs_own_root_qdisc_is_not_replaced() -> None:
     with pytest.raises(VirtbenchError, match=r"root qdisc htb .* use pacing: gap"):
         workload._shape(target, lab_path(workload.params, {}), frame_mix(64))
     assert not any("replace" in argv for argv in target.commands)
+
+
+def test_the_sampler_pairs_each_read_with_its_time(tmp_path: Path) -> None:
+    counter = tmp_path / "tx_packets"
+    counter.write_text("1234\n")
+    args = sampler_args("g0", 0.0, 0.01, 3)
+    assert args[0] == "/sys/class/net/g0/statistics/tx_packets"
+    out = subprocess.run([sys.executable, "-c", SAMPLER, str(counter), *args[1:]],
+                         check=True, capture_output=True, text=True).stdout
+    samples = parse_samples(out)
+    assert [frames for _t, frames in samples] == [1234] * 3
+    assert samples[0][0] < samples[1][0] < samples[2][0]
+    with pytest.raises(VirtbenchError, match="line 2: expected 'time frames'"):
+        parse_samples("1.0 5\noops\n")

@@ -32,8 +32,9 @@ from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_j
 from virtbench.targets.base import Target
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
+from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
 
-__all__ = ["WORKLOADS", "PacketRate", "window_rate"]
+__all__ = ["WORKLOADS", "PacketRate"]
 
 PROBE_PORTS = 20
 """Ports tried, from probe_port up, for this workload's irtt server."""
@@ -52,19 +53,14 @@ DEFAULT_QDISCS = frozenset({"noqueue", "pfifo_fast", "fq_codel", "mq", "fq", "pf
 WINDOW = (0.2, 0.9)
 """Where in the sending time the shaped rate is counted: after trafgen's start, before its end
 (the frames its socket still holds drain after it exits)."""
+WINDOW_READS = 15
+"""Counter reads in the window: the rate is their fitted slope, so one read delayed by a busy
+machine moves it little."""
 
 
 PACING_NOTES = {"gap": "gap {gap_us:.1f} µs", "average": "trafgen -b (bursts once a second)",
                 "shaper": "unpaced into a tbf shaper ({burst_ms:g} ms bucket), offered rate "
                           "counted in the middle of the run"}
-
-
-def window_rate(samples: list[tuple[float, int]]) -> float | None:
-    """Frames per second between the first and last (time, tx counter) sample; None if fewer
-    than two."""
-    if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
-        return None
-    return (samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0])
 
 
 class PacketRateParams(BaseModel):
@@ -82,10 +78,11 @@ class PacketRateParams(BaseModel):
                                   "repeated with a corrected gap (pacing gap)")
     attempts: int = Field(2, ge=1, le=10, description="trafgen runs per trial at most, to "
                                                      "offer the asked rate within tolerance")
-    realtime: bool = Field(True, description="run trafgen under SCHED_FIFO (chrt -f 1) when "
-                           "its gap is at least realtime_min_gap_us: steady gaps on a busy "
-                           "machine, where a normal process is woken late and then sends "
-                           "faster to catch up")
+    realtime: bool = Field(True, description="run trafgen under SCHED_FIFO (chrt -f 1): "
+                           "shaped, it keeps up to a higher rate on a busy machine (at a rate "
+                           "beyond it, it holds one core); gap-paced (when its gap is at least "
+                           "realtime_min_gap_us), steady gaps where a normal process is woken "
+                           "late and then sends faster to catch up")
     realtime_min_gap_us: float = Field(
         0, ge=0, description="below this gap trafgen runs as a normal process. A normal "
         "process sleeps at least its 50 µs timer slack per "
@@ -103,7 +100,7 @@ class PacketRateParams(BaseModel):
         "gap: one frame every cpus/rate s (trafgen -t, corrected for trafgen's own per-frame "
         "time measured in earlier trials; exact to a few 10 k frames/s); average: trafgen -b, "
         "exact on average but sent in bursts once a second (deep buffers only)")
-    shaper_burst_s: float = Field(2e-4, gt=0, le=0.1, description="the shaper's token bucket, "
+    shaper_burst_s: float = Field(1e-3, gt=0, le=0.1, description="the shaper's token bucket, "
                                   "in seconds of frames: how far it catches up at once after "
                                   "a late timer (at least two of the largest frames)")
     settle_s: float = Field(0.3, ge=0, le=10, description="wait before reading the "
@@ -390,8 +387,10 @@ class PacketRate(Workload):
         cpu_before = read_cpu_times(target)
         probe = self._start_probe(target, path, timing.with_suffix(".irtt.json"))
         # A real-time sender sleeps between frames without the 50 µs timer slack.
-        realtime = (p.realtime and p.pacing == "gap" and not self._realtime_refused
-                    and gap_s >= p.realtime_min_gap_us * 1e-6)
+        # Shaped, it sleeps on its full socket buffer and, real-time, takes the CPU back
+        # from other processes at once: on a busy machine it keeps up to a higher rate.
+        realtime = (p.realtime and p.pacing != "average" and not self._realtime_refused
+                    and (p.pacing == "shaper" or gap_s >= p.realtime_min_gap_us * 1e-6))
         priority = ["chrt", "-f", "1"] if realtime else []
         argv = ["ip", "netns", "exec", path.sender_ns, *priority,
                 "time", "-f", "%e %U %S", "-o", str(timing),
@@ -433,25 +432,28 @@ class PacketRate(Workload):
 
     def _shaped_run(self, target: Target, generator: Target, path: Path, argv: list[str]
                     ) -> tuple[int, str, float | None]:
-        """trafgen's exit status and output, and the sender's tx rate between two counter
-        reads inside the run (None when trafgen ended before the second)."""
+        """trafgen's exit status and output, and the sender's tx rate from counter reads inside
+        the run (None when trafgen ended before the second)."""
         p: PacketRateParams = self.params
-        start = time.monotonic()
+        first, last = WINDOW
+        period = (last - first) * p.duration_s / (WINDOW_READS - 1)
+        sampler = target.spawn(["ip", "netns", "exec", path.sender_ns, *target.python(), "-c",
+                                SAMPLER, *sampler_args(path.sender_iface, first * p.duration_s,
+                                                       period, WINDOW_READS)],
+                               stdout=subprocess.PIPE)
         proc = generator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        samples: list[tuple[float, int]] = []
         try:
-            for share in WINDOW:
-                time.sleep(max(0.0, start + share * p.duration_s - time.monotonic()))
-                if proc.poll() is not None:
-                    break
-                before = time.monotonic()
-                tx = _counters(target, path.sender_ns, path.sender_iface)["tx"]
-                samples.append(((before + time.monotonic()) / 2, tx))
             out, _err = proc.communicate(timeout=p.duration_s * 20 + 60)
+            # Reads after trafgen's end count the drain of its socket's frames: not offered at
+            # trafgen's pace, so left out.
+            ended = time.monotonic()
+            sampled, _err = sampler.communicate(timeout=p.duration_s + 30)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise VirtbenchError("trafgen did not finish") from None
+            for stuck in (proc, sampler):
+                stuck.kill()
+                stuck.communicate()
+            raise VirtbenchError("trafgen or its tx counter sampler did not finish") from None
+        samples = [s for s in parse_samples(sampled.decode(errors="replace")) if s[0] < ended]
         return proc.returncode, out.decode(errors="replace"), window_rate(samples)
 
     def _start_probe(self, target: Target, path: Path, out: Any
