@@ -8,6 +8,7 @@ from virtbench.packetgen.frames import (
     trafgen_config,
 )
 from virtbench.packetgen.reports import GeneratorReport, parse_gnu_time, parse_trafgen
+from virtbench.packetgen.shaper import shaper_qdisc
 
 __all__ = ["FRAME_SIZES", "IMIX", "FrameMix", "GeneratorReport", "frame_mix", "parse_gnu_time",
-           "parse_trafgen", "trafgen_config"]
+           "parse_trafgen", "shaper_qdisc", "trafgen_config"]

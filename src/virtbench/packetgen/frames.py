@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from virtbench.model import VirtbenchError
 
-__all__ = ["FRAME_SIZES", "IMIX", "FrameMix", "frame_mix", "trafgen_config"]
+__all__ = ["FCS_BYTES", "FRAME_SIZES", "IMIX", "FrameMix", "frame_mix", "trafgen_config"]
 
 FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 """RFC 2544 section 9.1's Ethernet frame sizes, bytes with FCS."""
@@ -18,7 +18,8 @@ FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 IMIX = ((64, 7), (594, 4), (1518, 1))
 """The simple IMIX: 7 × 64 B, 4 × 594 B, 1 × 1518 B per 12 frames."""
 
-_FCS = 4
+FCS_BYTES = 4
+"""Bytes of an Ethernet frame's FCS: counted in its size, not handed to the kernel."""
 _HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
 _PREAMBLE_AND_GAP = 20  # 8 B preamble + SFD, 12 B inter-frame gap: what a wire carries too
 
@@ -58,7 +59,7 @@ def frame_mix(size: int | str, mtu: int = 1500) -> FrameMix:
     else:
         raise VirtbenchError(f"frame size must be a whole number of bytes or 'imix', got "
                              f"{size!r}")
-    largest = mtu + 14 + _FCS
+    largest = mtu + 14 + FCS_BYTES
     for one, _count in sizes:
         if not 64 <= one <= largest:
             raise VirtbenchError(f"frame size {one} B is outside 64..{largest} B (an MTU of "
@@ -71,7 +72,7 @@ def trafgen_config(mix: FrameMix, src_mac: str, dst_mac: str, src_ip: str, dst_i
     """A trafgen configuration sending ``mix`` as UDP (discard port) from src to dst."""
     blocks = []
     for size, count in mix.sizes:
-        payload = size - _FCS - _HEADERS
+        payload = size - FCS_BYTES - _HEADERS
         block = (f"{{ eth(da={dst_mac}, sa={src_mac}, type=0x0800), "
                  f"ipv4(saddr={src_ip}, daddr={dst_ip}, ttl=64), "
                  f"udp(sp={port}, dp={port}), fill(0x00, {payload}) }}")

@@ -21,12 +21,13 @@ RATE = 2000  # frames/s: far below either path's capacity, so nothing may be los
 SECONDS = 1.0
 
 
-def _trial(state: LabState, workdir: Path, frame_size: int | str
+def _trial(state: LabState, workdir: Path, frame_size: int | str, pacing: str = "shaper"
            ) -> tuple[dict[str, float], dict[str, str]]:
     ctx = TrialContext(target=state.target or LocalTarget(), variant="v", knobs={},
                        workdir=workdir, repetition=0, seed=1, services=state.services)
     workload = PacketRate(PacketRate.Params(rate_pps=RATE, duration_s=SECONDS,
-                                            frame_size=frame_size, attempts=3))
+                                            frame_size=frame_size, attempts=3,
+                                            pacing=pacing))
     result = workload.run(ctx)
     return {m.metric: m.value or 0.0 for m in result.measurements}, result.notes
 
@@ -62,9 +63,12 @@ def test_frames_cross_the_router_beside_a_stressed_neighbour(tmp_path: Path) -> 
         lab.up()
         state = lab.enter("n1", {"neighbours": 1})
         assert len(lab.neighbours) == 1 and lab.neighbours[0].daemon.alive()
-        values, notes = _trial(state, tmp_path, 64)
-        _check(values)
-        # The router's cgroup has no real-time budget: trafgen falls back to a normal process.
-        assert "SCHED_FIFO refused" in notes["generator"]
+        # trafgen runs outside the router's cgroup (no real-time budget there): gap pacing
+        # gets its SCHED_FIFO sender; the default shaper needs none.
+        for pacing in ("gap", "shaper"):
+            values, notes = _trial(state, tmp_path, 64, pacing)
+            _check(values)
+            assert "SCHED_FIFO refused" not in notes["generator"]
+            assert ("tbf shaper" in notes["generator"]) == (pacing == "shaper")
     finally:
         lab.down()

@@ -117,12 +117,17 @@ class VnfRouterLab(NetnsLab):
         self._set_neighbours(raw)
         services = {"sender_ns": self.ns["snd"], "router_ns": self.ns["rtr"],
                     "receiver_ns": self.ns["rcv"], "receiver_ip": "10.78.2.2",
-                    "iperf3_port": ROUTER_PORT, "neighbours": raw}
+                    "iperf3_port": ROUTER_PORT, "neighbours": raw,
+                    # The packet generator (net.packet-rate) runs outside the router's cgroup:
+                    # inside it, SCHED_FIFO is refused (no real-time budget) and the generator
+                    # would share the quota with the forwarding work it measures.
+                    "generator_target": NetnsTarget(self.ns["snd"])}
         cap = self.params.router_cpu_cores
         notes = {"router": "namespace with ip_forward=1 between 10.78.1.0/24 and 10.78.2.0/24; "
                            "iperf3 sender and receiver in the router's own cgroup ("
                            + (f"{cap:g} cores" if cap else "no CPU cap")
-                           + "), a sibling of the neighbours' groups",
+                           + "), a sibling of the neighbours' groups; trafgen (packet-rate) "
+                             "outside both",
                  "neighbours": f"{raw} × stress-ng --cpu 1 --cpu-load "
                                f"{self.params.neighbour_load_pct}, each cgroup-limited to "
                                f"{self.params.neighbour_cpu_cores:g} cores"}

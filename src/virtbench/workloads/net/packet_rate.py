@@ -20,16 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.packetgen import (
+    FrameMix,
     GeneratorReport,
     frame_mix,
     parse_gnu_time,
     parse_trafgen,
+    shaper_qdisc,
     trafgen_config,
 )
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
+from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
 
 __all__ = ["WORKLOADS", "PacketRate"]
 
@@ -43,6 +46,21 @@ PACING_MEMORY = 40
 """trafgen runs the gap correction remembers, per frame mix."""
 PACING_NEIGHBOURS = 6
 """Runs with the nearest gaps that the correction fits."""
+SHAPER_HANDLE = "7662:"
+"""The shaper's qdisc handle: a root qdisc with it was left by this workload, not the lab."""
+DEFAULT_QDISCS = frozenset({"noqueue", "pfifo_fast", "fq_codel", "mq", "fq", "pfifo"})
+"""Root qdiscs a sender interface has by default: the shaper may replace them, not a lab's."""
+WINDOW = (0.2, 0.9)
+"""Where in the sending time the shaped rate is counted: after trafgen's start, before its end
+(the frames its socket still holds drain after it exits)."""
+WINDOW_READS = 15
+"""Counter reads in the window: the rate is their fitted slope, so one read delayed by a busy
+machine moves it little."""
+
+
+PACING_NOTES = {"gap": "gap {gap_us:.1f} µs", "average": "trafgen -b (bursts once a second)",
+                "shaper": "unpaced into a tbf shaper ({burst_ms:g} ms bucket), offered rate "
+                          "counted in the middle of the run"}
 
 
 class PacketRateParams(BaseModel):
@@ -60,10 +78,11 @@ class PacketRateParams(BaseModel):
                                   "repeated with a corrected gap (pacing gap)")
     attempts: int = Field(2, ge=1, le=10, description="trafgen runs per trial at most, to "
                                                      "offer the asked rate within tolerance")
-    realtime: bool = Field(True, description="run trafgen under SCHED_FIFO (chrt -f 1) when "
-                           "its gap is at least realtime_min_gap_us: steady gaps on a busy "
-                           "machine, where a normal process is woken late and then sends "
-                           "faster to catch up")
+    realtime: bool = Field(True, description="run trafgen under SCHED_FIFO (chrt -f 1): "
+                           "shaped, it keeps up to a higher rate on a busy machine (at a rate "
+                           "beyond it, it holds one core); gap-paced (when its gap is at least "
+                           "realtime_min_gap_us), steady gaps where a normal process is woken "
+                           "late and then sends faster to catch up")
     realtime_min_gap_us: float = Field(
         0, ge=0, description="below this gap trafgen runs as a normal process. A normal "
         "process sleeps at least its 50 µs timer slack per "
@@ -74,10 +93,16 @@ class PacketRateParams(BaseModel):
     probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
     probe_port: int = Field(2113, ge=1024, le=65000, description="UDP port of the irtt server "
                             "this workload starts (the next free one of 20 from here)")
-    pacing: Literal["gap", "average"] = Field(
-        "gap", description="gap: constant rate, one frame every cpus/rate s (trafgen -t, "
-        "corrected for trafgen's own per-frame time measured in earlier trials); average: "
-        "trafgen -b, exact on average but sent in bursts once a second (deep buffers only)")
+    pacing: Literal["shaper", "gap", "average"] = Field(
+        "shaper", description="shaper: trafgen sends unpaced through the qdisc path into a "
+        "tc tbf on the sender's interface at the asked rate (exact while trafgen's sendto path "
+        "keeps up; the offered rate is the interface's tx counter in the middle of the run); "
+        "gap: one frame every cpus/rate s (trafgen -t, corrected for trafgen's own per-frame "
+        "time measured in earlier trials; exact to a few 10 k frames/s); average: trafgen -b, "
+        "exact on average but sent in bursts once a second (deep buffers only)")
+    shaper_burst_s: float = Field(1e-3, gt=0, le=0.1, description="the shaper's token bucket, "
+                                  "in seconds of frames: how far it catches up at once after "
+                                  "a late timer (at least two of the largest frames)")
     settle_s: float = Field(0.3, ge=0, le=10, description="wait before reading the "
                                                           "receiver's counters, s")
     sender_ns: str = Field("", description="sender namespace (default: the lab's)")
@@ -182,7 +207,8 @@ class PacketRate(Workload):
         *(replace(m, primary=False) for m in IRTT_METRICS),
     )
     tools = (Tool("trafgen", "netsniff-ng"), Tool("time", "time", "GNU time: trafgen's CPU use"),
-             Tool("ip", "iproute2"), Tool("chrt", "util-linux", "a real-time sender"),
+             Tool("ip", "iproute2"), Tool("tc", "iproute2", "the shaper (pacing: shaper)"),
+             Tool("chrt", "util-linux", "a real-time sender"),
              Tool("irtt", "irtt", "latency probes (latency_probe)"),
              Tool("timeout", "coreutils", "stops a generator that cannot keep up"))
     Params: ClassVar[type[BaseModel]] = PacketRateParams
@@ -266,6 +292,9 @@ class PacketRate(Workload):
         p: PacketRateParams = self.params
         target = ctx.target
         path = lab_path(p, ctx.services)
+        # A lab may run the generator apart from the path's own processes (the router lab:
+        # outside its CPU cgroup, which has no real-time budget and shares the quota).
+        generator: Target = ctx.services.get("generator_target") or target
         mix = frame_mix(p.frame_size)
         sender = _link(target, path.sender_ns, path.sender_iface)
         next_hop = p.next_hop_mac or str(
@@ -275,7 +304,7 @@ class PacketRate(Workload):
                                          _ipv4(sender, "198.18.0.1"), path.receiver_ip))
         outputs: list[str] = []
         for _attempt in range(p.attempts):
-            sent = self._send(target, path, mix.name, config)
+            sent = self._send(target, path, mix, config, generator)
             outputs.append(sent.output)
             # A trial offers the asked rate or is repeated with the gap corrected: a search
             # must judge the load it asked for, not whatever the generator managed.
@@ -298,8 +327,8 @@ class PacketRate(Workload):
         ]
         notes = {"generator": f"trafgen {sent.report.packets} frames of {mix.name} B on "
                               f"{sent.report.cpus} CPU(s) in {sent.report.sending_s:.3f} s, "
-                              + (f"gap {sent.gap_s * 1e6:.1f} µs" if p.pacing == "gap"
-                                 else "trafgen -b (bursts once a second)")
+                              + PACING_NOTES[p.pacing].format(gap_us=sent.gap_s * 1e6,
+                                                              burst_ms=p.shaper_burst_s * 1e3)
                               + f", attempt {len(outputs)} of {p.attempts}"
                               + (", normal process (SCHED_FIFO refused)"
                                  if self._realtime_refused and p.realtime else "")}
@@ -309,54 +338,123 @@ class PacketRate(Workload):
         return TrialResult(measurements, [Artifact(f"r{ctx.repetition}-trafgen.txt",
                                                    "\n".join(outputs).encode())], notes)
 
-    def _send(self, target: Target, path: Path, mix: str, config: Any) -> Sent:
+    def _send(self, target: Target, path: Path, mix: FrameMix, config: Any,
+              generator: Target) -> Sent:
         """One trafgen run at the asked rate, with both ends' counters around it."""
+        p: PacketRateParams = self.params
+        shaped = p.pacing == "shaper"
+        if shaped:
+            self._shape(target, path, mix)
+        try:
+            return self._counted_send(target, path, mix.name, config, generator)
+        finally:
+            if shaped:
+                target.run(["tc", "-n", path.sender_ns, "qdisc", "del", "dev",
+                            path.sender_iface, "root"], check=False)
+
+    def _shape(self, target: Target, path: Path, mix: FrameMix) -> None:
+        """The tbf that paces trafgen, in place of the interface's default root qdisc."""
+        p: PacketRateParams = self.params
+        res = target.run(["tc", "-n", path.sender_ns, "-j", "qdisc", "show", "dev",
+                          path.sender_iface], check=False)
+        try:
+            roots = [q for q in json.loads(res.stdout or "[]") if q.get("root")]
+        except ValueError:
+            roots = []
+        for qdisc in roots:
+            if qdisc.get("kind") not in DEFAULT_QDISCS and qdisc.get("handle") != SHAPER_HANDLE:
+                raise VirtbenchError(
+                    f"net.packet-rate: {path.sender_iface} in {path.sender_ns} already has a "
+                    f"root qdisc {qdisc.get('kind')} (not this workload's): pacing 'shaper' "
+                    "would replace it; use pacing: gap")
+        target.run(["tc", "-n", path.sender_ns, "qdisc", "replace", "dev", path.sender_iface,
+                    "root", "handle", SHAPER_HANDLE,
+                    *shaper_qdisc(mix, p.rate_pps, p.shaper_burst_s)])
+
+    def _counted_send(self, target: Target, path: Path, mix: str, config: Any,
+                      generator: Target) -> Sent:
         p: PacketRateParams = self.params
         timing = config.with_suffix(".time")
         frames = max(1, math.ceil(p.rate_pps * p.duration_s))
         gap_s = self._gap_s(mix)
-        pace = (["--gap", f"{round(gap_s * 1e9)}ns"] if p.pacing == "gap"
-                else ["--rate", f"{round(p.rate_pps)}pps"])
+        pace = {"gap": ["--gap", f"{round(gap_s * 1e9)}ns"],
+                "average": ["--rate", f"{round(p.rate_pps)}pps"],
+                # Blocking sendto(2) into the shaper: trafgen sleeps while the tbf holds its
+                # frames, and no gap of its own shapes the rate.
+                "shaper": ["--qdisc-path", "--gap", "0"]}[p.pacing]
         before_tx = _counters(target, path.sender_ns, path.sender_iface)
         before_rx = _counters(target, path.receiver_ns, path.receiver_iface)
         cpu_before = read_cpu_times(target)
         probe = self._start_probe(target, path, timing.with_suffix(".irtt.json"))
         # A real-time sender sleeps between frames without the 50 µs timer slack.
-        realtime = (p.realtime and p.pacing == "gap" and not self._realtime_refused
-                    and gap_s >= p.realtime_min_gap_us * 1e-6)
+        # Shaped, it sleeps on its full socket buffer and, real-time, takes the CPU back
+        # from other processes at once: on a busy machine it keeps up to a higher rate.
+        realtime = (p.realtime and p.pacing != "average" and not self._realtime_refused
+                    and (p.pacing == "shaper" or gap_s >= p.realtime_min_gap_us * 1e-6))
         priority = ["chrt", "-f", "1"] if realtime else []
-        res = target.run(["ip", "netns", "exec", path.sender_ns, *priority,
-                          "time", "-f", "%e %U %S", "-o", str(timing),
-                          # A generator that cannot keep up is stopped (SIGINT: it still
-                          # prints its summary) instead of running on: the shortfall shows.
-                          "timeout", "-s", "INT", f"{p.duration_s * 1.5 + 1:g}",
-                          "trafgen", "--dev", path.sender_iface, "--conf", str(config), *pace,
-                          "--num", str(frames), "--no-sock-mem", "--notouch-irq",
-                          "--cpus", str(p.cpus)],
-                         timeout=p.duration_s * 20 + 60, check=False)
+        argv = ["ip", "netns", "exec", path.sender_ns, *priority,
+                "time", "-f", "%e %U %S", "-o", str(timing),
+                # A generator that cannot keep up is stopped (SIGINT: it still prints its
+                # summary) instead of running on: the shortfall shows.
+                "timeout", "-s", "INT", f"{p.duration_s * 1.5 + 1:g}",
+                "trafgen", "--dev", path.sender_iface, "--conf", str(config), *pace,
+                "--num", str(frames), "--no-sock-mem", "--notouch-irq", "--cpus", str(p.cpus)]
+        window: float | None = None
+        if p.pacing == "shaper":
+            returncode, output, window = self._shaped_run(target, generator, path, argv)
+        else:
+            res = generator.run(argv, timeout=p.duration_s * 20 + 60, check=False)
+            returncode, output = res.returncode, res.stdout + res.stderr
         cpu_after = read_cpu_times(target)
         probed = self._finish_probe(probe, timing.with_suffix(".irtt.json"))
         time.sleep(p.settle_s)  # frames still queued in the path are not lost
         after_tx = _counters(target, path.sender_ns, path.sender_iface)
         after_rx = _counters(target, path.receiver_ns, path.receiver_iface)
-        output = res.stdout + res.stderr
-        if realtime and res.returncode != 0 and REALTIME_REFUSED in output:
-            # A cpu cgroup without a real-time budget (the router lab's) refuses SCHED_FIFO
-            # before trafgen starts: nothing was sent, so send again as a normal process.
+        if realtime and returncode != 0 and REALTIME_REFUSED in output:
+            # A cpu cgroup without a real-time budget refuses SCHED_FIFO before trafgen
+            # starts: nothing was sent, so send again as a normal process.
             self._realtime_refused = True
-            return self._send(target, path, mix, config)
-        if res.returncode not in (0, TIMED_OUT):
-            raise VirtbenchError(f"trafgen exited {res.returncode}: {output.strip()[-300:]}")
+            return self._counted_send(target, path, mix, config, generator)
+        if returncode not in (0, TIMED_OUT):
+            raise VirtbenchError(f"trafgen exited {returncode}: {output.strip()[-300:]}")
         report = parse_trafgen(output)
         if p.pacing == "gap" and report.packets > p.cpus:
             self._learn_pacing(mix, gap_s, report.sending_s * p.cpus / report.packets)
         elapsed, user, system = parse_gnu_time(timing.read_text())
         offered = (after_tx["tx"] - before_tx["tx"]) + (after_tx["tx_dropped"]
                                                         - before_tx["tx_dropped"])
+        # Shaped: the sending time is the one at which the path saw the frames (the rate in
+        # the middle of the run), not trafgen's, which ends while its socket still holds some.
+        sending_s = (offered / window if window else report.sending_s)
         return Sent(report, output, gap_s, offered, after_rx["rx"] - before_rx["rx"],
-                    max(report.sending_s, 1e-6),
-                    100.0 * (user + system) / max(elapsed, 1e-6),
+                    max(sending_s, 1e-6), 100.0 * (user + system) / max(elapsed, 1e-6),
                     busy_percent(cpu_before, cpu_after), probed)
+
+    def _shaped_run(self, target: Target, generator: Target, path: Path, argv: list[str]
+                    ) -> tuple[int, str, float | None]:
+        """trafgen's exit status and output, and the sender's tx rate from counter reads inside
+        the run (None when trafgen ended before the second)."""
+        p: PacketRateParams = self.params
+        first, last = WINDOW
+        period = (last - first) * p.duration_s / (WINDOW_READS - 1)
+        sampler = target.spawn(["ip", "netns", "exec", path.sender_ns, *target.python(), "-c",
+                                SAMPLER, *sampler_args(path.sender_iface, first * p.duration_s,
+                                                       period, WINDOW_READS)],
+                               stdout=subprocess.PIPE)
+        proc = generator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _err = proc.communicate(timeout=p.duration_s * 20 + 60)
+            # Reads after trafgen's end count the drain of its socket's frames: not offered at
+            # trafgen's pace, so left out.
+            ended = time.monotonic()
+            sampled, _err = sampler.communicate(timeout=p.duration_s + 30)
+        except subprocess.TimeoutExpired:
+            for stuck in (proc, sampler):
+                stuck.kill()
+                stuck.communicate()
+            raise VirtbenchError("trafgen or its tx counter sampler did not finish") from None
+        samples = [s for s in parse_samples(sampled.decode(errors="replace")) if s[0] < ended]
+        return proc.returncode, out.decode(errors="replace"), window_rate(samples)
 
     def _start_probe(self, target: Target, path: Path, out: Any
                      ) -> subprocess.Popen[bytes] | None:
