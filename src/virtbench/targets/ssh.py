@@ -132,7 +132,9 @@ class SSHTarget(Target):
             _MULTIPLEXED.add(self)
         self._base = [ssh_binary, *opts, *extra_options]
         self._connect_timeout_s = connect_timeout_s
-        self._agent_python = agent_python
+        # Without multiplexing nothing stays connected between commands: no agent session
+        # either (a throwaway target must not leave an ssh client behind).
+        self._agent_python = agent_python if multiplex else None
         self._agent: AgentSession | None = None
         self._agent_lock = threading.Lock()
         self.agent_problem = ""

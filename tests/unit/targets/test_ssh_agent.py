@@ -145,3 +145,19 @@ def test_a_started_process_is_signalled_waited_for_and_ends_with_the_session(
     agent.close()
     time.sleep(1.5)
     assert not marker.exists()
+
+
+def test_a_target_without_multiplexing_starts_no_agent(tmp_path: Path) -> None:
+    # A stand-in for ssh that logs its arguments and runs the remote command here.
+    from virtbench.targets.ssh import SSHTarget
+
+    log = tmp_path / "ssh.log"
+    fake = tmp_path / "ssh"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n'
+                    'while [ "$1" != "--" ]; do shift; done\nshift 2\nexec sh -c "$*"\n')
+    fake.chmod(0o755)
+    target = SSHTarget("127.0.0.1", multiplex=False, ssh_binary=str(fake))
+    assert target.run(["echo", "hi"]).stdout == "hi\n"
+    assert target.run(["echo", "again"]).stdout == "again\n"
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2 and all("echo" in c and "python" not in c for c in calls)
