@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.daemons import clean_recorded
-from virtbench.labs.net.hugepages import release_recorded
+from virtbench.labs.net.hugepages import release_recorded, unmount
 from virtbench.labs.net.netops import delete_namespace
 from virtbench.targets.base import Target
 
@@ -32,7 +31,7 @@ def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
             removed.append(f"cgroup {directory}")
             manifest.remove("cgroup", directory)
     for mount in manifest.items("mount"):
-        if _unmount(target, str(mount)):
+        if unmount(target, str(mount)):
             removed.append(f"mount {mount}")
             manifest.remove("mount", mount)
     if not manifest.items("mount"):  # a busy hugetlbfs still holds its pages: keep the record
@@ -44,14 +43,3 @@ def clean_manifest(target: Target, manifest: Manifest) -> list[str]:
         manifest.remove("dir", directory)
     return removed
 
-
-def _unmount(target: Target, mount: str, *, tries: int = 25) -> bool:
-    """Unmount, retrying while it is busy (a just-killed process may still be closing its
-    files); True when it is gone or was never mounted."""
-    for _ in range(tries):
-        result = target.run(["umount", mount], check=False)
-        if result.returncode == 0 or "not mounted" in result.stderr \
-                or "no mount point" in result.stderr:
-            return True
-        time.sleep(0.2)
-    return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from virtbench.labs.base import Manifest
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 
-__all__ = ["PAGE_KIB", "HugepageReservation", "release_recorded", "sysfs_pool"]
+__all__ = ["PAGE_KIB", "HugepageReservation", "release_recorded", "sysfs_pool", "unmount"]
 
 PAGE_KIB = 2048
 SYSFS = Path("/sys/kernel/mm/hugepages")
@@ -40,6 +41,18 @@ def _lower_pool(record: dict[str, Any]) -> str:
         pool.write_text(str(max(0, _read(pool) - pages)))
         return f"{pages} hugepages returned to {pool}"
     return f"could not return {pages} hugepages to {pool}"
+
+
+def unmount(target: Target, mount: str, *, tries: int = 25) -> bool:
+    """Unmount, retrying while it is busy (a just-killed process may still be closing its
+    files); True when it is gone or was never mounted."""
+    for _ in range(tries):
+        result = target.run(["umount", mount], check=False)
+        if result.returncode == 0 or "not mounted" in result.stderr \
+                or "no mount point" in result.stderr:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def release_recorded(manifest: Manifest) -> list[str]:
@@ -101,7 +114,8 @@ class HugepageReservation:
         """Unmount (which frees DPDK's page files), then lower the pool by what we added."""
         mount = str(self.mount_dir)
         if mount in self.manifest.items("mount"):
-            self.target.run(["umount", mount], check=False)
+            if not unmount(self.target, mount):
+                return  # still busy: its pages stay in use; both records stay for lab clean
             self.manifest.remove("mount", mount)
         with contextlib.suppress(OSError):
             self.mount_dir.rmdir()
