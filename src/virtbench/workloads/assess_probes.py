@@ -23,7 +23,7 @@ from virtbench.contract import Knob, Realisation
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import parse_fio
-from virtbench.parsers.iperf3 import parse_iperf3_json
+from virtbench.parsers.iperf3 import IPERF3_METRICS, parse_iperf3_json
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "Iperf3Probe"]
@@ -131,9 +131,8 @@ class Iperf3Probe(Workload):
     description = ("assess's network probe: one iperf3 TCP stream through the lab's veth pair "
                    "with its offloads on or off as the variant says")
     metrics = (
-        Metric("throughput_mbps", "Mbit/s", Better.HIGHER,
-               "received TCP payload rate, 10^6 bit/s (iperf3 sum_received)", primary=True),
-        Metric("tcp_retransmits", "segments", Better.LOWER, "retransmitted TCP segments"),
+        # iperf3's own figures, as its parser declares them
+        *(m for m in IPERF3_METRICS if m.name in ("throughput_mbps", "tcp_retransmits")),
     )
     tools = (Tool("iperf3", "iperf3", "the probe's client"),
              Tool("ethtool", "ethtool", "the veth's offloads"))
