@@ -15,12 +15,12 @@ __all__ = ["parse_pcap_command"]
 def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     source: Path | bytes = sys.stdin.buffer.read() if str(file) == "-" else file
     report = analyse_capture(source, flow)
-    if report.records.damage:
+    if report.damage:
         from rich.console import Console
 
         Console(stderr=True).print(
-            f"[yellow]warning:[/] {file}: {report.records.damage} "
-            f"({report.records.packets} packets read; every figure below is partial)",
+            f"[yellow]warning:[/] {file}: {report.damage} "
+            f"({report.packets} packets read; every figure below is partial)",
             highlight=False)
     rows = flow_measurements(report)
     if as_json:
@@ -33,15 +33,14 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    rec = report.records
     console = Console()
     if not console.is_terminal:  # a pipe or file: never wrap a 5-tuple over lines
         console = Console(width=240)
     times = [t for f in report.flows for t in (f.first_ns, f.last_ns) if t is not None]
     day = f", {_utc(min(times))[:10]} UTC" if times else ""
-    console.print(Text(f"{file}: {rec.format}, {rec.packets:,} packets, {report.total_flows} "
+    console.print(Text(f"{file}: {report.format}, {report.packets:,} packets, {report.total_flows} "
                        f"flows" + (f", {len(report.flows)} selected" if flow else "") + day
-                       + (" — PARTIAL (damaged file)" if rec.damage else "")))
+                       + (" — PARTIAL (damaged file)" if report.damage else "")))
     table = Table("flow", "packets", "bytes", "first", "last", "delay ms", "jitter ms",
                   "Mbit/s")
     for f in report.flows:

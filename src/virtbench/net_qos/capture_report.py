@@ -1,4 +1,8 @@
-"""A capture file analysed per flow, as normalised measurements (`virtbench parse pcap FILE`)."""
+"""A capture file analysed per flow, as normalised measurements (`virtbench parse pcap FILE`).
+
+The flows come from the one-pass C scanner (`capture_scan`): this module and what it imports
+stay free of numpy, so that the whole command starts and ends before tcpdump has read the file.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from virtbench.model import Better, Measurement, Metric
-from virtbench.net_qos.flows import (
-    FlowSpecError,
-    FlowStats,
-    capture_flows,
-    parse_flow_spec,
-    select_flows,
-)
-from virtbench.net_qos.pcap import PcapRecords, parse_pcap, read_pcap
+from virtbench.net_qos.capture_scan import scan_capture
+from virtbench.net_qos.flows import FlowSpecError, FlowStats, parse_flow_spec, select_flows
 from virtbench.net_qos.study import CAPTURE_QOS_METRICS
 
 __all__ = ["CAPTURE_METRICS", "CaptureReport", "analyse_capture", "flow_measurements"]
@@ -31,7 +29,10 @@ CAPTURE_METRICS = (
 
 @dataclass(frozen=True)
 class CaptureReport:
-    records: PcapRecords
+    format: str
+    packets: int
+    damage: str | None
+    """None for an intact file, else what stopped the reading and where (PcapRecords.damage)."""
     flows: list[FlowStats]
     """The selected flows, in order of first appearance."""
     total_flows: int
@@ -41,20 +42,20 @@ def analyse_capture(source: Path | bytes, flow: str | None = None) -> CaptureRep
     """Read a capture (a file, or its bytes) and keep the flows ``flow`` selects (all when
     None); a selection that matches nothing is an error listing the flows there are."""
     spec = parse_flow_spec(flow) if flow is not None else None  # bad spec: fail before reading
-    records = read_pcap(source) if isinstance(source, Path) else parse_pcap(source)
-    flows = capture_flows(records)
+    scan = scan_capture(source)
+    flows = scan.flows
     chosen = select_flows(flows, spec)
     if spec is not None and not chosen:
         have = "; ".join(str(f.flow) for f in flows[:8]) + (" …" if len(flows) > 8 else "")
         raise FlowSpecError(f"--flow {flow!r} matches none of the {len(flows)} flows in the "
                             f"capture ({have or 'it holds no packets'})")
-    return CaptureReport(records, chosen, len(flows))
+    return CaptureReport(scan.format, scan.packets, scan.damage, chosen, len(flows))
 
 
 def flow_measurements(report: CaptureReport) -> list[Measurement]:
     """One row per metric and flow, the flow's 5-tuple as labels; a damaged file marks every
     row ``partial``."""
-    partial = report.records.damage is not None
+    partial = report.damage is not None
     out: list[Measurement] = []
     for f in report.flows:
         labels = f.flow.labels()

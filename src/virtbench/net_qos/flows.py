@@ -5,29 +5,33 @@ IPv4 and IPv6 (skipping extension headers), and the ports of TCP, UDP, UDP-Lite 
 compiled loop (`virtbench.net_qos.capture_kernels`) assigns every packet a flow id through an
 open-addressing hash table; a second one sums each flow's packets, bytes, first/last time and
 the integer sums behind the studies' delay and jitter (`virtbench.net_qos.study.capture_qos`:
-the same formulas, exact in ns).
+the same formulas, exact in ns). `virtbench parse pcap` gets the same flows from one pass of C
+over the file (`virtbench.net_qos.capture_scan`); so that it starts fast, this module imports
+numpy (and the per-packet reader) only where the per-packet arrays are used.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from virtbench.model import VirtbenchError
-from virtbench.net_qos.compiled import kernels
-from virtbench.net_qos.pcap import PcapRecords
 from virtbench.net_qos.study import CaptureQos
 
-__all__ = ["Flow", "FlowSpecError", "FlowStats", "capture_flows", "parse_flow_spec",
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from virtbench.net_qos.pcap import PcapRecords
+
+__all__ = ["Flow", "FlowSpecError", "FlowStats", "capture_flows", "flow_stats", "parse_flow_spec",
            "select_flows"]
 
 PROTOCOLS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
 _BY_NAME = {v: k for k, v in PROTOCOLS.items()}
-_NO_TIME = np.iinfo(np.int64).min
 
 
 class FlowSpecError(VirtbenchError, ValueError):
@@ -72,27 +76,36 @@ class FlowStats:
 
 def capture_flows(rec: PcapRecords) -> list[FlowStats]:
     """Every flow of the capture, in order of first appearance."""
+    from virtbench.net_qos.compiled import kernels
+
     keys, flow_id = _assign_flows(rec)
     n_flows = keys.shape[0]
     packets, nbytes, first, last, gap_sum, dgap_sum, ordered, timed = kernels().flow_sums(
         flow_id, rec.ts_ns, rec.orig_len, n_flows)
     out = []
     for i in range(n_flows):
-        flow = _flow_of(keys[i])
-        n = int(packets[i])
-        qos = None
-        if timed[i] and n >= 3:
-            if not ordered[i]:  # a capture on several CPUs: the formulas sort the timestamps
-                gap_sum[i], dgap_sum[i] = _sorted_sums(rec.ts_ns[flow_id == i])
-            qos = _qos_from_sums(n, int(nbytes[i]), int(gap_sum[i]), int(dgap_sum[i]))
-        out.append(FlowStats(flow, n, int(nbytes[i]), int(first[i]) if timed[i] else None,
-                             int(last[i]) if timed[i] else None, qos))
+        if timed[i] and packets[i] >= 3 and not ordered[i]:
+            # a capture on several CPUs: the formulas sort the timestamps
+            gap_sum[i], dgap_sum[i] = _sorted_sums(rec.ts_ns[flow_id == i])
+        out.append(flow_stats(keys[i], int(packets[i]), int(nbytes[i]), int(first[i]),
+                              int(last[i]), int(gap_sum[i]), int(dgap_sum[i]), bool(timed[i])))
     return out
+
+
+def flow_stats(key: Sequence[int] | npt.NDArray[np.int64], packets: int, nbytes: int,
+               first: int, last: int, gap_sum: int, dgap_sum: int, timed: bool) -> FlowStats:
+    """A flow's stats from its key (src_hi, src_lo, dst_hi, dst_lo, meta) and its sums: Σ gap
+    and Σ |Δ gap| (ns) over its timestamps in time order; ``timed``: every packet has one."""
+    qos = _qos_from_sums(packets, nbytes, gap_sum, dgap_sum) if timed and packets >= 3 else None
+    return FlowStats(_flow_of(key), packets, nbytes, first if timed else None,
+                     last if timed else None, qos)
 
 
 def _sorted_sums(ts: npt.NDArray[np.int64]) -> tuple[int, int]:
     """Σ gap and Σ |Δ gap| of the sorted timestamps (capture_qos sorts when a gap is negative);
     timsort ('stable') is linear on the nearly sorted stamps of a multi-CPU capture."""
+    import numpy as np
+
     gaps = np.diff(np.sort(ts, kind="stable"))
     return int(gaps.sum()), int(np.abs(np.diff(gaps)).sum())
 
@@ -108,13 +121,17 @@ def _qos_from_sums(n: int, nbytes: int, gap_sum: int, dgap_sum: int) -> CaptureQ
 
 
 def _assign_flows(rec: PcapRecords) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    import numpy as np
+
+    from virtbench.net_qos.compiled import kernels
+
     flow_id = np.empty(rec.packets, np.int32)
     keys = kernels().assign(rec.data, rec.data_off, rec.cap_len, rec.iface, rec.if_linktype,
                             flow_id)
     return keys, flow_id
 
 
-def _flow_of(key: npt.NDArray[np.int64]) -> Flow:
+def _flow_of(key: Sequence[int] | npt.NDArray[np.int64]) -> Flow:
     src_hi, src_lo, dst_hi, dst_lo, meta = (int(k) & 0xFFFF_FFFF_FFFF_FFFF for k in key)
     version, proto = (meta >> 40) & 0xFF, (meta >> 32) & 0xFF
     sport, dport = (meta >> 16) & 0xFFFF, meta & 0xFFFF

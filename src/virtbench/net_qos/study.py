@@ -8,11 +8,13 @@ between consecutive received packets, "jitter" the mean absolute change of that 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from virtbench.model import Better, Metric
+
+if TYPE_CHECKING:  # numpy only where arrays are used: `virtbench parse pcap` starts without it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["CAPTURE_QOS_METRICS", "CaptureQos", "capture_qos", "study_loss_percent"]
 
@@ -54,6 +56,8 @@ class CaptureQos:
 
 def capture_qos(ts_ns: npt.NDArray[np.int64], wire_len: npt.NDArray[np.int64]) -> CaptureQos:
     """Study formulas over packet timestamps (ns) and wire lengths (bytes), in arrival order."""
+    import numpy as np
+
     n = int(ts_ns.size)
     if n != int(wire_len.size):
         raise ValueError(f"ts_ns and wire_len differ in length ({n} vs {wire_len.size})")

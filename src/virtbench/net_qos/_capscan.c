@@ -1,0 +1,608 @@
+/* One pass over a capture's bytes: its packets grouped into flows, with each flow's sums.
+ *
+ * The same walk, link/IP decoding and per-flow sums as the numba loops of
+ * virtbench/net_qos/capture_kernels.py (walk_classic, walk_pcapng, _key_of, assign, flow_sums),
+ * without the per-packet arrays in between and without numpy, so that `virtbench parse pcap`
+ * starts and runs in less time than `tcpdump -r FILE -w /dev/null` (BENCHMARKS.md, "capture
+ * analysis speed"). tests/unit/net/test_capscan.py checks that both give the same flows.
+ *
+ * Every read is checked against the end of the buffer first: a damaged file stops the walk
+ * (reason codes as in capture_kernels: 1 cut short, 2 impossible record length, 3 malformed
+ * pcapng block, 4 unknown interface, 5 unknown byte-order magic), never a read outside it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RECORD ((int64_t)1 << 28)
+#define MAX_INTERFACES (1 << 16)
+#define NO_TIME INT64_MIN
+
+typedef struct {
+    uint64_t key[5];
+    int64_t packets, bytes, first, last, prev, gap_sum, dgap_sum, prev_gap;
+    int ordered, timed;
+    int64_t *times; /* second pass only: the flow's timestamps, to sort */
+    int64_t n_times;
+} Flow;
+
+typedef struct {
+    Flow *flows;
+    int64_t n_flows, flows_cap;
+    int64_t *table; /* hash slot -> flow id, -1 = empty */
+    int64_t table_cap;
+    uint64_t last_key[5];
+    int64_t last_id;
+    int collect; /* second pass: record the timestamps of the flows marked for sorting */
+    int failed;  /* out of memory */
+} Flows;
+
+typedef struct {
+    int64_t n, n_if, stop, reason;
+} Walk;
+
+static inline int64_t u32(const uint8_t *b, int64_t o, int big) {
+    if (big)
+        return ((int64_t)b[o] << 24) | ((int64_t)b[o + 1] << 16) | ((int64_t)b[o + 2] << 8) | b[o + 3];
+    return ((int64_t)b[o + 3] << 24) | ((int64_t)b[o + 2] << 16) | ((int64_t)b[o + 1] << 8) | b[o];
+}
+
+static inline int64_t u16(const uint8_t *b, int64_t o, int big) {
+    if (big)
+        return ((int64_t)b[o] << 8) | b[o + 1];
+    return ((int64_t)b[o + 1] << 8) | b[o];
+}
+
+static inline int64_t be16(const uint8_t *b, int64_t o) { return ((int64_t)b[o] << 8) | b[o + 1]; }
+
+static inline uint64_t be64(const uint8_t *b, int64_t o) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[o + i];
+    return v;
+}
+
+/* capture_kernels._key_of: all zero for a packet that is not IP or is cut before its addresses */
+static void key_of(const uint8_t *b, int64_t o, int64_t end, int64_t link, uint64_t key[5]) {
+    int64_t ethertype = -1, proto, l4, version;
+    int first_fragment;
+    memset(key, 0, 5 * sizeof(uint64_t));
+    if (link == 1) {
+        if (end - o < 14)
+            return;
+        ethertype = be16(b, o + 12);
+        o += 14;
+        for (int i = 0; i < 2; i++)
+            if ((ethertype == 0x8100 || ethertype == 0x88A8) && end - o >= 4) {
+                ethertype = be16(b, o + 2);
+                o += 4;
+            }
+    } else if (link == 113) {
+        if (end - o < 16)
+            return;
+        ethertype = be16(b, o + 14);
+        o += 16;
+    } else if (link == 276) {
+        if (end - o < 20)
+            return;
+        ethertype = be16(b, o);
+        o += 20;
+    } else if (link == 0 || link == 108) {
+        if (end - o < 4)
+            return;
+        int64_t fam = (int64_t)b[o] | b[o + 3];
+        o += 4;
+        ethertype = fam == 2 ? 0x0800 : ((fam == 24 || fam == 28 || fam == 30) ? 0x86DD : -1);
+    } else if (link == 101 || link == 12 || link == 14 || link == 228 || link == 229) {
+        if (end - o < 1)
+            return;
+        int v = b[o] >> 4;
+        ethertype = v == 4 ? 0x0800 : (v == 6 ? 0x86DD : -1);
+    }
+    if (ethertype == 0x0800) {
+        if (end - o < 20)
+            return;
+        int64_t ihl = (int64_t)(b[o] & 0xF) * 4;
+        proto = b[o + 9];
+        key[1] = (uint64_t)u32(b, o + 12, 1);
+        key[3] = (uint64_t)u32(b, o + 16, 1);
+        first_fragment = (be16(b, o + 6) & 0x1FFF) == 0;
+        version = 4;
+        l4 = o + ihl;
+    } else if (ethertype == 0x86DD) {
+        if (end - o < 40)
+            return;
+        proto = b[o + 6];
+        key[0] = be64(b, o + 8);
+        key[1] = be64(b, o + 16);
+        key[2] = be64(b, o + 24);
+        key[3] = be64(b, o + 32);
+        version = 6;
+        l4 = o + 40;
+        first_fragment = 1;
+        for (int i = 0; i < 8; i++) { /* hop-by-hop, routing, fragment, destination options */
+            if (proto == 44) {
+                if (end - l4 < 8)
+                    break;
+                first_fragment = (be16(b, l4 + 2) & 0xFFF8) == 0;
+                proto = b[l4];
+                l4 += 8;
+            } else if (proto == 0 || proto == 43 || proto == 60) {
+                if (end - l4 < 8)
+                    break;
+                int64_t next = b[l4];
+                l4 += ((int64_t)b[l4 + 1] + 1) * 8;
+                proto = next;
+            } else {
+                break;
+            }
+        }
+    } else {
+        return;
+    }
+    int64_t sport = 0, dport = 0;
+    if (first_fragment && (proto == 6 || proto == 17 || proto == 132 || proto == 136) &&
+        end - l4 >= 4) {
+        sport = be16(b, l4);
+        dport = be16(b, l4 + 2);
+    }
+    key[4] = ((uint64_t)version << 40) | ((uint64_t)proto << 32) | ((uint64_t)sport << 16) |
+             (uint64_t)dport;
+}
+
+static inline uint64_t hash_key(const uint64_t key[5]) {
+    uint64_t h = 0x51ED270B27A2B3C5ULL;
+    for (int j = 0; j < 5; j++) {
+        h = (h ^ key[j]) * 0x100000001B3ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static inline int same_key(const uint64_t a[5], const uint64_t b[5]) {
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4];
+}
+
+static int grow_table(Flows *fs) {
+    int64_t cap = fs->table_cap * 2;
+    int64_t *table = malloc((size_t)cap * sizeof(int64_t));
+    if (!table)
+        return -1;
+    memset(table, 0xFF, (size_t)cap * sizeof(int64_t));
+    for (int64_t k = 0; k < fs->n_flows; k++) {
+        uint64_t s = hash_key(fs->flows[k].key) & (uint64_t)(cap - 1);
+        while (table[s] >= 0)
+            s = (s + 1) & (uint64_t)(cap - 1);
+        table[s] = k;
+    }
+    free(fs->table);
+    fs->table = table;
+    fs->table_cap = cap;
+    return 0;
+}
+
+/* The flow id of key: a new flow (ids in order of first appearance) if it was never seen. */
+static int64_t flow_id(Flows *fs, const uint64_t key[5]) {
+    if (fs->last_id >= 0 && same_key(key, fs->last_key))
+        return fs->last_id;
+    uint64_t slot = hash_key(key) & (uint64_t)(fs->table_cap - 1);
+    int64_t f;
+    for (;;) {
+        f = fs->table[slot];
+        if (f < 0) {
+            if (fs->n_flows == fs->flows_cap) {
+                int64_t cap = fs->flows_cap * 2;
+                Flow *grown = realloc(fs->flows, (size_t)cap * sizeof(Flow));
+                if (!grown)
+                    return -1;
+                fs->flows = grown;
+                fs->flows_cap = cap;
+            }
+            f = fs->n_flows++;
+            Flow *fl = &fs->flows[f];
+            memset(fl, 0, sizeof(Flow));
+            memcpy(fl->key, key, sizeof(fl->key));
+            fl->ordered = 1;
+            fl->timed = 1;
+            fs->table[slot] = f;
+            if (fs->n_flows * 2 > fs->table_cap && grow_table(fs) < 0) /* at most half full */
+                return -1;
+            break;
+        }
+        if (same_key(fs->flows[f].key, key))
+            break;
+        slot = (slot + 1) & (uint64_t)(fs->table_cap - 1);
+    }
+    memcpy(fs->last_key, key, sizeof(fs->last_key));
+    fs->last_id = f;
+    return f;
+}
+
+/* capture_kernels.flow_sums for one packet; in the second pass, keep the timestamps of the
+ * flows whose timestamps go back (the studies' formulas sort them). */
+static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
+                      int64_t t, int64_t wire) {
+    uint64_t key[5];
+    key_of(b, data, data + cap, link, key);
+    int64_t f = flow_id(fs, key);
+    if (f < 0) {
+        fs->failed = 1;
+        return;
+    }
+    Flow *fl = &fs->flows[f];
+    if (fs->collect) {
+        if (fl->times)
+            fl->times[fl->n_times++] = t;
+        return;
+    }
+    fl->bytes += wire;
+    fl->packets += 1;
+    if (t == NO_TIME) {
+        fl->timed = 0;
+        return;
+    }
+    if (fl->packets == 1) {
+        fl->first = t;
+        fl->last = t;
+    } else {
+        int64_t gap = (int64_t)((uint64_t)t - (uint64_t)fl->prev);
+        if (gap < 0)
+            fl->ordered = 0;
+        if (t < fl->first)
+            fl->first = t;
+        if (t > fl->last)
+            fl->last = t;
+        fl->gap_sum = (int64_t)((uint64_t)fl->gap_sum + (uint64_t)gap);
+        if (fl->packets >= 3) {
+            int64_t d = (int64_t)((uint64_t)gap - (uint64_t)fl->prev_gap);
+            fl->dgap_sum = (int64_t)((uint64_t)fl->dgap_sum + (uint64_t)(d >= 0 ? d : -d));
+        }
+        fl->prev_gap = gap;
+    }
+    fl->prev = t;
+}
+
+static void walk_classic(const uint8_t *b, int64_t size, int big, int64_t hdr, int64_t scale,
+                         int64_t link, Flows *fs, Walk *w) {
+    int64_t o = 24, n = 0;
+    w->reason = 0;
+    while (o + hdr <= size) {
+        int64_t c = u32(b, o + 8, big);
+        if (c > MAX_RECORD) {
+            w->reason = 2;
+            break;
+        }
+        if (o + hdr + c > size) {
+            w->reason = 1;
+            break;
+        }
+        int64_t ts = (int64_t)((uint64_t)u32(b, o, big) * 1000000000ULL +
+                               (uint64_t)u32(b, o + 4, big) * (uint64_t)scale);
+        on_packet(fs, b, o + hdr, c, link, ts, u32(b, o + 12, big));
+        if (fs->failed)
+            break;
+        n++;
+        o += hdr + c;
+    }
+    if (w->reason == 0 && o < size)
+        w->reason = 1;
+    w->n = n;
+    w->n_if = 1;
+    w->stop = o;
+}
+
+static uint64_t pow10_wrapping(int64_t e) {
+    uint64_t v = 1;
+    for (int64_t i = 0; i < e; i++)
+        v *= 10;
+    return v;
+}
+
+/* capture_kernels._ts_to_ns: res is if_tsresol (MSB set: 2^-x s, else 10^-x s) */
+static int64_t ts_to_ns(int64_t units, int64_t res, int64_t offset_s) {
+    if (res & 0x80) {
+        int64_t shift = res & 0x7F, whole, frac;
+        if (shift == 0) {
+            whole = units;
+            frac = 0;
+        } else if (shift >= 64) { /* resolution finer than 2^-63 s: no whole seconds */
+            whole = units < 0 ? -1 : 0;
+            frac = 0;
+        } else {
+            whole = units >> shift;
+            uint64_t low = (uint64_t)units & (((uint64_t)1 << shift) - 1);
+            frac = (int64_t)(low * 1000000000ULL) >> shift;
+        }
+        return (int64_t)(((uint64_t)whole + (uint64_t)offset_s) * 1000000000ULL + (uint64_t)frac);
+    }
+    if (res <= 9)
+        return (int64_t)((uint64_t)units * pow10_wrapping(9 - res) +
+                         (uint64_t)offset_s * 1000000000ULL);
+    int64_t div = (int64_t)pow10_wrapping(res - 9), q;
+    if (div == 0 || (div == -1 && units == INT64_MIN)) {
+        q = 0;
+    } else { /* Python's floor division */
+        q = units / div;
+        if ((units % div != 0) && ((units < 0) != (div < 0)))
+            q -= 1;
+    }
+    return (int64_t)((uint64_t)q + (uint64_t)offset_s * 1000000000ULL);
+}
+
+static int walk_pcapng(const uint8_t *b, int64_t size, Flows *fs, Walk *w) {
+    int32_t *if_link = malloc(MAX_INTERFACES * sizeof(int32_t));
+    int64_t *if_snap = malloc(MAX_INTERFACES * sizeof(int64_t));
+    int64_t *if_res = malloc(MAX_INTERFACES * sizeof(int64_t));
+    int64_t *if_offset = malloc(MAX_INTERFACES * sizeof(int64_t));
+    if (!if_link || !if_snap || !if_res || !if_offset) {
+        free(if_link);
+        free(if_snap);
+        free(if_res);
+        free(if_offset);
+        return -1;
+    }
+    int64_t o = 0, n = 0, n_if = 0, base = 0, reason = 0;
+    int big = 0;
+    while (o + 12 <= size) {
+        int64_t btype = u32(b, o, big);
+        if (btype == 0x0A0D0D0A) { /* section header: settles the byte order of what follows */
+            int64_t bom = u32(b, o + 8, 0);
+            if (bom == 0x1A2B3C4D) {
+                big = 0;
+            } else if (bom == 0x4D3C2B1A) {
+                big = 1;
+            } else {
+                reason = 5;
+                break;
+            }
+            base = n_if;
+        }
+        int64_t blen = u32(b, o + 4, big);
+        if (blen < 12 || blen % 4 != 0 || blen > MAX_RECORD) {
+            reason = 3;
+            break;
+        }
+        if (o + blen > size) {
+            reason = 1;
+            break;
+        }
+        if (u32(b, o + blen - 4, big) != blen) {
+            reason = 3;
+            break;
+        }
+        int64_t body = o + 8, body_end = o + blen - 4;
+        if (btype == 1) { /* interface description */
+            if (blen < 20 || n_if >= MAX_INTERFACES) {
+                reason = 3;
+                break;
+            }
+            if_link[n_if] = (int32_t)u16(b, body, big);
+            if_snap[n_if] = u32(b, body + 4, big);
+            if_res[n_if] = 6;
+            if_offset[n_if] = 0;
+            int64_t p = body + 8;
+            while (p + 4 <= body_end) { /* options: if_tsresol (9), if_tsoffset (14) */
+                int64_t code = u16(b, p, big), olen = u16(b, p + 2, big);
+                if (code == 0 || p + 4 + olen > body_end)
+                    break;
+                if (code == 9 && olen >= 1) {
+                    if_res[n_if] = b[p + 4];
+                } else if (code == 14 && olen >= 8) {
+                    uint64_t hi = (uint64_t)u32(b, p + 4, big), lo = (uint64_t)u32(b, p + 8, big);
+                    if_offset[n_if] = (int64_t)(big ? (hi << 32) | lo : (lo << 32) | hi);
+                }
+                p += 4 + ((olen + 3) / 4) * 4;
+            }
+            n_if++;
+        } else if (btype == 6 || btype == 2) { /* enhanced packet / obsolete packet block */
+            if (blen < 32) {
+                reason = 3;
+                break;
+            }
+            int64_t local = btype == 6 ? u32(b, body, big) : u16(b, body, big);
+            int64_t c = u32(b, body + 12, big);
+            if (c > blen - 32) {
+                reason = 3;
+                break;
+            }
+            int64_t g = base + local;
+            if (g >= n_if) {
+                reason = 4;
+                break;
+            }
+            int64_t units = (int64_t)(((uint64_t)u32(b, body + 4, big) << 32) |
+                                      (uint64_t)u32(b, body + 8, big));
+            on_packet(fs, b, body + 20, c, if_link[g], ts_to_ns(units, if_res[g], if_offset[g]),
+                      u32(b, body + 16, big));
+            if (fs->failed)
+                break;
+            n++;
+        } else if (btype == 3) { /* simple packet: no timestamp, interface 0 of the section */
+            if (blen < 16) {
+                reason = 3;
+                break;
+            }
+            if (base >= n_if) {
+                reason = 4;
+                break;
+            }
+            int64_t wire = u32(b, body, big);
+            int64_t c = wire < blen - 16 ? wire : blen - 16;
+            if (if_snap[base] > 0 && if_snap[base] < c)
+                c = if_snap[base];
+            on_packet(fs, b, body + 4, c, if_link[base], NO_TIME, wire);
+            if (fs->failed)
+                break;
+            n++;
+        }
+        o += blen;
+    }
+    if (reason == 0 && o < size)
+        reason = 1;
+    w->n = n;
+    w->n_if = n_if;
+    w->stop = o;
+    w->reason = reason;
+    free(if_link);
+    free(if_snap);
+    free(if_res);
+    free(if_offset);
+    return 0;
+}
+
+static int walk(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr, int64_t scale,
+                int64_t link, Flows *fs, Walk *w) {
+    fs->last_id = -1;
+    if (pcapng)
+        return walk_pcapng(b, size, fs, w);
+    walk_classic(b, size, big, hdr, scale, link, fs, w);
+    return 0;
+}
+
+static int cmp_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Σ gap and Σ |Δ gap| of the sorted timestamps of the flows whose timestamps go back (a
+ * capture on several CPUs), as flows._sorted_sums: a second walk collects them. */
+static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr,
+                          int64_t scale, int64_t link, Flows *fs) {
+    int any = 0;
+    for (int64_t i = 0; i < fs->n_flows; i++) {
+        Flow *fl = &fs->flows[i];
+        if (!fl->ordered && fl->timed && fl->packets >= 3) {
+            fl->times = malloc((size_t)fl->packets * sizeof(int64_t));
+            if (!fl->times)
+                return -1;
+            any = 1;
+        }
+    }
+    if (!any)
+        return 0;
+    Walk w;
+    fs->collect = 1;
+    if (walk(b, size, pcapng, big, hdr, scale, link, fs, &w) < 0 || fs->failed)
+        return -1;
+    for (int64_t i = 0; i < fs->n_flows; i++) {
+        Flow *fl = &fs->flows[i];
+        if (!fl->times)
+            continue;
+        qsort(fl->times, (size_t)fl->n_times, sizeof(int64_t), cmp_int64);
+        uint64_t gap_sum = 0, dgap_sum = 0;
+        int64_t prev_gap = 0;
+        for (int64_t k = 1; k < fl->n_times; k++) {
+            int64_t gap = (int64_t)((uint64_t)fl->times[k] - (uint64_t)fl->times[k - 1]);
+            gap_sum += (uint64_t)gap;
+            if (k >= 2) {
+                int64_t d = (int64_t)((uint64_t)gap - (uint64_t)prev_gap);
+                dgap_sum += (uint64_t)(d >= 0 ? d : -d);
+            }
+            prev_gap = gap;
+        }
+        fl->gap_sum = (int64_t)gap_sum;
+        fl->dgap_sum = (int64_t)dgap_sum;
+    }
+    return 0;
+}
+
+static PyObject *flows_list(const Flows *fs) {
+    PyObject *out = PyList_New((Py_ssize_t)fs->n_flows);
+    if (!out)
+        return NULL;
+    for (int64_t i = 0; i < fs->n_flows; i++) {
+        const Flow *fl = &fs->flows[i];
+        PyObject *item = Py_BuildValue(
+            "((KKKKK)LLLLLLO)", (unsigned long long)fl->key[0], (unsigned long long)fl->key[1],
+            (unsigned long long)fl->key[2], (unsigned long long)fl->key[3],
+            (unsigned long long)fl->key[4], (long long)fl->packets, (long long)fl->bytes,
+            (long long)fl->first, (long long)fl->last, (long long)fl->gap_sum,
+            (long long)fl->dgap_sum, fl->timed ? Py_True : Py_False);
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+    }
+    return out;
+}
+
+static void free_flows(Flows *fs) {
+    if (fs->flows)
+        for (int64_t i = 0; i < fs->n_flows; i++)
+            free(fs->flows[i].times);
+    free(fs->flows);
+    free(fs->table);
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(buffer, pcapng, big, record_header, scale, linktype)\n"
+             "--\n\n"
+             "Walk a capture held in ``buffer`` (classic pcap after its 24-byte header, with\n"
+             "``big`` byte order, records of ``record_header`` bytes, ``scale`` ns per fraction\n"
+             "unit and link type ``linktype``; or, when ``pcapng``, a pcapng file from byte 0).\n"
+             "Returns (packets, interfaces, stop byte, reason, flows): reason 0 = read to the end,\n"
+             "else why the walk stopped at the stop byte. flows: in order of first appearance,\n"
+             "((src_hi, src_lo, dst_hi, dst_lo, meta), packets, bytes, first ns, last ns,\n"
+             "sum of gaps ns, sum of |change of gap| ns, every packet timed), the sums over\n"
+             "the flow's timestamps in time order.");
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int pcapng, big;
+    long long hdr, scale, link;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ppLLL", &view, &pcapng, &big, &hdr, &scale, &link))
+        return NULL;
+    if (!pcapng && hdr != 16 && hdr != 24) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "record_header: 16 or 24");
+        return NULL;
+    }
+    Flows fs = {0};
+    fs.flows_cap = 64;
+    fs.table_cap = 1024;
+    fs.flows = malloc((size_t)fs.flows_cap * sizeof(Flow));
+    fs.table = malloc((size_t)fs.table_cap * sizeof(int64_t));
+    PyObject *result = NULL;
+    Walk w = {0};
+    if (!fs.flows || !fs.table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(fs.table, 0xFF, (size_t)fs.table_cap * sizeof(int64_t));
+    const uint8_t *b = view.buf;
+    int64_t size = (int64_t)view.len;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed ||
+          sort_unordered(b, size, pcapng, big, hdr, scale, link, &fs) < 0;
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *flows = flows_list(&fs);
+    if (flows)
+        result = Py_BuildValue("(LLLLN)", (long long)w.n, (long long)w.n_if, (long long)w.stop,
+                               (long long)w.reason, flows);
+done:
+    free_flows(&fs);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, scan_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_capscan",
+    "A capture's flows in one pass over its bytes (see _capscan.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__capscan(void) { return PyModule_Create(&module); }
