@@ -8,8 +8,9 @@ between two network namespaces this script creates (offloads off, so packets are
 - ``tcp_transfer.pcapng``: the same file converted with ``editcap -F pcapng``;
 - ``two_flows.pcap``: an iperf3 TCP transfer and a 200 Mbit/s UDP flow at the same time.
 
-Per shape, alternating, 3 rounds: virtbench in-process (read + per-flow analysis: counts,
-first/last time, the studies' delay, jitter, throughput), the whole command
+Per shape, alternating, 3 rounds: virtbench in-process (what the command runs: the one-pass C
+scanner `capture_scan.scan_capture`, per flow counts, first/last time, the studies' delay,
+jitter, throughput), the whole command
 ``virtbench parse pcap FILE --json``, and the references ``capinfos -c -d FILE``,
 ``tcpdump -r FILE -w /dev/null`` and ``tshark -n -r FILE -T fields -e frame.time_epoch
 -e frame.len``. Best of 3 each; packet and byte counts must equal capinfos' and tshark's.
@@ -35,9 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
-from virtbench.net_qos.compiled import kernels
-from virtbench.net_qos.flows import capture_flows
-from virtbench.net_qos.pcap import read_pcap
+from virtbench.net_qos.capture_scan import scan_capture
 
 PACKETS = 1_000_000
 ROUNDS = 3
@@ -109,8 +108,7 @@ def make_captures(workdir: Path) -> None:
 
 
 def ours(path: Path) -> tuple[int, int]:
-    records = read_pcap(path)
-    flows = capture_flows(records)
+    flows = scan_capture(path).flows
     return sum(f.packets for f in flows), sum(f.bytes for f in flows)
 
 
@@ -159,7 +157,7 @@ def measure(path: Path) -> dict[str, tuple[list[float], tuple[int, int] | None]]
     times: dict[str, list[float]] = {name: [] for name in TOOLS}
     counts: dict[str, tuple[int, int] | None] = {}
     names = list(TOOLS)
-    ours(path)  # load the compiled code once (numba's cache), as any later call finds it
+    ours(path)  # the file in the page cache for every reader alike
     for r in range(ROUNDS):
         for name in names[r % len(names):] + names[:r % len(names)]:
             t0 = time.perf_counter()
@@ -220,12 +218,6 @@ def start_up() -> dict[str, tuple[float, float]]:
     return best
 
 
-def kernel_kind() -> str:
-    name = str(getattr(kernels(), "__name__", ""))
-    return ("compiled ahead of time (scripts/build_capture_kernels.py, numba.pycc)"
-            if "_capture_aot_" in name else "numba JIT (no ahead-of-time module built)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--keep", type=Path, help="make the captures here once, reuse them")
@@ -251,19 +243,19 @@ def main() -> None:
         "Four captures of 1,000,000 packets each (tcpdump -s 96 on a veth between two "
         "namespaces, offloads off: real iperf3 traffic; the pcapng is `editcap -F pcapng` of the "
         "TCP one). Each reader runs once per round, the order rotating, 3 rounds; best of 3 and "
-        "the spread of the 3. 'in-process' is the Python call a lab makes (read the file, "
-        "assign every packet a 5-tuple flow, per-flow counts, first/last time and the studies' "
-        "delay, jitter, throughput), its compiled loops already loaded; the whole command adds "
-        "the start-up of Python, numpy and the parse command (virtbench.cli_entry runs a plain "
-        "parse without building the app) and the JSON output — the comparison a user "
-        "makes, since the references are whole processes too.\n\n"
+        "the spread of the 3. 'in-process' is the Python call the command makes "
+        "(`capture_scan.scan_capture`: one pass of C over the mapped file assigns every packet "
+        "a 5-tuple flow and sums per flow its counts, first/last time and the studies' delay, "
+        "jitter, throughput); the whole command adds the start-up of Python and the parse "
+        "command (virtbench.cli_entry runs a plain parse without building the app; no numpy) "
+        "and the JSON output — the comparison a user makes, since the references are whole "
+        "processes too.\n\n"
         + "\n".join(sections)
         + "\nStart-up alone, on a 248-packet capture (tests/data/pcap/two_flows_us.pcap), best "
         "of 5 each, alternating (CPU: user + system time of the process):\n\n"
         "| command | wall | CPU |\n|---|---|---|\n"
         + "".join(f"| {name} | {wall:.3f} s | {cpu:.3f} s |\n"
                   for name, (wall, cpu) in startup.items())
-        + f"\nLoops: {kernel_kind()}.\n"
         + f"\nLoad average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
         "(shared machine).\n\n"
         "Floor: packets/s ≥ the fastest reference with the same counts, on every shape. "

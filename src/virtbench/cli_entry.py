@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 __all__ = ["PlainParse", "main", "plain_parse"]
 
@@ -24,8 +24,7 @@ _TRUE = {"1", "true", "t", "yes", "y", "on"}
 _FALSE = {"", "0", "false", "f", "no", "n", "off"}
 
 
-@dataclass(frozen=True)
-class PlainParse:
+class PlainParse(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (~10 ms)
     tool: str
     file: Path
     as_json: bool

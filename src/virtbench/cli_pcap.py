@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 from virtbench.net_qos.capture_report import CAPTURE_METRICS, analyse_capture, flow_measurements
@@ -55,6 +54,8 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
 
 def _utc(ns: int | None) -> str:
     """``YYYY-MM-DD HH:MM:SS.nnnnnnnnn`` (exact to the ns, unlike a float)."""
+    from datetime import UTC, datetime  # the table only
+
     if ns is None:
         return " " * 11 + "–"
     seconds, frac = divmod(ns, 1_000_000_000)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import mmap
 from typing import overload
 
-from virtbench.model import VirtbenchError
+from virtbench.errors import VirtbenchError
 
 __all__ = ["FORMATS", "DecompressionError", "compression_of", "decompress"]
 

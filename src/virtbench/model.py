@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar
+
+from virtbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, VirtbenchError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "Artifact", "Better", "Domain", "Measurement", "Metric",
            "RunFailed", "VirtbenchError", "default_domain"]
-
-EXIT_FAILED = 1
-"""Exit code: the input was fine, but the run or check it asked for failed."""
-EXIT_BAD_INPUT = 2
-"""Exit code: bad input or usage (a file, option, id or address the user gave)."""
-
-
-class VirtbenchError(Exception):
-    """An error a user can act on; the CLI prints its message without a traceback."""
-
-    exit_code: ClassVar[int] = EXIT_BAD_INPUT
-
-
-class RunFailed(VirtbenchError):
-    """The input was valid, but what it asked for failed (a check found problems, a lab did
-    not start, the store could not be written)."""
-
-    exit_code = EXIT_FAILED
 
 
 class Better(StrEnum):

@@ -36,6 +36,8 @@ typedef struct {
     uint64_t last_key[5];
     int64_t last_id;
     int collect; /* second pass: record the timestamps of the flows marked for sorting */
+    int32_t *ids; /* each packet's flow id, from the first pass (NULL: too many to keep) */
+    int64_t n_ids, ids_cap;
     int failed;  /* out of memory */
 } Flows;
 
@@ -225,8 +227,13 @@ static int64_t flow_id(Flows *fs, const uint64_t key[5]) {
 static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
                       int64_t t, int64_t wire) {
     uint64_t key[5];
-    key_of(b, data, data + cap, link, key);
-    int64_t f = flow_id(fs, key);
+    int64_t f;
+    if (fs->collect && fs->ids) { /* the second pass reads only the records' timestamps */
+        f = fs->ids[fs->n_ids++];
+    } else {
+        key_of(b, data, data + cap, link, key);
+        f = flow_id(fs, key);
+    }
     if (f < 0) {
         fs->failed = 1;
         return;
@@ -236,6 +243,14 @@ static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, in
         if (fl->times)
             fl->times[fl->n_times++] = t;
         return;
+    }
+    if (fs->ids) {
+        if (fs->n_ids < fs->ids_cap && f <= INT32_MAX) {
+            fs->ids[fs->n_ids++] = (int32_t)f;
+        } else {
+            free(fs->ids);
+            fs->ids = NULL;
+        }
     }
     fl->bytes += wire;
     fl->packets += 1;
@@ -466,8 +481,29 @@ static int cmp_int64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sort timestamps that are nearly in order (a capture on several CPUs: a few go back a little)
+ * by insertion, linear in their number plus the distance moved; past a budget of moves, by
+ * qsort. */
+static void sort_times(int64_t *t, int64_t n) {
+    int64_t budget = 16 * n + 4096;
+    for (int64_t i = 1; i < n; i++) {
+        int64_t v = t[i], j = i;
+        while (j > 0 && t[j - 1] > v) {
+            t[j] = t[j - 1];
+            j--;
+        }
+        t[j] = v;
+        budget -= i - j;
+        if (budget < 0) {
+            qsort(t, (size_t)n, sizeof(int64_t), cmp_int64);
+            return;
+        }
+    }
+}
+
 /* Σ gap and Σ |Δ gap| of the sorted timestamps of the flows whose timestamps go back (a
- * capture on several CPUs), as flows._sorted_sums: a second walk collects them. */
+ * capture on several CPUs), as flows._sorted_sums: a second walk collects them, by the flow
+ * ids the first one kept. */
 static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr,
                           int64_t scale, int64_t link, Flows *fs) {
     int any = 0;
@@ -484,13 +520,14 @@ static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, i
         return 0;
     Walk w;
     fs->collect = 1;
+    fs->n_ids = 0;
     if (walk(b, size, pcapng, big, hdr, scale, link, fs, &w) < 0 || fs->failed)
         return -1;
     for (int64_t i = 0; i < fs->n_flows; i++) {
         Flow *fl = &fs->flows[i];
         if (!fl->times)
             continue;
-        qsort(fl->times, (size_t)fl->n_times, sizeof(int64_t), cmp_int64);
+        sort_times(fl->times, fl->n_times);
         uint64_t gap_sum = 0, dgap_sum = 0;
         int64_t prev_gap = 0;
         for (int64_t k = 1; k < fl->n_times; k++) {
@@ -535,6 +572,7 @@ static void free_flows(Flows *fs) {
             free(fs->flows[i].times);
     free(fs->flows);
     free(fs->table);
+    free(fs->ids);
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -575,6 +613,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     memset(fs.table, 0xFF, (size_t)fs.table_cap * sizeof(int64_t));
     const uint8_t *b = view.buf;
     int64_t size = (int64_t)view.len;
+    /* Room for every packet's flow id (a record has at least 16 bytes); only the pages written
+     * are backed. Without it (no memory), a second pass re-decodes the packets instead. */
+    fs.ids_cap = size / 16 + 1;
+    fs.ids = malloc((size_t)fs.ids_cap * sizeof(int32_t));
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed ||

@@ -1,4 +1,5 @@
-"""A capture file's bytes and its format (classic pcap or pcapng), recognised without numpy.
+"""A capture file's bytes and its format (classic pcap or pcapng), recognised without numpy
+(nor dataclasses: `virtbench parse pcap` starts with what it imports).
 
 Shared by the per-packet reader (`virtbench.net_qos.pcap`) and the one-pass flow scanner
 (`virtbench.net_qos.capture_scan`), so both accept and reject the same files with the same words.
@@ -11,12 +12,11 @@ import os
 import stat
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from virtbench.compressed import DecompressionError, decompress
-from virtbench.model import VirtbenchError
+from virtbench.errors import VirtbenchError
 
 __all__ = ["CaptureFormat", "PcapError", "capture_format", "damage_text", "no_section_error",
            "read_capture"]
@@ -41,8 +41,7 @@ class PcapError(VirtbenchError, ValueError):
     """The file is not a capture this reader knows; the message says what it found instead."""
 
 
-@dataclass(frozen=True)
-class CaptureFormat:
+class CaptureFormat(NamedTuple):
     """What a capture's first bytes say. For classic pcap: byte order, bytes per record header
     (24 for Kuznetsov's), ns per unit of the timestamp fraction, snap length and link type."""
 

@@ -1,34 +1,35 @@
-"""A capture file analysed per flow, as normalised measurements (`virtbench parse pcap FILE`).
+"""A capture file analysed per flow, as measurement rows (`virtbench parse pcap FILE`).
 
-The flows come from the one-pass C scanner (`capture_scan`): this module and what it imports
-stay free of numpy, so that the whole command starts and ends before tcpdump has read the file.
+The flows come from the one-pass C scanner (`capture_scan`). This module and what it imports
+stay free of numpy, dataclasses and virtbench.model, so that the whole command starts and ends
+before tcpdump has read the file (BENCHMARKS.md, "capture analysis speed"); its rows have the
+fields of a virtbench.model.Measurement.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
-from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.capture_scan import scan_capture
 from virtbench.net_qos.flows import FlowSpecError, FlowStats, parse_flow_spec, select_flows
-from virtbench.net_qos.study import CAPTURE_QOS_METRICS
+from virtbench.net_qos.qos_figures import QOS_METRIC_SPECS, MetricSpec
 
-__all__ = ["CAPTURE_METRICS", "CaptureReport", "analyse_capture", "flow_measurements"]
+__all__ = ["CAPTURE_METRICS", "CaptureReport", "CaptureRow", "analyse_capture",
+           "flow_measurements"]
 
 CAPTURE_METRICS = (
-    Metric("packets", "packets", Better.HIGHER, "packets of the flow in the capture"),
-    Metric("bytes", "B", Better.HIGHER, "bytes on the wire (tshark's frame.len summed)"),
-    Metric("first_time_s", "s", Better.LOWER, "timestamp of the flow's first packet, s since the "
-           "Unix epoch"),
-    Metric("last_time_s", "s", Better.LOWER, "timestamp of the flow's last packet"),
-    Metric("capture_s", "s", Better.HIGHER, "last − first packet time"),
-    *(replace(m, primary=m.name == "study_throughput_mbps") for m in CAPTURE_QOS_METRICS),
+    MetricSpec("packets", "packets", "higher", "packets of the flow in the capture"),
+    MetricSpec("bytes", "B", "higher", "bytes on the wire (tshark's frame.len summed)"),
+    MetricSpec("first_time_s", "s", "lower", "timestamp of the flow's first packet, s since "
+               "the Unix epoch"),
+    MetricSpec("last_time_s", "s", "lower", "timestamp of the flow's last packet"),
+    MetricSpec("capture_s", "s", "higher", "last − first packet time"),
+    *QOS_METRIC_SPECS,
 )
 
 
-@dataclass(frozen=True)
-class CaptureReport:
+class CaptureReport(NamedTuple):
     format: str
     packets: int
     damage: str | None
@@ -36,6 +37,16 @@ class CaptureReport:
     flows: list[FlowStats]
     """The selected flows, in order of first appearance."""
     total_flows: int
+
+
+class CaptureRow(NamedTuple):
+    """One measured value of a flow (the fields of a virtbench.model.Measurement)."""
+
+    metric: str
+    value: float | None
+    labels: dict[str, str]
+    status: str = "ok"
+    t: float | None = None
 
 
 def analyse_capture(source: Path | bytes, flow: str | None = None) -> CaptureReport:
@@ -52,18 +63,18 @@ def analyse_capture(source: Path | bytes, flow: str | None = None) -> CaptureRep
     return CaptureReport(scan.format, scan.packets, scan.damage, chosen, len(flows))
 
 
-def flow_measurements(report: CaptureReport) -> list[Measurement]:
+def flow_measurements(report: CaptureReport) -> list[CaptureRow]:
     """One row per metric and flow, the flow's 5-tuple as labels; a damaged file marks every
     row ``partial``."""
     partial = report.damage is not None
-    out: list[Measurement] = []
+    out: list[CaptureRow] = []
     for f in report.flows:
         labels = f.flow.labels()
 
         def row(metric: str, value: float | None, status: str = "ok",
-                labels: dict[str, str] = labels) -> Measurement:
-            return Measurement(metric, value, labels=labels,
-                               status="partial" if partial and status == "ok" else status)
+                labels: dict[str, str] = labels) -> CaptureRow:
+            return CaptureRow(metric, value, labels,
+                              "partial" if partial and status == "ok" else status)
 
         out += [row("packets", float(f.packets)), row("bytes", float(f.bytes))]
         if f.first_ns is None or f.last_ns is None:
@@ -73,7 +84,7 @@ def flow_measurements(report: CaptureReport) -> list[Measurement]:
                     row("capture_s", (f.last_ns - f.first_ns) / 1e9)]
         if f.qos is None:
             why = "no_timestamps" if f.first_ns is None else "too_few_packets"
-            out += [row(m.name, None, why) for m in CAPTURE_QOS_METRICS]
+            out += [row(m.name, None, why) for m in QOS_METRIC_SPECS]
         else:
             out += [row(name, value) for name, value in f.qos.by_metric().items()]
     return out

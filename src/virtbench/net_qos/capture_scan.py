@@ -9,8 +9,8 @@ and its flow analysis (`pcap.read_pcap` + `flows.capture_flows`; tests/unit/net/
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from virtbench.net_qos import _capscan
 from virtbench.net_qos.capture_file import (
@@ -24,8 +24,7 @@ from virtbench.net_qos.flows import FlowStats, flow_stats
 __all__ = ["CaptureScan", "scan_capture"]
 
 
-@dataclass(frozen=True)
-class CaptureScan:
+class CaptureScan(NamedTuple):
     """Every flow of a capture, in order of first appearance; ``damage`` as in PcapRecords."""
 
     format: str

@@ -7,7 +7,8 @@ open-addressing hash table; a second one sums each flow's packets, bytes, first/
 the integer sums behind the studies' delay and jitter (`virtbench.net_qos.study.capture_qos`:
 the same formulas, exact in ns). `virtbench parse pcap` gets the same flows from one pass of C
 over the file (`virtbench.net_qos.capture_scan`); so that it starts fast, this module imports
-numpy (and the per-packet reader) only where the per-packet arrays are used.
+numpy (and the per-packet reader) only where the per-packet arrays are used, and its types are
+named tuples (`dataclasses` imports `inspect`, ~10 ms of start-up).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from virtbench.model import VirtbenchError
-from virtbench.net_qos.study import CaptureQos
+from virtbench.errors import VirtbenchError
+from virtbench.net_qos.qos_figures import CaptureQos
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,8 +38,7 @@ class FlowSpecError(VirtbenchError, ValueError):
     """A --flow value this module cannot read; the message shows the accepted forms."""
 
 
-@dataclass(frozen=True)
-class Flow:
+class Flow(NamedTuple):
     """A 5-tuple (``version`` 4 or 6). Non-IP packets form the flow ``proto = "non-ip"``."""
 
     version: int
@@ -61,8 +60,7 @@ class Flow:
         return f"{self.proto} {left}:{self.sport} > {right}:{self.dport}"
 
 
-@dataclass(frozen=True)
-class FlowStats:
+class FlowStats(NamedTuple):
     """One flow of a capture: counts, first/last timestamps (ns) and the studies' formulas
     (``qos`` is None below 3 packets or without timestamps, as the formulas need them)."""
 
@@ -152,8 +150,7 @@ _SPEC_HELP = ("expected 'udp', 'tcp', 'tcp:5201' (either port), or a 5-tuple "
 _TUPLE = re.compile(r"^(\w+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+)$")
 
 
-@dataclass(frozen=True)
-class FlowSpec:
+class FlowSpec(NamedTuple):
     """What --flow asked for; None = any."""
 
     proto: str | None

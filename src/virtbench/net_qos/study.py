@@ -7,57 +7,21 @@ between consecutive received packets, "jitter" the mean absolute change of that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import numpy as np
+import numpy.typing as npt
 
 from virtbench.model import Better, Metric
-
-if TYPE_CHECKING:  # numpy only where arrays are used: `virtbench parse pcap` starts without it
-    import numpy as np
-    import numpy.typing as npt
+from virtbench.net_qos.qos_figures import QOS_METRIC_SPECS, CaptureQos
 
 __all__ = ["CAPTURE_QOS_METRICS", "CaptureQos", "capture_qos", "study_loss_percent"]
 
-CAPTURE_QOS_METRICS = (
-    Metric("study_delay_ms", "ms", Better.LOWER,
-           "studies' 'delay': mean inter-arrival time of the flow's captured packets (not a "
-           "one-way delay)"),
-    Metric("study_jitter_ms", "ms", Better.LOWER,
-           "studies' 'jitter': mean absolute change between consecutive inter-arrival times"),
-    Metric("study_throughput_mbps", "Mbit/s", Better.HIGHER,
-           "studies' 'throughput': captured wire bits of the flow / capture time (first to last "
-           "packet) / 10^6"),
-)
+CAPTURE_QOS_METRICS = tuple(Metric(m.name, m.unit, Better(m.better), m.description)
+                            for m in QOS_METRIC_SPECS)
 """The metrics a :class:`CaptureQos` gives (:meth:`CaptureQos.by_metric`)."""
-
-
-@dataclass(frozen=True)
-class CaptureQos:
-    """Capture-based metrics of one received flow.
-
-    delay_ms: mean inter-arrival time of received packets (ms);
-    jitter_ms: mean |change| of consecutive inter-arrival times (ms);
-    throughput_mbps: received bits / capture time (first to last packet), in Mbit/s (10^6 bit/s);
-    packets: received packets; bytes: received bytes on the wire; capture_s: seconds.
-    """
-
-    delay_ms: float
-    jitter_ms: float
-    throughput_mbps: float
-    packets: int
-    bytes: int
-    capture_s: float
-
-    def by_metric(self) -> dict[str, float]:
-        """The values of :data:`CAPTURE_QOS_METRICS`, by metric name."""
-        values = (self.delay_ms, self.jitter_ms, self.throughput_mbps)
-        return {m.name: v for m, v in zip(CAPTURE_QOS_METRICS, values, strict=True)}
 
 
 def capture_qos(ts_ns: npt.NDArray[np.int64], wire_len: npt.NDArray[np.int64]) -> CaptureQos:
     """Study formulas over packet timestamps (ns) and wire lengths (bytes), in arrival order."""
-    import numpy as np
-
     n = int(ts_ns.size)
     if n != int(wire_len.size):
         raise ValueError(f"ts_ns and wire_len differ in length ({n} vs {wire_len.size})")

@@ -258,13 +258,15 @@ def test_damaged_captures_give_the_same_flows_or_error(
 
 
 def test_the_command_imports_no_numpy(tmp_path: Path) -> None:
-    """`virtbench parse pcap FILE --json` runs without numpy (and rich, pydantic): their
-    import alone costs about as long as tcpdump's whole read of a 1M-packet file."""
+    """`virtbench parse pcap FILE --json` runs without numpy, rich, pydantic or dataclasses
+    (which imports inspect): their import alone costs about as long as tcpdump's whole read of
+    a 1M-packet file."""
     probe = ("import sys; from virtbench.cli_entry import main; sys.argv = ['virtbench', "
              f"'parse', 'pcap', {str(DATA / 'two_flows.pcapng')!r}, '--json'];\n"
              "try:\n main()\nexcept SystemExit:\n pass\n"
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
-             "{'numpy', 'rich', 'pydantic', 'numba', 'typer', 'click'}), file=sys.stderr)")
+             "{'numpy', 'rich', 'pydantic', 'numba', 'typer', 'click', 'dataclasses'}), "
+             "file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)
     assert proc.stderr.strip().splitlines()[-1] == "[]"
