@@ -28,6 +28,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[${extras}]"
+# Byte-code of the sources now: where PYTHONDONTWRITEBYTECODE is set, every command would
+# otherwise compile each module it imports (virtbench parse pcap competes with tcpdump -r).
+.venv/bin/python -m compileall -q src/virtbench >/dev/null || true
 # Capture analysis loops as machine code (numba.pycc): no JIT start-up per command. Optional.
 .venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 \
   || echo "note: capture loops not compiled ahead of time; they are JIT-compiled on first use"
