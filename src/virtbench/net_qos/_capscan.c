@@ -272,7 +272,8 @@ static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, in
         fl->gap_sum = (int64_t)((uint64_t)fl->gap_sum + (uint64_t)gap);
         if (fl->packets >= 3) {
             int64_t d = (int64_t)((uint64_t)gap - (uint64_t)fl->prev_gap);
-            fl->dgap_sum = (int64_t)((uint64_t)fl->dgap_sum + (uint64_t)(d >= 0 ? d : -d));
+            uint64_t abs_d = d >= 0 ? (uint64_t)d : 0 - (uint64_t)d;
+            fl->dgap_sum = (int64_t)((uint64_t)fl->dgap_sum + abs_d);
         }
         fl->prev_gap = gap;
     }
@@ -535,7 +536,7 @@ static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, i
             gap_sum += (uint64_t)gap;
             if (k >= 2) {
                 int64_t d = (int64_t)((uint64_t)gap - (uint64_t)prev_gap);
-                dgap_sum += (uint64_t)(d >= 0 ? d : -d);
+                dgap_sum += (d >= 0 ? (uint64_t)d : 0 - (uint64_t)d);
             }
             prev_gap = gap;
         }
