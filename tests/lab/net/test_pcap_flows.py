@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from virtbench.net_qos.flows import capture_flows, parse_flow_spec, select_flows
+from virtbench.net_qos.capture_scan import scan_capture
+from virtbench.net_qos.flows import FlowStats, capture_flows, parse_flow_spec, select_flows
 from virtbench.net_qos.pcap import read_pcap
 
 pytestmark = pytest.mark.lab
@@ -75,11 +76,17 @@ def two_flow_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _readers(path: Path) -> list[list[FlowStats]]:
+    """The flows of the per-packet reader (the labs') and of the one-pass scanner (the
+    command's)."""
+    return [capture_flows(read_pcap(path)), scan_capture(path).flows]
+
+
 def test_every_flow_matches_tshark(two_flow_capture: Path, tshark_flows: Any) -> None:
-    ours = {(f.flow.proto, f.flow.src, f.flow.sport, f.flow.dst, f.flow.dport):
-            [f.packets, f.bytes, f.first_ns, f.last_ns]
-            for f in capture_flows(read_pcap(two_flow_capture))}
-    assert ours == tshark_flows(two_flow_capture)
+    for flows in _readers(two_flow_capture):
+        ours = {(f.flow.proto, f.flow.src, f.flow.sport, f.flow.dst, f.flow.dport):
+                [f.packets, f.bytes, f.first_ns, f.last_ns] for f in flows}
+        assert ours == tshark_flows(two_flow_capture)
     assert {k[0] for k in ours} == {"tcp", "udp"}
     assert max(v[0] for k, v in ours.items() if k[0] == "udp") > 500  # 2 s of 500 packets/s
 
@@ -91,10 +98,11 @@ def test_every_flow_matches_tshark(two_flow_capture: Path, tshark_flows: Any) ->
 def test_flow_selection_matches_tshark(two_flow_capture: Path, tshark_flows: Any, spec: str,
                                        display_filter: str) -> None:
     for path in (two_flow_capture, _as_pcapng(two_flow_capture)):
-        chosen = select_flows(capture_flows(read_pcap(path)), parse_flow_spec(spec))
-        ours = {(f.flow.proto, f.flow.src, f.flow.sport, f.flow.dst, f.flow.dport):
-                [f.packets, f.bytes, f.first_ns, f.last_ns] for f in chosen}
-        assert ours and ours == tshark_flows(path, display_filter)
+        for flows in _readers(path):
+            chosen = select_flows(flows, parse_flow_spec(spec))
+            ours = {(f.flow.proto, f.flow.src, f.flow.sport, f.flow.dst, f.flow.dport):
+                    [f.packets, f.bytes, f.first_ns, f.last_ns] for f in chosen}
+            assert ours and ours == tshark_flows(path, display_filter)
 
 
 def test_command_reports_the_received_udp_flow(two_flow_capture: Path,
