@@ -20,10 +20,19 @@
 #define MAX_INTERFACES (1 << 16)
 #define NO_TIME INT64_MIN
 
+/* A flow's timestamps reach its sums in time order through a window of the last WINDOW ones:
+ * a capture on several CPUs puts a packet a place or two after a later one (seen here in every
+ * TCP capture), and the studies' formulas sort. A timestamp earlier than one already summed
+ * "spills" the flow: a second pass then sorts all of its timestamps. */
+#define WINDOW 4 /* a power of two */
+
 typedef struct {
     uint64_t key[5];
-    int64_t packets, bytes, first, last, prev, gap_sum, dgap_sum, prev_gap;
-    int ordered, timed;
+    int64_t packets, bytes, first, last;
+    int64_t window[WINDOW]; /* ring, ascending from head */
+    int64_t head, held;     /* index of the earliest, number held */
+    int64_t summed, prev, prev_gap, gap_sum, dgap_sum; /* over the timestamps in time order */
+    int spilled, timed;
     int64_t *times; /* second pass only: the flow's timestamps, to sort */
     int64_t n_times;
 } Flow;
@@ -206,7 +215,6 @@ static int64_t flow_id(Flows *fs, const uint64_t key[5]) {
             Flow *fl = &fs->flows[f];
             memset(fl, 0, sizeof(Flow));
             memcpy(fl->key, key, sizeof(fl->key));
-            fl->ordered = 1;
             fl->timed = 1;
             fs->table[slot] = f;
             if (fs->n_flows * 2 > fs->table_cap && grow_table(fs) < 0) /* at most half full */
@@ -222,8 +230,25 @@ static int64_t flow_id(Flows *fs, const uint64_t key[5]) {
     return f;
 }
 
+/* The next timestamp of a flow in time order into Σ gap and Σ |Δ gap| (wrapping, as numba's
+ * int64 does in capture_kernels.flow_sums). */
+static inline void sum_next(Flow *fl, int64_t t) {
+    if (fl->summed >= 1) {
+        int64_t gap = (int64_t)((uint64_t)t - (uint64_t)fl->prev);
+        fl->gap_sum = (int64_t)((uint64_t)fl->gap_sum + (uint64_t)gap);
+        if (fl->summed >= 2) {
+            int64_t d = (int64_t)((uint64_t)gap - (uint64_t)fl->prev_gap);
+            uint64_t abs_d = d >= 0 ? (uint64_t)d : 0 - (uint64_t)d;
+            fl->dgap_sum = (int64_t)((uint64_t)fl->dgap_sum + abs_d);
+        }
+        fl->prev_gap = gap;
+    }
+    fl->prev = t;
+    fl->summed++;
+}
+
 /* capture_kernels.flow_sums for one packet; in the second pass, keep the timestamps of the
- * flows whose timestamps go back (the studies' formulas sort them). */
+ * spilled flows. */
 static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
                       int64_t t, int64_t wire) {
     uint64_t key[5];
@@ -262,22 +287,34 @@ static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, in
         fl->first = t;
         fl->last = t;
     } else {
-        int64_t gap = (int64_t)((uint64_t)t - (uint64_t)fl->prev);
-        if (gap < 0)
-            fl->ordered = 0;
         if (t < fl->first)
             fl->first = t;
         if (t > fl->last)
             fl->last = t;
-        fl->gap_sum = (int64_t)((uint64_t)fl->gap_sum + (uint64_t)gap);
-        if (fl->packets >= 3) {
-            int64_t d = (int64_t)((uint64_t)gap - (uint64_t)fl->prev_gap);
-            uint64_t abs_d = d >= 0 ? (uint64_t)d : 0 - (uint64_t)d;
-            fl->dgap_sum = (int64_t)((uint64_t)fl->dgap_sum + abs_d);
-        }
-        fl->prev_gap = gap;
     }
-    fl->prev = t;
+    if (fl->held == WINDOW) { /* the earliest leaves the window */
+        sum_next(fl, fl->window[fl->head & (WINDOW - 1)]);
+        fl->head++;
+        fl->held--;
+    }
+    if (fl->summed > 0 && t < fl->prev)
+        fl->spilled = 1;
+    int64_t pos = fl->head + fl->held; /* insertion from the end: one comparison in order */
+    while (pos > fl->head && fl->window[(pos - 1) & (WINDOW - 1)] > t) {
+        fl->window[pos & (WINDOW - 1)] = fl->window[(pos - 1) & (WINDOW - 1)];
+        pos--;
+    }
+    fl->window[pos & (WINDOW - 1)] = t;
+    fl->held++;
+}
+
+/* The rest of every flow's window into its sums, once the walk is over. */
+static void flush_windows(Flows *fs) {
+    for (int64_t i = 0; i < fs->n_flows; i++) {
+        Flow *fl = &fs->flows[i];
+        for (; fl->held > 0; fl->held--, fl->head++)
+            sum_next(fl, fl->window[fl->head & (WINDOW - 1)]);
+    }
 }
 
 static void walk_classic(const uint8_t *b, int64_t size, int big, int64_t hdr, int64_t scale,
@@ -502,15 +539,14 @@ static void sort_times(int64_t *t, int64_t n) {
     }
 }
 
-/* Σ gap and Σ |Δ gap| of the sorted timestamps of the flows whose timestamps go back (a
- * capture on several CPUs), as flows._sorted_sums: a second walk collects them, by the flow
- * ids the first one kept. */
+/* Σ gap and Σ |Δ gap| of the sorted timestamps of the spilled flows, as flows._sorted_sums: a
+ * second walk collects them, by the flow ids the first one kept. */
 static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr,
                           int64_t scale, int64_t link, Flows *fs) {
     int any = 0;
     for (int64_t i = 0; i < fs->n_flows; i++) {
         Flow *fl = &fs->flows[i];
-        if (!fl->ordered && fl->timed && fl->packets >= 3) {
+        if (fl->spilled && fl->timed && fl->packets >= 3) {
             fl->times = malloc((size_t)fl->packets * sizeof(int64_t));
             if (!fl->times)
                 return -1;
@@ -529,19 +565,9 @@ static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, i
         if (!fl->times)
             continue;
         sort_times(fl->times, fl->n_times);
-        uint64_t gap_sum = 0, dgap_sum = 0;
-        int64_t prev_gap = 0;
-        for (int64_t k = 1; k < fl->n_times; k++) {
-            int64_t gap = (int64_t)((uint64_t)fl->times[k] - (uint64_t)fl->times[k - 1]);
-            gap_sum += (uint64_t)gap;
-            if (k >= 2) {
-                int64_t d = (int64_t)((uint64_t)gap - (uint64_t)prev_gap);
-                dgap_sum += (d >= 0 ? (uint64_t)d : 0 - (uint64_t)d);
-            }
-            prev_gap = gap;
-        }
-        fl->gap_sum = (int64_t)gap_sum;
-        fl->dgap_sum = (int64_t)dgap_sum;
+        fl->summed = fl->gap_sum = fl->dgap_sum = 0;
+        for (int64_t k = 0; k < fl->n_times; k++)
+            sum_next(fl, fl->times[k]);
     }
     return 0;
 }
@@ -620,8 +646,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     fs.ids = malloc((size_t)fs.ids_cap * sizeof(int32_t));
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed ||
-          sort_unordered(b, size, pcapng, big, hdr, scale, link, &fs) < 0;
+    bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed;
+    if (!bad) {
+        flush_windows(&fs);
+        bad = sort_unordered(b, size, pcapng, big, hdr, scale, link, &fs) < 0;
+    }
     Py_END_ALLOW_THREADS
     if (bad) {
         PyErr_NoMemory();

@@ -6,6 +6,7 @@ headers, fragments, non-IP packets, clocks that step back, and damaged files."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 import subprocess
 import sys
@@ -222,17 +223,22 @@ def test_pcapng_captures_give_the_same_flows(sections: list[tuple[
     assert scanned == reader
 
 
-def test_a_flow_whose_clock_steps_back_is_sorted_by_both() -> None:
+@pytest.mark.parametrize("back_ns", [1_500_000, 3_500_000, 60_000_000])
+def test_a_flow_whose_clock_steps_back_is_sorted_by_both(back_ns: int) -> None:
+    """A timestamp a place or two back stays in the scanner's window; one further back (60
+    places) makes it sort the flow's timestamps in a second pass: the same sums either way."""
     pkt = _framed(1, _IP_PACKETS[0], 0)
     times = [10**18 + i * 1_000_000 for i in range(200)]
-    times[50], times[51] = times[51], times[50]
-    times[120] -= 3_500_000
+    times[120] -= back_ns
     data = classic("<", 0xA1B23C4D, 1, [(t, pkt, 0) for t in times])
     reader, scanned = _both(data)
     assert scanned == reader
     [flow] = scan_capture(data).flows
     assert isinstance(flow, FlowStats) and flow.qos is not None
     assert flow.qos.delay_ms == pytest.approx((max(times) - min(times)) / 199 / 1e6)
+    gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
+    jitter_ns = sum(abs(b - a) for a, b in itertools.pairwise(gaps)) / (len(gaps) - 1)
+    assert flow.qos.jitter_ms == pytest.approx(jitter_ns / 1e6)
 
 
 # --- damaged files --------------------------------------------------------------------------------
