@@ -9,6 +9,8 @@ and bytes equal tshark's (`frame.len` is a record's original length).
 
 A file cut short or corrupted part-way is read up to the last intact record and marked
 (`PcapRecords.damage` says where and why); a file that is not a capture raises `PcapError`.
+This is the labs' reader (per-packet arrays); `virtbench parse pcap` needs only per-flow sums
+and gets them from one pass of C (`virtbench.net_qos.capture_scan`), without numpy.
 """
 
 from __future__ import annotations
