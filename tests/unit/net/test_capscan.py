@@ -277,3 +277,12 @@ def test_the_command_imports_no_numpy(tmp_path: Path) -> None:
                           check=True)
     assert proc.stderr.strip().splitlines()[-1] == "[]"
     assert '"metric": "packets"' in proc.stdout
+
+
+def test_the_command_reads_a_compressed_capture_from_stdin() -> None:
+    cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
+    piped = subprocess.run([*cmd, "-", "--json", "--flow", "udp"], capture_output=True,
+                           check=True, input=(DATA / "two_flows_us.pcap.zst").read_bytes()).stdout
+    named = subprocess.run([*cmd, str(DATA / "two_flows_us.pcap"), "--json", "--flow", "udp"],
+                           capture_output=True, check=True).stdout
+    assert piped == named and b'"proto": "udp"' in named
