@@ -45,8 +45,6 @@ typedef struct {
     uint64_t last_key[5];
     int64_t last_id;
     int collect; /* second pass: record the timestamps of the flows marked for sorting */
-    int32_t *ids; /* each packet's flow id, from the first pass (NULL: too many to keep) */
-    int64_t n_ids, ids_cap;
     int failed;  /* out of memory */
 } Flows;
 
@@ -252,13 +250,8 @@ static inline void sum_next(Flow *fl, int64_t t) {
 static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
                       int64_t t, int64_t wire) {
     uint64_t key[5];
-    int64_t f;
-    if (fs->collect && fs->ids) { /* the second pass reads only the records' timestamps */
-        f = fs->ids[fs->n_ids++];
-    } else {
-        key_of(b, data, data + cap, link, key);
-        f = flow_id(fs, key);
-    }
+    key_of(b, data, data + cap, link, key);
+    int64_t f = flow_id(fs, key);
     if (f < 0) {
         fs->failed = 1;
         return;
@@ -268,14 +261,6 @@ static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, in
         if (fl->times)
             fl->times[fl->n_times++] = t;
         return;
-    }
-    if (fs->ids) {
-        if (fs->n_ids < fs->ids_cap && f <= INT32_MAX) {
-            fs->ids[fs->n_ids++] = (int32_t)f;
-        } else {
-            free(fs->ids);
-            fs->ids = NULL;
-        }
     }
     fl->bytes += wire;
     fl->packets += 1;
@@ -540,7 +525,7 @@ static void sort_times(int64_t *t, int64_t n) {
 }
 
 /* Σ gap and Σ |Δ gap| of the sorted timestamps of the spilled flows, as flows._sorted_sums: a
- * second walk collects them, by the flow ids the first one kept. */
+ * second walk collects them. */
 static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr,
                           int64_t scale, int64_t link, Flows *fs) {
     int any = 0;
@@ -557,7 +542,6 @@ static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, i
         return 0;
     Walk w;
     fs->collect = 1;
-    fs->n_ids = 0;
     if (walk(b, size, pcapng, big, hdr, scale, link, fs, &w) < 0 || fs->failed)
         return -1;
     for (int64_t i = 0; i < fs->n_flows; i++) {
@@ -599,7 +583,6 @@ static void free_flows(Flows *fs) {
             free(fs->flows[i].times);
     free(fs->flows);
     free(fs->table);
-    free(fs->ids);
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -640,10 +623,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     memset(fs.table, 0xFF, (size_t)fs.table_cap * sizeof(int64_t));
     const uint8_t *b = view.buf;
     int64_t size = (int64_t)view.len;
-    /* Room for every packet's flow id (a record has at least 16 bytes); only the pages written
-     * are backed. Without it (no memory), a second pass re-decodes the packets instead. */
-    fs.ids_cap = size / 16 + 1;
-    fs.ids = malloc((size_t)fs.ids_cap * sizeof(int32_t));
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed;
