@@ -12,7 +12,7 @@ import re
 import weakref
 from typing import Any
 
-from virtbench.targets.base import Target
+from virtbench.targets.base import Gathered, ProcResult, Target
 
 __all__ = ["TOOL_VERSION_COMMANDS", "collect_facts", "parse_cpuinfo", "parse_meminfo"]
 
@@ -34,15 +34,31 @@ TOOL_VERSION_COMMANDS: dict[str, list[str]] = {
 }
 
 
-def _batch(target: Target, argvs: list[list[str]], timeout: float = 30) -> list[str | None]:
-    """Each command's output (None: it failed); one round trip on a remote target. The time
-    limit is generous: a Python start-up in an emulated (TCG) guest on a busy host takes seconds."""
+# The time limit is generous: a Python start-up in an emulated (TCG) guest on a busy host
+# takes seconds.
+_TIMEOUT_S = 30
+
+
+def _outputs(results: list[ProcResult]) -> list[str | None]:
+    """Each command's output (None: it failed); some tools (nginx -v) print versions on
+    stderr."""
+    return [(r.stdout or r.stderr) if r.returncode == 0 else None for r in results]
+
+
+def _batch(target: Target, argvs: list[list[str]]) -> list[str | None]:
+    """Each command's output (None: it failed); one round trip on a remote target."""
     try:
-        results = target.run_batch(argvs, timeout=timeout)
+        return _outputs(target.run_batch(argvs, timeout=_TIMEOUT_S))
     except Exception:  # a timeout, a lost connection: a fact is never worth a crash
         return [None] * len(argvs)
-    # some tools (nginx -v) print versions on stderr
-    return [(r.stdout or r.stderr) if r.returncode == 0 else None for r in results]
+
+
+def _gather(target: Target, files: list[str], binaries: list[str],
+            argvs: list[list[str]]) -> Gathered:
+    try:
+        return target.gather(files, binaries, argvs, timeout=_TIMEOUT_S)
+    except Exception:  # a fact is never worth a crash
+        return Gathered([None] * len(files), [None] * len(binaries), [])
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
@@ -100,12 +116,6 @@ def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
     return info
 
 
-# Where a tool's binary is and which file it is: path, then `stat -L` (device, inode, size,
-# mtime, ctime), then the file's first two bytes ("#!": a script, e.g. a pyenv shim, whose
-# version depends on more than the file). A package upgrade replaces the binary: a new identity.
-_PROBE = ('p=$(command -v -- "$1") || exit 1; printf "%s\\n" "$p"; '
-          'stat -L -c "%d %i %s %Y %Z" -- "$p"; head -c 2 -- "$p"')
-
 # target -> tool -> (identity of its binary, version line): the "after" facts of a run reuse
 # the "before" versions of binaries that did not change (`tshark --version` alone costs ~0.2 s
 # of CPU on the host, twice per run and host).
@@ -152,19 +162,20 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
 
 
 def collect_facts(target: Target) -> dict[str, Any]:
-    """Every fact in two batches: one round trip each on a remote target (a fleet of 50 hosts
-    would otherwise spend its start in ~40 sequential ssh commands per host)."""
+    """Every fact in two round trips on a remote target (a fleet of 50 hosts would otherwise
+    spend its start in ~40 sequential ssh commands per host): files and binaries (read and
+    probed by virtbench's agent itself there) with the commands, then the tools' versions."""
     facts: dict[str, Any] = {"target": target.describe()}
-    fixed = [["cat", "/proc/cpuinfo"], ["lscpu", "--json"], ["systemd-detect-virt"],
-             *[["cat", f"/sys/class/dmi/id/{name}"] for name in _DMI],
-             ["uname", "-srvm"], ["cat", "/proc/meminfo"], ["cat", "/etc/os-release"],
-             [*target.python(), "-c", _PYTHON_PACKAGES]]
-    probes = ([["sh", "-c", _PROBE, "sh", argv[0]]
-               for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else [])
-    outputs = _batch(target, fixed + probes)
-    cpuinfo, lscpu, detect = outputs[0], outputs[1], outputs[2]
-    dmi = dict(zip(_DMI, outputs[3:3 + len(_DMI)], strict=True))
-    uname, meminfo, os_release, python_packages = outputs[3 + len(_DMI):len(fixed)]
+    files = ["/proc/cpuinfo", *[f"/sys/class/dmi/id/{name}" for name in _DMI],
+             "/proc/meminfo", "/etc/os-release"]
+    commands = [["lscpu", "--json"], ["systemd-detect-virt"], ["uname", "-srvm"],
+                [*target.python(), "-c", _PYTHON_PACKAGES]]
+    tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else []
+    found = _gather(target, files, tools, commands)
+    cpuinfo, *dmi_texts, meminfo, os_release = found.files
+    dmi = dict(zip(_DMI, dmi_texts, strict=True))
+    lscpu, detect, uname, python_packages = (_outputs(found.results)
+                                             or [None] * len(commands))
     cpu = parse_cpuinfo(cpuinfo) if cpuinfo else {"flags": []}
     facts["cpu"] = cpu
     facts["hypervisor"] = _hypervisor(cpu["flags"], lscpu, detect, dmi)
@@ -173,7 +184,7 @@ def collect_facts(target: Target) -> dict[str, Any]:
     if os_release:
         pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
         facts["os"] = pretty.group(1) if pretty else ""
-    facts["tools"] = _tool_versions(target, _present_tools(target, outputs[len(fixed):]))
+    facts["tools"] = _tool_versions(target, _present_tools(target, found.binaries))
     if python_packages:
         with contextlib.suppress(ValueError, IndexError):
             facts["python_packages"] = json.loads(python_packages.strip().splitlines()[-1])
