@@ -12,6 +12,7 @@ import re
 import weakref
 from typing import Any
 
+from virtbench.facts.version_cache import load_versions, save_versions
 from virtbench.targets.base import Gathered, ProcResult, Target
 
 __all__ = ["TOOL_VERSION_COMMANDS", "collect_facts", "parse_cpuinfo", "parse_meminfo"]
@@ -118,7 +119,8 @@ def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
 
 # target -> tool -> (identity of its binary, version line): the "after" facts of a run reuse
 # the "before" versions of binaries that did not change (`tshark --version` alone costs ~0.2 s
-# of CPU on the host, twice per run and host).
+# of CPU on the host, twice per run and host); a remote host's also come from and go to the
+# cache of earlier runs (version_cache).
 _VERSIONS: weakref.WeakKeyDictionary[Target, dict[str, tuple[str, str]]] = (
     weakref.WeakKeyDictionary())
 
@@ -142,12 +144,15 @@ def _present_tools(target: Target, probes: list[str | None]) -> dict[str, str | 
 def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, str]:
     """Each present tool's version line; asked on the target unless its binary is the very file
     whose version this target reported before."""
-    known = _VERSIONS.setdefault(target, {})
+    known = _VERSIONS.get(target)
+    if known is None:
+        known = _VERSIONS[target] = load_versions(target.describe()) if target.batches else {}
     ask = [tool for tool, identity in present.items()
            if identity is None or known.get(tool, ("", ""))[0] != identity]
     outputs = dict(zip(ask, _batch(target, [TOOL_VERSION_COMMANDS[tool] for tool in ask]),
                        strict=True))
     versions: dict[str, str] = {}
+    learnt = False
     for tool, identity in present.items():
         if tool in outputs:
             output = outputs[tool]
@@ -156,8 +161,11 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
             versions[tool] = output.strip().splitlines()[0][:200]
             if identity is not None:
                 known[tool] = (identity, versions[tool])
+                learnt = True
         else:
             versions[tool] = known[tool][1]
+    if learnt and target.batches:
+        save_versions(target.describe(), known)
     return versions
 
 

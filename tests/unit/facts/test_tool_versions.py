@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.facts import collect_facts
+from virtbench.facts.version_cache import load_versions, save_versions
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
 
@@ -36,6 +37,7 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     (tmp_path / "iperf3").write_text("#!/bin/sh\necho iperf 3.0-script\n")  # a script (shim)
     (tmp_path / "iperf3").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     host = BatchingHost()
 
     def asked(tool: str) -> int:
@@ -50,4 +52,20 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     shutil.copy2(shutil.which("dirname") or "/usr/bin/dirname", irtt)
     assert collect_facts(host)["tools"]["irtt"] == "."
     assert asked("irtt") == 2
-    assert collect_facts(BatchingHost())["tools"]["irtt"] == "."  # another target asks anew
+    # a later run's target of the same host: the versions it reported, from the cache
+    later = BatchingHost()
+    assert collect_facts(later)["tools"] == again | {"irtt": "."}
+    assert [argv[0] for argv in later.ran if argv[0] in ("irtt", "iperf3")] == ["iperf3"]
+
+
+def test_the_cache_is_per_host_and_survives_a_broken_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    save_versions("ssh:a", {"irtt": ("/usr/bin/irtt\n1 2 3 4 5", "irtt 0.9")})
+    save_versions("ssh:b", {"irtt": ("/usr/bin/irtt\n1 2 3 4 6", "irtt 1.0")})
+    assert load_versions("ssh:a") == {"irtt": ("/usr/bin/irtt\n1 2 3 4 5", "irtt 0.9")}
+    assert load_versions("ssh:b")["irtt"][1] == "irtt 1.0" and load_versions("ssh:c") == {}
+    (tmp_path / "virtbench" / "tool-versions.json").write_text("{not json")
+    assert load_versions("ssh:a") == {}  # asked again, never a crash
+    save_versions("ssh:a", {})
+    assert load_versions("ssh:a") == {}

@@ -1,0 +1,60 @@
+"""Tool versions remembered across runs, per host and per binary file (the XDG cache).
+
+A version line is only reused for the very file it was asked of: same path, device, inode,
+size, mtime and ctime (a package upgrade replaces the binary: a new identity, asked again).
+Asking costs the host a process per tool each run (`tshark --version` alone ~0.2 s of CPU,
+`ffmpeg -version` ~0.08 s): on a fleet of 50 hosts that is most of a short run's host CPU.
+Hosts write this file concurrently (a fleet's processes): each write merges under a lock and
+replaces the file whole, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["load_versions", "save_versions"]
+
+Known = dict[str, tuple[str, str]]  # tool -> (identity of its binary, version line)
+
+
+def _path() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "virtbench" / "tool-versions.json"
+
+
+def _read(path: Path) -> dict[str, dict[str, list[str]]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: ask the hosts again
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_versions(host: str) -> Known:
+    """What ``host`` reported before (empty: nothing, or the cache cannot be read)."""
+    entries = _read(_path()).get(host)
+    if not isinstance(entries, dict):
+        return {}
+    return {tool: (str(pair[0]), str(pair[1])) for tool, pair in entries.items()
+            if isinstance(pair, list) and len(pair) == 2}
+
+
+def save_versions(host: str, known: Known) -> None:
+    """Remember ``known`` for ``host``; a cache that cannot be written is left alone (the
+    versions are asked again next time)."""
+    path = _path()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = _read(path)
+            data[host] = {tool: list(pair) for tool, pair in sorted(known.items())}
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tool-versions.")
+            with os.fdopen(fd, "w") as out:
+                json.dump(data, out, indent=1, sort_keys=True)
+            os.replace(tmp, path)
