@@ -6,12 +6,12 @@ an SSH machine or a guest. Missing commands leave their fact out rather than fai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import weakref
 from typing import Any
 
+from virtbench.facts.python_packages import PROBE, Remembered, parse_probe
 from virtbench.facts.version_cache import load_versions, save_versions
 from virtbench.targets.base import Gathered, ProcResult, Target
 
@@ -54,12 +54,12 @@ def _batch(target: Target, argvs: list[list[str]]) -> list[str | None]:
         return [None] * len(argvs)
 
 
-def _gather(target: Target, files: list[str], binaries: list[str],
-            argvs: list[list[str]]) -> Gathered:
+def _gather(target: Target, files: list[str], binaries: list[str], argvs: list[list[str]],
+            paths: list[str]) -> Gathered:
     try:
-        return target.gather(files, binaries, argvs, timeout=_TIMEOUT_S)
+        return target.gather(files, binaries, argvs, paths=paths, timeout=_TIMEOUT_S)
     except Exception:  # a fact is never worth a crash
-        return Gathered([None] * len(files), [None] * len(binaries), [])
+        return Gathered([None] * len(files), [None] * len(binaries), [], [None] * len(paths))
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
@@ -91,9 +91,6 @@ def parse_meminfo(text: str) -> dict[str, int]:
 
 
 _DMI = ("sys_vendor", "product_name", "bios_vendor")
-_PYTHON_PACKAGES = ("import importlib.metadata as m, json; print(json.dumps("
-                    "{p: m.version(p) for p in ('crc32c', 'cryptography') "
-                    "if __import__('importlib.util').util.find_spec(p)}))")
 
 
 def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
@@ -170,20 +167,25 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
 
 
 def collect_facts(target: Target) -> dict[str, Any]:
-    """Every fact in two round trips on a remote target (a fleet of 50 hosts would otherwise
-    spend its start in ~40 sequential ssh commands per host): files and binaries (read and
-    probed by virtbench's agent itself there) with the commands, then the tools' versions."""
+    """Every fact in at most two round trips on a remote target (a fleet of 50 hosts would
+    otherwise spend its start in ~40 sequential ssh commands per host): files, binaries and
+    the Python path's identities (read, probed and stat'ed by virtbench's agent itself there)
+    with the commands, then the versions of the tools whose binaries changed since asked."""
     facts: dict[str, Any] = {"target": target.describe()}
     files = ["/proc/cpuinfo", *[f"/sys/class/dmi/id/{name}" for name in _DMI],
              "/proc/meminfo", "/etc/os-release"]
-    commands = [["lscpu", "--json"], ["systemd-detect-virt"], ["uname", "-srvm"],
-                [*target.python(), "-c", _PYTHON_PACKAGES]]
+    commands = [["lscpu", "--json"], ["systemd-detect-virt"], ["uname", "-srvm"]]
     tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else []
-    found = _gather(target, files, tools, commands)
+    python = [*target.python(), "-c", PROBE]
+    # a remote host's packages are asked again only when its Python or their directories
+    # changed; the identities are checked in the same round trip
+    before = Remembered(target.describe(), python) if target.batches else None
+    paths = before.paths if before is not None else []
+    found = _gather(target, files, tools, commands + ([] if paths else [python]), paths)
     cpuinfo, *dmi_texts, meminfo, os_release = found.files
     dmi = dict(zip(_DMI, dmi_texts, strict=True))
-    lscpu, detect, uname, python_packages = (_outputs(found.results)
-                                             or [None] * len(commands))
+    lscpu, detect, uname, *asked = (_outputs(found.results)
+                                    or [None] * (len(commands) + (0 if paths else 1)))
     cpu = parse_cpuinfo(cpuinfo) if cpuinfo else {"flags": []}
     facts["cpu"] = cpu
     facts["hypervisor"] = _hypervisor(cpu["flags"], lscpu, detect, dmi)
@@ -193,7 +195,12 @@ def collect_facts(target: Target) -> dict[str, Any]:
         pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
         facts["os"] = pretty.group(1) if pretty else ""
     facts["tools"] = _tool_versions(target, _present_tools(target, found.binaries))
-    if python_packages:
-        with contextlib.suppress(ValueError, IndexError):
-            facts["python_packages"] = json.loads(python_packages.strip().splitlines()[-1])
+    if before is not None and paths and before.holds(found.stats):
+        facts["python_packages"] = before.packages
+        return facts
+    answer = parse_probe(asked[0] if asked else _batch(target, [python])[0])
+    if answer is not None:
+        facts["python_packages"] = answer[0]
+        if before is not None:
+            before.learn(*answer)
     return facts

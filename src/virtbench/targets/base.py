@@ -7,7 +7,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["BINARY_PROBE", "CommandFailed", "Gathered", "ProcResult", "Target", "cannot_run_true"]
+__all__ = ["BINARY_PROBE", "PATH_STAT", "CommandFailed", "Gathered", "ProcResult", "Target",
+           "cannot_run_true"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ BINARY_PROBE = ('p=$(command -v -- "$1") || exit 1; printf "%s\\n" "$p"; '
                 'stat -L -c "%d %i %s %Y %Z" -- "$p"; head -c 2 -- "$p"')
 
 
+# A file's or directory's identity, to the nanosecond: device, inode, size, mtime, ctime.
+PATH_STAT = "%d %i %s %.9Y %.9Z"
+
+
 @dataclass
 class Gathered:
     """What ``Target.gather`` found, in the order asked."""
@@ -36,6 +41,8 @@ class Gathered:
     binaries: list[str | None]
     """Each binary's probe (see BINARY_PROBE); None: not on the PATH."""
     results: list[ProcResult]
+    stats: list[str | None]
+    """Each path's identity (PATH_STAT, following links); None: it does not exist."""
 
 
 class CommandFailed(RuntimeError):
@@ -113,18 +120,22 @@ class Target(abc.ABC):
         return [self.run(argv, timeout=timeout, check=False) for argv in argvs]
 
     def gather(self, files: Sequence[str], binaries: Sequence[str],
-               argvs: Sequence[Sequence[str]], *, timeout: float | None = None) -> Gathered:
-        """Files' texts, binaries' identities and short commands' results at once (facts).
+               argvs: Sequence[Sequence[str]], *, paths: Sequence[str] = (),
+               timeout: float | None = None) -> Gathered:
+        """Files' texts, binaries' and paths' identities and short commands' results at once
+        (facts).
 
-        Default: as commands (``cat``, ``sh -c BINARY_PROBE``) in one ``run_batch``; the SSH
-        target's agent reads the files and probes the binaries itself, without a process.
+        Default: as commands (``cat``, ``sh -c BINARY_PROBE``, ``stat``) in one ``run_batch``;
+        the SSH target's agent reads, probes and stats itself, without a process.
         """
         asked = [*(["cat", "--", path] for path in files),
-                 *(["sh", "-c", BINARY_PROBE, "sh", binary] for binary in binaries), *argvs]
+                 *(["sh", "-c", BINARY_PROBE, "sh", binary] for binary in binaries),
+                 *(["stat", "-L", "-c", PATH_STAT, "--", path] for path in paths), *argvs]
         results = self.run_batch(asked, timeout=timeout)
         texts = [r.stdout if r.returncode == 0 else None for r in results]
-        return Gathered(texts[:len(files)], texts[len(files):len(files) + len(binaries)],
-                        results[len(files) + len(binaries):])
+        ends = [len(files), len(files) + len(binaries), len(files) + len(binaries) + len(paths)]
+        return Gathered(texts[:ends[0]], texts[ends[0]:ends[1]], results[ends[2]:],
+                        [t.strip() if t is not None else None for t in texts[ends[1]:ends[2]]])
 
     def describe(self) -> str:
         return self.name

@@ -316,21 +316,25 @@ class SSHTarget(Target):
         return _results(argvs, reply["results"])
 
     def gather(self, files: Sequence[str], binaries: Sequence[str],
-               argvs: Sequence[Sequence[str]], *, timeout: float | None = None) -> Gathered:
-        """One request to the agent, which reads the files and probes the binaries without
-        starting a process (each ``cat`` or probe costs ~3-5 ms of the host's CPU, and facts
-        are gathered twice per run); without the agent, one ``sh`` as ``run_batch``."""
+               argvs: Sequence[Sequence[str]], *, paths: Sequence[str] = (),
+               timeout: float | None = None) -> Gathered:
+        """One request to the agent, which reads the files, probes the binaries and stats the
+        paths without starting a process (each ``cat`` or probe costs ~3-5 ms of the host's
+        CPU, and facts are gathered twice per run); without the agent, one ``sh`` as
+        ``run_batch``."""
         agent = self._session(["cat", *files])
         if not isinstance(agent, AgentSession):
-            return super().gather(files, binaries, argvs, timeout=timeout)
+            return super().gather(files, binaries, argvs, paths=paths, timeout=timeout)
         total = None if timeout is None else timeout * (len(argvs) + 1) + 30
         try:
             reply = agent.request("gather", total, files=list(files), binaries=list(binaries),
-                                  argvs=[list(a) for a in argvs], timeout=timeout)
+                                  paths=list(paths), argvs=[list(a) for a in argvs],
+                                  timeout=timeout)
         except SessionLost as lost:
             return Gathered([None] * len(files), [None] * len(binaries),
-                            [self._lost(argv, lost) for argv in argvs])
-        return Gathered(reply["files"], reply["binaries"], _results(argvs, reply["results"]))
+                            [self._lost(argv, lost) for argv in argvs], [None] * len(paths))
+        return Gathered(reply["files"], reply["binaries"], _results(argvs, reply["results"]),
+                        reply["stats"])
 
     def _batch_session(self, argvs: Sequence[Sequence[str]], *,
                        timeout: float | None = None) -> list[ProcResult]:

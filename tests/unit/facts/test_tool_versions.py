@@ -1,5 +1,6 @@
-"""The "after" facts reuse a tool's version while its binary is the same file (real commands,
-run locally through a target that batches as an SSH host does)."""
+"""The "after" facts and later runs reuse a tool's version while its binary is the same file,
+and the Python packages while the interpreter and its path are the same (real commands, run
+locally through a target that batches as an SSH host does)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.facts import collect_facts
+from virtbench.facts.python_packages import PROBE, parse_probe
 from virtbench.facts.version_cache import load_versions, save_versions
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
@@ -69,3 +71,36 @@ def test_the_cache_is_per_host_and_survives_a_broken_file(
     assert load_versions("ssh:a") == {}  # asked again, never a crash
     save_versions("ssh:a", {})
     assert load_versions("ssh:a") == {}
+
+
+def test_packages_are_asked_again_only_when_the_python_path_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    extra = tmp_path / "extra"  # a directory on the probe's path, as site-packages is
+    extra.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(extra))
+
+    def probes(host: BatchingHost) -> int:
+        return sum(1 for argv in host.ran if PROBE in argv)
+
+    first = BatchingHost()
+    packages = collect_facts(first)["python_packages"]
+    assert probes(first) == 1
+    later = BatchingHost()
+    assert collect_facts(later)["python_packages"] == packages and probes(later) == 0
+    (extra / "vb_module.py").write_text("")  # "pip install": the directory changed
+    changed = BatchingHost()
+    assert collect_facts(changed)["python_packages"] == packages
+    assert probes(changed) == 1
+
+
+def test_the_probe_states_identities_as_gather_does() -> None:
+    local = LocalTarget()
+    result = local.run([*local.python(), "-c", PROBE])
+    answer = parse_probe(result.stdout)
+    assert answer is not None
+    packages, identity = answer
+    assert set(packages) <= {"crc32c", "cryptography"} and len(identity) >= 2
+    gathered = local.gather([], [], [], paths=list(identity))
+    assert gathered.stats == list(identity.values())
+    assert parse_probe("") is None and parse_probe("not json") is None
