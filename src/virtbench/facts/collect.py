@@ -12,7 +12,7 @@ import weakref
 from typing import Any
 
 from virtbench.facts.python_packages import PROBE, Remembered, parse_probe
-from virtbench.facts.version_cache import load_versions, save_versions
+from virtbench.facts.version_cache import load_boot, load_versions, save_boot, save_versions
 from virtbench.targets.base import Gathered, ProcResult, Target
 
 __all__ = ["TOOL_VERSION_COMMANDS", "collect_facts", "parse_cpuinfo", "parse_meminfo"]
@@ -60,6 +60,11 @@ def _gather(target: Target, files: list[str], binaries: list[str], argvs: list[l
         return target.gather(files, binaries, argvs, paths=paths, timeout=_TIMEOUT_S)
     except Exception:  # a fact is never worth a crash
         return Gathered([None] * len(files), [None] * len(binaries), [], [None] * len(paths))
+
+
+# Commands whose answers hold for one boot of a host (the kernel, the hypervisor under it).
+BOOT_COMMANDS = (("lscpu", "--json"), ("systemd-detect-virt",), ("uname", "-srvm"))
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
@@ -166,26 +171,45 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
     return versions
 
 
+def _boot_outputs(target: Target, boot: dict[str, Any], boot_id: str | None,
+                  asked: list[str | None]) -> list[str | None]:
+    """BOOT_COMMANDS' outputs: those remembered for this boot of the host, else those just
+    ``asked`` (or asked now), remembered for the boot."""
+    if boot and boot_id is not None and boot["boot_id"] == boot_id:
+        return list(boot["outputs"])
+    outputs = asked or _batch(target, [list(argv) for argv in BOOT_COMMANDS])
+    if target.batches and boot_id is not None and outputs[-1] is not None:
+        save_boot(target.describe(), boot_id, outputs)
+    return outputs
+
+
 def collect_facts(target: Target) -> dict[str, Any]:
     """Every fact in at most two round trips on a remote target (a fleet of 50 hosts would
     otherwise spend its start in ~40 sequential ssh commands per host): files, binaries and
     the Python path's identities (read, probed and stat'ed by virtbench's agent itself there)
-    with the commands, then the versions of the tools whose binaries changed since asked."""
+    with the commands not remembered for this boot or Python, then the versions of the tools
+    whose binaries changed since asked."""
     facts: dict[str, Any] = {"target": target.describe()}
     files = ["/proc/cpuinfo", *[f"/sys/class/dmi/id/{name}" for name in _DMI],
              "/proc/meminfo", "/etc/os-release"]
-    commands = [["lscpu", "--json"], ["systemd-detect-virt"], ["uname", "-srvm"]]
     tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else []
     python = [*target.python(), "-c", PROBE]
     # a remote host's packages are asked again only when its Python or their directories
-    # changed; the identities are checked in the same round trip
+    # changed, the boot's commands only after a reboot; both are checked in the same round trip
     before = Remembered(target.describe(), python) if target.batches else None
     paths = before.paths if before is not None else []
-    found = _gather(target, files, tools, commands + ([] if paths else [python]), paths)
-    cpuinfo, *dmi_texts, meminfo, os_release = found.files
+    boot = load_boot(target.describe()) if target.batches else {}
+    if len(boot.get("outputs", [])) != len(BOOT_COMMANDS):
+        boot = {}
+    commands = [] if boot else [list(argv) for argv in BOOT_COMMANDS]
+    found = _gather(target, [*files, BOOT_ID], tools,
+                    commands + ([] if paths else [python]), paths)
+    cpuinfo, *dmi_texts, meminfo, os_release, boot_text = found.files
+    boot_id = boot_text.strip() if boot_text else None
     dmi = dict(zip(_DMI, dmi_texts, strict=True))
-    lscpu, detect, uname, *asked = (_outputs(found.results)
-                                    or [None] * (len(commands) + (0 if paths else 1)))
+    outputs = _outputs(found.results) or [None] * (len(commands) + (0 if paths else 1))
+    asked = outputs[len(commands):]
+    lscpu, detect, uname = _boot_outputs(target, boot, boot_id, outputs[:len(commands)])
     cpu = parse_cpuinfo(cpuinfo) if cpuinfo else {"flags": []}
     facts["cpu"] = cpu
     facts["hypervisor"] = _hypervisor(cpu["flags"], lscpu, detect, dmi)

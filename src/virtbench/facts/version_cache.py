@@ -1,9 +1,10 @@
 """Facts remembered across runs, per host, each with the identity of what it was asked of
-(the XDG cache): tool versions and the host Python's packages.
+(the XDG cache): tool versions, the host Python's packages and what holds for one boot.
 
 A version line is only reused for the very file it was asked of: same path, device, inode,
 size, mtime and ctime (a package upgrade replaces the binary: a new identity, asked again);
-the Python packages only while the interpreter and every directory on its path are unchanged.
+the Python packages only while the interpreter and every directory on its path are unchanged;
+the kernel (`uname`), `lscpu`'s hypervisor and `systemd-detect-virt` while the boot id is.
 Asking costs the host a process per tool each run (`tshark --version` alone ~0.2 s of CPU,
 `ffmpeg -version` ~0.08 s, the packages' Python ~0.06 s): on a fleet of 50 hosts that is most
 of a short run's host CPU. Hosts write this file concurrently (a fleet's processes): each write
@@ -20,7 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_python", "load_versions", "save_python", "save_versions"]
+__all__ = ["load_boot", "load_python", "load_versions", "save_boot", "save_python",
+           "save_versions"]
 
 Known = dict[str, tuple[str, str]]  # tool -> (identity of its binary, version line)
 
@@ -68,6 +70,19 @@ def load_python(host: str) -> dict[str, Any]:
 def save_python(host: str, python: str, identity: dict[str, str],
                 packages: dict[str, str]) -> None:
     _save(host, "python", {"python": python, "identity": identity, "packages": packages})
+
+
+def load_boot(host: str) -> dict[str, Any]:
+    """The outputs of the commands whose answer holds for one boot of the host:
+    {"boot_id": ..., "outputs": [...]} (empty: never asked)."""
+    found = _section(host, "boot")
+    outputs = found.get("outputs")
+    ok = isinstance(found.get("boot_id"), str) and isinstance(outputs, list)
+    return found if ok else {}
+
+
+def save_boot(host: str, boot_id: str, outputs: list[str | None]) -> None:
+    _save(host, "boot", {"boot_id": boot_id, "outputs": outputs})
 
 
 def _save(host: str, section: str, value: dict[str, Any]) -> None:

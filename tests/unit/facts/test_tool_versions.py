@@ -12,7 +12,7 @@ import pytest
 
 from virtbench.facts import collect_facts
 from virtbench.facts.python_packages import PROBE, parse_probe
-from virtbench.facts.version_cache import load_versions, save_versions
+from virtbench.facts.version_cache import load_boot, load_versions, save_versions
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
 
@@ -104,3 +104,26 @@ def test_the_probe_states_identities_as_gather_does() -> None:
     gathered = local.gather([], [], [], paths=list(identity))
     assert gathered.stats == list(identity.values())
     assert parse_probe("") is None and parse_probe("not json") is None
+
+
+def test_the_boots_commands_are_asked_again_only_after_a_reboot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def asked(host: BatchingHost) -> list[str]:
+        return [argv[0] for argv in host.ran if argv[0] in ("lscpu", "systemd-detect-virt",
+                                                            "uname")]
+
+    first = BatchingHost()
+    facts = collect_facts(first)
+    assert asked(first) == ["lscpu", "systemd-detect-virt", "uname"] and facts["kernel"]
+    later = BatchingHost()
+    again = collect_facts(later)
+    assert asked(later) == []
+    assert (again["kernel"], again["hypervisor"]) == (facts["kernel"], facts["hypervisor"])
+    cache = tmp_path / "virtbench" / "tool-versions.json"  # as if the host had rebooted
+    cache.write_text(cache.read_text().replace(load_boot("local")["boot_id"], "another-boot"))
+    rebooted = BatchingHost()
+    assert collect_facts(rebooted)["kernel"] == facts["kernel"]
+    assert asked(rebooted) == ["lscpu", "systemd-detect-virt", "uname"]
+    assert load_boot("local")["boot_id"] != "another-boot"
