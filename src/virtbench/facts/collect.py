@@ -202,9 +202,11 @@ def collect_facts(target: Target) -> dict[str, Any]:
     if len(boot.get("outputs", [])) != len(BOOT_COMMANDS):
         boot = {}
     commands = [] if boot else [list(argv) for argv in BOOT_COMMANDS]
-    found = _gather(target, [*files, BOOT_ID], tools,
+    boot_file = [BOOT_ID] if target.batches else []  # (locally a `cat` for nothing)
+    found = _gather(target, files + boot_file, tools,
                     commands + ([] if paths else [python]), paths)
-    cpuinfo, *dmi_texts, meminfo, os_release, boot_text = found.files
+    cpuinfo, *dmi_texts, meminfo, os_release = found.files[:len(files)]
+    boot_text = found.files[-1] if boot_file else None
     boot_id = boot_text.strip() if boot_text else None
     dmi = dict(zip(_DMI, dmi_texts, strict=True))
     outputs = _outputs(found.results) or [None] * (len(commands) + (0 if paths else 1))
