@@ -6,13 +6,14 @@ an SSH machine or a guest. Missing commands leave their fact out rather than fai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import weakref
 from typing import Any
 
-from virtbench.targets.base import Target
+from virtbench.facts.python_packages import PROBE, Remembered, parse_probe
+from virtbench.facts.version_cache import load_boot, load_versions, save_boot, save_versions
+from virtbench.targets.base import Gathered, ProcResult, Target
 
 __all__ = ["TOOL_VERSION_COMMANDS", "collect_facts", "parse_cpuinfo", "parse_meminfo"]
 
@@ -34,15 +35,36 @@ TOOL_VERSION_COMMANDS: dict[str, list[str]] = {
 }
 
 
-def _batch(target: Target, argvs: list[list[str]], timeout: float = 30) -> list[str | None]:
-    """Each command's output (None: it failed); one round trip on a remote target. The time
-    limit is generous: a Python start-up in an emulated (TCG) guest on a busy host takes seconds."""
+# The time limit is generous: a Python start-up in an emulated (TCG) guest on a busy host
+# takes seconds.
+_TIMEOUT_S = 30
+
+
+def _outputs(results: list[ProcResult]) -> list[str | None]:
+    """Each command's output (None: it failed); some tools (nginx -v) print versions on
+    stderr."""
+    return [(r.stdout or r.stderr) if r.returncode == 0 else None for r in results]
+
+
+def _batch(target: Target, argvs: list[list[str]]) -> list[str | None]:
+    """Each command's output (None: it failed); one round trip on a remote target."""
     try:
-        results = target.run_batch(argvs, timeout=timeout)
+        return _outputs(target.run_batch(argvs, timeout=_TIMEOUT_S))
     except Exception:  # a timeout, a lost connection: a fact is never worth a crash
         return [None] * len(argvs)
-    # some tools (nginx -v) print versions on stderr
-    return [(r.stdout or r.stderr) if r.returncode == 0 else None for r in results]
+
+
+def _gather(target: Target, files: list[str], binaries: list[str], argvs: list[list[str]],
+            paths: list[str]) -> Gathered:
+    try:
+        return target.gather(files, binaries, argvs, paths=paths, timeout=_TIMEOUT_S)
+    except Exception:  # a fact is never worth a crash
+        return Gathered([None] * len(files), [None] * len(binaries), [], [None] * len(paths))
+
+
+# Commands whose answers hold for one boot of a host (the kernel, the hypervisor under it).
+BOOT_COMMANDS = (("lscpu", "--json"), ("systemd-detect-virt",), ("uname", "-srvm"))
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
@@ -74,9 +96,6 @@ def parse_meminfo(text: str) -> dict[str, int]:
 
 
 _DMI = ("sys_vendor", "product_name", "bios_vendor")
-_PYTHON_PACKAGES = ("import importlib.metadata as m, json; print(json.dumps("
-                    "{p: m.version(p) for p in ('crc32c', 'cryptography') "
-                    "if __import__('importlib.util').util.find_spec(p)}))")
 
 
 def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
@@ -100,15 +119,10 @@ def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
     return info
 
 
-# Where a tool's binary is and which file it is: path, then `stat -L` (device, inode, size,
-# mtime, ctime), then the file's first two bytes ("#!": a script, e.g. a pyenv shim, whose
-# version depends on more than the file). A package upgrade replaces the binary: a new identity.
-_PROBE = ('p=$(command -v -- "$1") || exit 1; printf "%s\\n" "$p"; '
-          'stat -L -c "%d %i %s %Y %Z" -- "$p"; head -c 2 -- "$p"')
-
 # target -> tool -> (identity of its binary, version line): the "after" facts of a run reuse
 # the "before" versions of binaries that did not change (`tshark --version` alone costs ~0.2 s
-# of CPU on the host, twice per run and host).
+# of CPU on the host, twice per run and host); a remote host's also come from and go to the
+# cache of earlier runs (version_cache).
 _VERSIONS: weakref.WeakKeyDictionary[Target, dict[str, tuple[str, str]]] = (
     weakref.WeakKeyDictionary())
 
@@ -132,12 +146,15 @@ def _present_tools(target: Target, probes: list[str | None]) -> dict[str, str | 
 def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, str]:
     """Each present tool's version line; asked on the target unless its binary is the very file
     whose version this target reported before."""
-    known = _VERSIONS.setdefault(target, {})
+    known = _VERSIONS.get(target)
+    if known is None:
+        known = _VERSIONS[target] = load_versions(target.describe()) if target.batches else {}
     ask = [tool for tool, identity in present.items()
            if identity is None or known.get(tool, ("", ""))[0] != identity]
     outputs = dict(zip(ask, _batch(target, [TOOL_VERSION_COMMANDS[tool] for tool in ask]),
                        strict=True))
     versions: dict[str, str] = {}
+    learnt = False
     for tool, identity in present.items():
         if tool in outputs:
             output = outputs[tool]
@@ -146,25 +163,55 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
             versions[tool] = output.strip().splitlines()[0][:200]
             if identity is not None:
                 known[tool] = (identity, versions[tool])
+                learnt = True
         else:
             versions[tool] = known[tool][1]
+    if learnt and target.batches:
+        save_versions(target.describe(), known)
     return versions
 
 
+def _boot_outputs(target: Target, boot: dict[str, Any], boot_id: str | None,
+                  asked: list[str | None]) -> list[str | None]:
+    """BOOT_COMMANDS' outputs: those remembered for this boot of the host, else those just
+    ``asked`` (or asked now), remembered for the boot."""
+    if boot and boot_id is not None and boot["boot_id"] == boot_id:
+        return list(boot["outputs"])
+    outputs = asked or _batch(target, [list(argv) for argv in BOOT_COMMANDS])
+    if target.batches and boot_id is not None and outputs[-1] is not None:
+        save_boot(target.describe(), boot_id, outputs)
+    return outputs
+
+
 def collect_facts(target: Target) -> dict[str, Any]:
-    """Every fact in two batches: one round trip each on a remote target (a fleet of 50 hosts
-    would otherwise spend its start in ~40 sequential ssh commands per host)."""
+    """Every fact in at most two round trips on a remote target (a fleet of 50 hosts would
+    otherwise spend its start in ~40 sequential ssh commands per host): files, binaries and
+    the Python path's identities (read, probed and stat'ed by virtbench's agent itself there)
+    with the commands not remembered for this boot or Python, then the versions of the tools
+    whose binaries changed since asked."""
     facts: dict[str, Any] = {"target": target.describe()}
-    fixed = [["cat", "/proc/cpuinfo"], ["lscpu", "--json"], ["systemd-detect-virt"],
-             *[["cat", f"/sys/class/dmi/id/{name}"] for name in _DMI],
-             ["uname", "-srvm"], ["cat", "/proc/meminfo"], ["cat", "/etc/os-release"],
-             [*target.python(), "-c", _PYTHON_PACKAGES]]
-    probes = ([["sh", "-c", _PROBE, "sh", argv[0]]
-               for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else [])
-    outputs = _batch(target, fixed + probes)
-    cpuinfo, lscpu, detect = outputs[0], outputs[1], outputs[2]
-    dmi = dict(zip(_DMI, outputs[3:3 + len(_DMI)], strict=True))
-    uname, meminfo, os_release, python_packages = outputs[3 + len(_DMI):len(fixed)]
+    files = ["/proc/cpuinfo", *[f"/sys/class/dmi/id/{name}" for name in _DMI],
+             "/proc/meminfo", "/etc/os-release"]
+    tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else []
+    python = [*target.python(), "-c", PROBE]
+    # a remote host's packages are asked again only when its Python or their directories
+    # changed, the boot's commands only after a reboot; both are checked in the same round trip
+    before = Remembered(target.describe(), python) if target.batches else None
+    paths = before.paths if before is not None else []
+    boot = load_boot(target.describe()) if target.batches else {}
+    if len(boot.get("outputs", [])) != len(BOOT_COMMANDS):
+        boot = {}
+    commands = [] if boot else [list(argv) for argv in BOOT_COMMANDS]
+    boot_file = [BOOT_ID] if target.batches else []  # (locally a `cat` for nothing)
+    found = _gather(target, files + boot_file, tools,
+                    commands + ([] if paths else [python]), paths)
+    cpuinfo, *dmi_texts, meminfo, os_release = found.files[:len(files)]
+    boot_text = found.files[-1] if boot_file else None
+    boot_id = boot_text.strip() if boot_text else None
+    dmi = dict(zip(_DMI, dmi_texts, strict=True))
+    outputs = _outputs(found.results) or [None] * (len(commands) + (0 if paths else 1))
+    asked = outputs[len(commands):]
+    lscpu, detect, uname = _boot_outputs(target, boot, boot_id, outputs[:len(commands)])
     cpu = parse_cpuinfo(cpuinfo) if cpuinfo else {"flags": []}
     facts["cpu"] = cpu
     facts["hypervisor"] = _hypervisor(cpu["flags"], lscpu, detect, dmi)
@@ -173,8 +220,13 @@ def collect_facts(target: Target) -> dict[str, Any]:
     if os_release:
         pretty = re.search(r'^PRETTY_NAME="?([^"\n]*)', os_release, re.M)
         facts["os"] = pretty.group(1) if pretty else ""
-    facts["tools"] = _tool_versions(target, _present_tools(target, outputs[len(fixed):]))
-    if python_packages:
-        with contextlib.suppress(ValueError, IndexError):
-            facts["python_packages"] = json.loads(python_packages.strip().splitlines()[-1])
+    facts["tools"] = _tool_versions(target, _present_tools(target, found.binaries))
+    if before is not None and paths and before.holds(found.stats):
+        facts["python_packages"] = before.packages
+        return facts
+    answer = parse_probe(asked[0] if asked else _batch(target, [python])[0])
+    if answer is not None:
+        facts["python_packages"] = answer[0]
+        if before is not None:
+            before.learn(*answer)
     return facts

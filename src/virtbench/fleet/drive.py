@@ -191,21 +191,28 @@ class FleetRunner:
                     hosts: Sequence[FleetHost] | None = None) -> None:
         """Each host in a thread of this process (when this process runs other threads, or
         several hosts share a forked process)."""
-        def drive(host: FleetHost) -> None:
-            results[host.name] = self._drive_safely(host, runs[host.name], resume)
+        # Waited for with events, not Thread.join: a Ctrl-C that interrupts join() marks a
+        # thread still running as ended (CPython 3.11's _wait_for_tstate_lock releases the
+        # running thread's lock), and the process would then end under a host mid-trial.
+        def drive(host: FleetHost, done: threading.Event) -> None:
+            try:
+                results[host.name] = self._drive_safely(host, runs[host.name], resume)
+            finally:
+                done.set()
 
-        threads = [threading.Thread(target=drive, args=(host,), name=f"fleet-{host.name}",
-                                    daemon=True) for host in hosts or self.hosts]
-        for thread in threads:
-            thread.start()
+        chosen = list(hosts or self.hosts)
+        done = [threading.Event() for _ in chosen]
+        for host, finished in zip(chosen, done, strict=True):
+            threading.Thread(target=drive, args=(host, finished), name=f"fleet-{host.name}",
+                             daemon=True).start()
         try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)
+            for finished in done:
+                while not finished.wait(0.2):
+                    pass
         except KeyboardInterrupt:
             self.stop.set()  # each runner stops after its current trial and cleans up
-            for thread in threads:
-                thread.join()
+            for finished in done:
+                finished.wait()
             raise
 
     def _hosts_process(self, hosts: list[FleetHost], runs: dict[str, str], resume: bool,

@@ -7,7 +7,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CommandFailed", "ProcResult", "Target", "cannot_run_true"]
+__all__ = ["BINARY_PROBE", "PATH_STAT", "CommandFailed", "Gathered", "ProcResult", "Target",
+           "cannot_run_true"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,30 @@ class ProcResult:
     stderr: str
     duration_s: float
     """Wall-clock seconds from spawn to exit, measured with a monotonic clock."""
+
+
+# Where a binary is and which file it is: its path, then `stat -L` (device, inode, size, mtime,
+# ctime), then the file's first two bytes ("#!": a script) -- one line each. ``gather`` answers
+# in this form, with this `sh` script or (virtbench's SSH agent) without any process.
+BINARY_PROBE = ('p=$(command -v -- "$1") || exit 1; printf "%s\\n" "$p"; '
+                'stat -L -c "%d %i %s %Y %Z" -- "$p"; head -c 2 -- "$p"')
+
+
+# A file's or directory's identity, to the nanosecond: device, inode, size, mtime, ctime.
+PATH_STAT = "%d %i %s %.9Y %.9Z"
+
+
+@dataclass
+class Gathered:
+    """What ``Target.gather`` found, in the order asked."""
+
+    files: list[str | None]
+    """Each file's text; None: it could not be read."""
+    binaries: list[str | None]
+    """Each binary's probe (see BINARY_PROBE); None: not on the PATH."""
+    results: list[ProcResult]
+    stats: list[str | None]
+    """Each path's identity (PATH_STAT, following links); None: it does not exist."""
 
 
 class CommandFailed(RuntimeError):
@@ -93,6 +118,24 @@ class Target(abc.ABC):
         Default: one after the other; a remote target runs them all in one round trip.
         """
         return [self.run(argv, timeout=timeout, check=False) for argv in argvs]
+
+    def gather(self, files: Sequence[str], binaries: Sequence[str],
+               argvs: Sequence[Sequence[str]], *, paths: Sequence[str] = (),
+               timeout: float | None = None) -> Gathered:
+        """Files' texts, binaries' and paths' identities and short commands' results at once
+        (facts).
+
+        Default: as commands (``cat``, ``sh -c BINARY_PROBE``, ``stat``) in one ``run_batch``;
+        the SSH target's agent reads, probes and stats itself, without a process.
+        """
+        asked = [*(["cat", "--", path] for path in files),
+                 *(["sh", "-c", BINARY_PROBE, "sh", binary] for binary in binaries),
+                 *(["stat", "-L", "-c", PATH_STAT, "--", path] for path in paths), *argvs]
+        results = self.run_batch(asked, timeout=timeout)
+        texts = [r.stdout if r.returncode == 0 else None for r in results]
+        ends = [len(files), len(files) + len(binaries), len(files) + len(binaries) + len(paths)]
+        return Gathered(texts[:ends[0]], texts[ends[0]:ends[1]], results[ends[2]:],
+                        [t.strip() if t is not None else None for t in texts[ends[1]:ends[2]]])
 
     def describe(self) -> str:
         return self.name

@@ -9,10 +9,11 @@ each request ``{"id": N, "op": ...}`` gets one reply line with the same id, in t
 commands end (each request is served in a thread of its own). ``op`` is ``run`` (argv, env
 changes, cwd, timeout, input; ``timed``: stdout discarded and the time taken from just before
 the spawn to the exit, as hyperfine -N), ``batch`` (short commands one after the other),
-``which`` or ``kill`` (the process group of a running request); a background process (a
-capture) is ``start``ed (argv, env changes, cwd, stdout/stderr files on the host; replies its
-pid), then ``signal``led, ``poll``ed or ``wait``ed for by pid. End of input (the controller
-went away) kills every command and background process still running, then the agent exits.
+``gather`` (files read, binaries probed, paths stat'ed by the agent itself, then a batch),
+``which`` or ``kill`` (the process group of a running request); a background process (a capture) is
+``start``ed (argv, env changes, cwd, stdout/stderr files on the host; replies its pid),
+then ``signal``led, ``poll``ed or ``wait``ed for by pid. End of input (the controller went away)
+kills every command and background process still running, then the agent exits.
 """
 
 from __future__ import annotations
@@ -158,6 +159,48 @@ def _batch(request: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as file:
+            return file.read().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def _probe(binary: str) -> str | None:
+    """As targets.base.BINARY_PROBE prints it: path, `stat -L` identity, first two bytes."""
+    path = shutil.which(binary)
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+        with open(path, "rb") as file:
+            head = file.read(2).decode(errors="replace")
+    except OSError:
+        return None
+    return (f"{path}\n{info.st_dev} {info.st_ino} {info.st_size} {int(info.st_mtime)} "
+            f"{int(info.st_ctime)}\n{head}")
+
+
+def _stat(path: str) -> str | None:
+    """As targets.base.PATH_STAT prints it (`stat -L`, times to the nanosecond)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    times = [f"{ns // 10**9}.{ns % 10**9:09d}" for ns in (info.st_mtime_ns, info.st_ctime_ns)]
+    return f"{info.st_dev} {info.st_ino} {info.st_size} {times[0]} {times[1]}"
+
+
+def _gather(request: dict[str, Any]) -> dict[str, Any]:
+    """Files read, binaries probed and paths stat'ed here, in this process (each would
+    otherwise cost a process or three on the host), then the commands, as a batch."""
+    return {"files": [_read(path) for path in request["files"]],
+            "binaries": [_probe(binary) for binary in request["binaries"]],
+            "stats": [_stat(path) for path in request.get("paths", [])],
+            **_batch(request)}
+
+
 def _which(request: dict[str, Any]) -> dict[str, Any]:
     return {"path": shutil.which(request["binary"])}
 
@@ -199,8 +242,8 @@ def _wait(request: dict[str, Any]) -> dict[str, Any]:
     return {"rc": proc.returncode}
 
 
-_OPS = {"run": _run, "batch": _batch, "which": _which, "start": _start, "signal": _signal,
-        "wait": _wait}
+_OPS = {"run": _run, "batch": _batch, "gather": _gather, "which": _which, "start": _start,
+        "signal": _signal, "wait": _wait}
 
 
 def _serve(request: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
-"""The "after" facts reuse a tool's version while its binary is the same file (real commands,
-run locally through a target that batches as an SSH host does)."""
+"""The "after" facts and later runs reuse a tool's version while its binary is the same file,
+and the Python packages while the interpreter and its path are the same (real commands, run
+locally through a target that batches as an SSH host does)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.facts import collect_facts
+from virtbench.facts.python_packages import PROBE, parse_probe
+from virtbench.facts.version_cache import load_boot, load_versions, save_versions
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
 
@@ -36,6 +39,7 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     (tmp_path / "iperf3").write_text("#!/bin/sh\necho iperf 3.0-script\n")  # a script (shim)
     (tmp_path / "iperf3").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     host = BatchingHost()
 
     def asked(tool: str) -> int:
@@ -50,4 +54,76 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     shutil.copy2(shutil.which("dirname") or "/usr/bin/dirname", irtt)
     assert collect_facts(host)["tools"]["irtt"] == "."
     assert asked("irtt") == 2
-    assert collect_facts(BatchingHost())["tools"]["irtt"] == "."  # another target asks anew
+    # a later run's target of the same host: the versions it reported, from the cache
+    later = BatchingHost()
+    assert collect_facts(later)["tools"] == again | {"irtt": "."}
+    assert [argv[0] for argv in later.ran if argv[0] in ("irtt", "iperf3")] == ["iperf3"]
+
+
+def test_the_cache_is_per_host_and_survives_a_broken_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    save_versions("ssh:a", {"irtt": ("/usr/bin/irtt\n1 2 3 4 5", "irtt 0.9")})
+    save_versions("ssh:b", {"irtt": ("/usr/bin/irtt\n1 2 3 4 6", "irtt 1.0")})
+    assert load_versions("ssh:a") == {"irtt": ("/usr/bin/irtt\n1 2 3 4 5", "irtt 0.9")}
+    assert load_versions("ssh:b")["irtt"][1] == "irtt 1.0" and load_versions("ssh:c") == {}
+    (tmp_path / "virtbench" / "tool-versions.json").write_text("{not json")
+    assert load_versions("ssh:a") == {}  # asked again, never a crash
+    save_versions("ssh:a", {})
+    assert load_versions("ssh:a") == {}
+
+
+def test_packages_are_asked_again_only_when_the_python_path_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    extra = tmp_path / "extra"  # a directory on the probe's path, as site-packages is
+    extra.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(extra))
+
+    def probes(host: BatchingHost) -> int:
+        return sum(1 for argv in host.ran if PROBE in argv)
+
+    first = BatchingHost()
+    packages = collect_facts(first)["python_packages"]
+    assert probes(first) == 1
+    later = BatchingHost()
+    assert collect_facts(later)["python_packages"] == packages and probes(later) == 0
+    (extra / "vb_module.py").write_text("")  # "pip install": the directory changed
+    changed = BatchingHost()
+    assert collect_facts(changed)["python_packages"] == packages
+    assert probes(changed) == 1
+
+
+def test_the_probe_states_identities_as_gather_does() -> None:
+    local = LocalTarget()
+    result = local.run([*local.python(), "-c", PROBE])
+    answer = parse_probe(result.stdout)
+    assert answer is not None
+    packages, identity = answer
+    assert set(packages) <= {"crc32c", "cryptography"} and len(identity) >= 2
+    gathered = local.gather([], [], [], paths=list(identity))
+    assert gathered.stats == list(identity.values())
+    assert parse_probe("") is None and parse_probe("not json") is None
+
+
+def test_the_boots_commands_are_asked_again_only_after_a_reboot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def asked(host: BatchingHost) -> list[str]:
+        return [argv[0] for argv in host.ran if argv[0] in ("lscpu", "systemd-detect-virt",
+                                                            "uname")]
+
+    first = BatchingHost()
+    facts = collect_facts(first)
+    assert asked(first) == ["lscpu", "systemd-detect-virt", "uname"] and facts["kernel"]
+    later = BatchingHost()
+    again = collect_facts(later)
+    assert asked(later) == []
+    assert (again["kernel"], again["hypervisor"]) == (facts["kernel"], facts["hypervisor"])
+    cache = tmp_path / "virtbench" / "tool-versions.json"  # as if the host had rebooted
+    cache.write_text(cache.read_text().replace(load_boot("local")["boot_id"], "another-boot"))
+    rebooted = BatchingHost()
+    assert collect_facts(rebooted)["kernel"] == facts["kernel"]
+    assert asked(rebooted) == ["lscpu", "systemd-detect-virt", "uname"]
+    assert load_boot("local")["boot_id"] != "another-boot"

@@ -161,3 +161,25 @@ def test_a_target_without_multiplexing_starts_no_agent(tmp_path: Path) -> None:
     assert target.run(["echo", "again"]).stdout == "again\n"
     calls = log.read_text().splitlines()
     assert len(calls) == 2 and all("echo" in c and "python" not in c for c in calls)
+
+
+def test_gather_reads_and_probes_as_the_commands_do(agent: AgentSession, tmp_path: Path) -> None:
+    """The agent's own file reads, binary probes and stats answer exactly what `cat`, the `sh`
+    probe and `stat` (Target.gather's default, on this machine) answer, without a process."""
+    text = tmp_path / "text"
+    text.write_text("a: 1\nb\n")
+    files = [str(text), "/proc/meminfo", str(tmp_path / "missing")]
+    binaries = ["sh", "no-such-binary-vb"]
+    paths = [str(tmp_path), str(text), str(tmp_path / "missing")]
+    reply = agent.request("gather", 30, files=files, binaries=binaries, paths=paths,
+                          argvs=[["echo", "x"], ["false"]], timeout=10)
+    expected = LocalTarget().gather(files, binaries, [["echo", "x"], ["false"]], paths=paths)
+    assert reply["stats"] == expected.stats and expected.stats[2] is None
+    assert expected.stats[0] is not None and expected.stats[0].count(".") == 2  # ns times
+    assert reply["files"][0] == "a: 1\nb\n" and reply["files"][2] is None
+    assert "MemTotal:" in reply["files"][1]
+    assert reply["binaries"] == expected.binaries
+    assert reply["binaries"][0].startswith(f"{expected.binaries[0].splitlines()[0]}\n")
+    assert reply["binaries"][1] is None
+    assert [(r["rc"], r["stdout"]) for r in reply["results"]] == [
+        (r.returncode, r.stdout) for r in expected.results] == [(0, "x\n"), (1, "")]
