@@ -16,6 +16,7 @@ Run (root): .venv/bin/python benchmarks/fleet_hosts.py [HOSTS]
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -160,6 +161,7 @@ def main() -> None:
                   f"{row.failed} hosts failed", flush=True)
     finally:
         fleet.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # the runs' stores and inventories
         for group in (meters.controller, meters.hosts):
             if group is not None:
                 group.remove()
