@@ -73,6 +73,31 @@ def test_unmeasured_values_are_counted_not_dropped(store: Store) -> None:
     assert list(store.scalar_values(run_id)) == []
 
 
+def test_a_per_request_trial_keeps_every_sample_and_its_labels(store: Store) -> None:
+    # Large enough for PostgreSQL's COPY path (store._COPY_FROM); labels with the characters
+    # COPY's text format must escape.
+    run_id = _run(store)
+    facts_id = store.add_facts(run_id, "before", {"cpu": {"model": "x"}})
+    record = TrialRecord("b", "w", 3, 7, False, "ok", "", 1.0, 2.0, "host-1", facts_id, {})
+    sent = [Measurement("time_s", i / 7 if i % 50 else None, t=i * 0.01 if i % 3 else None,
+                        labels={"url": f"/p\\{i}\t\n'\"", "status": "200"} if i % 2 else {},
+                        status="ok" if i % 50 else "not_measured")
+            for i in range(250)]
+    trial_id = store.record_trial(run_id, record, sent, {"time_s": "s"},
+                                  [Artifact("raw.txt", b"raw")])
+    rows = store.samples(run_id)
+    assert [(r.value, r.t, r.labels, r.status) for r in rows] == [
+        (m.value, m.t, m.labels, m.status) for m in sent]
+    assert {(r.variant, r.workload_id, r.repetition, r.unit, r.trial_id) for r in rows} == {
+        ("b", "w", 3, "s", trial_id)}
+    assert store.artifacts(run_id)[0]["trial_id"] == trial_id
+    (trial,) = store.trials(run_id)
+    assert (trial["id"], trial["target"], trial["facts_id"]) == (trial_id, "host-1", facts_id)
+    store.record_trial(run_id, TrialRecord("b", "w", -1, 8, True, "ok", "", 1.0, 2.0, "host-1",
+                                           facts_id, {}), sent, {"time_s": "s"})
+    assert store.sample_count(run_id) == len(sent)  # a warm-up trial stores no samples
+
+
 def test_run_lookup(store: Store) -> None:
     first = _run(store, "one")
     second = _run(store, "two")
