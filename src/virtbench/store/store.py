@@ -289,13 +289,7 @@ class Store:
         with self.engine.begin() as conn:
             # Parameters passed to execute() (not .values()) reuse the compiled statement:
             # this is the per-trial hot path.
-            result = conn.execute(_INSERT_TRIAL, {
-                "run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
-                "repetition": trial.repetition, "order_index": trial.order_index,
-                "warmup": trial.warmup, "status": trial.status, "error": trial.error,
-                "started_at": trial.started_at, "ended_at": trial.ended_at,
-                "target": trial.target, "facts_id": trial.facts_id,
-                "notes_json": json.dumps(dict(trial.notes), sort_keys=True)})
+            result = conn.execute(_INSERT_TRIAL, _trial_row(run_id, trial))
             key = result.inserted_primary_key
             assert key is not None
             trial_id = int(key[0])
@@ -310,30 +304,20 @@ class Store:
                      "facts_id": trial.facts_id}
                     for m in measurements
                 ])
-            if artifacts:
-                conn.execute(insert(s.artifacts), [
-                    {"run_id": run_id, "trial_id": trial_id, "name": a.name,
-                     "media_type": a.media_type, "content": a.content}
-                    for a in artifacts
-                ])
+            _insert_artifacts(conn, run_id, trial_id, artifacts)
             return trial_id
 
     def _record_trial_postgres(self, run_id: str, trial: TrialRecord,
                                measurements: Sequence[Measurement], units: Mapping[str, str],
                                artifacts: Sequence[Artifact]) -> int:
         """A trial of many samples (per-request ones) on PostgreSQL: the samples go in by
-        COPY, in the trial's transaction, at several times the rate of batched INSERTs; a
-        fleet controller stores every host's per-request samples (docs/fleet.md)."""
+        COPY, in the trial's transaction, at several times the rate of batched INSERTs:
+        a fleet controller's host processes store per-request samples (docs/fleet.md)."""
         import psycopg  # the PostgreSQL driver: only a PostgreSQL store needs it
 
         with self.engine.begin() as conn:
-            trial_id = int(conn.execute(_INSERT_TRIAL.returning(s.trials.c.id), {
-                "run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
-                "repetition": trial.repetition, "order_index": trial.order_index,
-                "warmup": trial.warmup, "status": trial.status, "error": trial.error,
-                "started_at": trial.started_at, "ended_at": trial.ended_at,
-                "target": trial.target, "facts_id": trial.facts_id,
-                "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}).scalar_one())
+            trial_id = int(conn.execute(_INSERT_TRIAL.returning(s.trials.c.id),
+                                         _trial_row(run_id, trial)).scalar_one())
             if not trial.warmup:
                 driver: Any = conn.connection.dbapi_connection
                 try:
@@ -347,12 +331,7 @@ class Store:
                                 trial.facts_id))
                 except psycopg.OperationalError as exc:  # said as _store_failed says it
                     raise StoreFailed(self.location, str(exc).strip()) from exc
-            if artifacts:
-                conn.execute(insert(s.artifacts), [
-                    {"run_id": run_id, "trial_id": trial_id, "name": a.name,
-                     "media_type": a.media_type, "content": a.content}
-                    for a in artifacts
-                ])
+            _insert_artifacts(conn, run_id, trial_id, artifacts)
             return trial_id
 
     def _record_trial_sqlite(self, run_id: str, trial: TrialRecord,
@@ -715,6 +694,24 @@ _SQLITE_INSERT_TRIAL = (f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
                         f"VALUES ({', '.join('?' * len(_TRIAL_COLUMNS))})")
 _SQLITE_INSERT_SAMPLE = (f"INSERT INTO samples ({', '.join(_SAMPLE_COLUMNS)}) "
                          f"VALUES ({', '.join('?' * len(_SAMPLE_COLUMNS))})")
+
+
+def _trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
+    return {"run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
+            "repetition": trial.repetition, "order_index": trial.order_index,
+            "warmup": trial.warmup, "status": trial.status, "error": trial.error,
+            "started_at": trial.started_at, "ended_at": trial.ended_at, "target": trial.target,
+            "facts_id": trial.facts_id,
+            "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}
+
+
+def _insert_artifacts(conn: Connection, run_id: str, trial_id: int,
+                      artifacts: Sequence[Artifact]) -> None:
+    if artifacts:
+        conn.execute(insert(s.artifacts), [
+            {"run_id": run_id, "trial_id": trial_id, "name": a.name,
+             "media_type": a.media_type, "content": a.content}
+            for a in artifacts])
 
 
 def _check_current(conn: Connection, location: str) -> None:
