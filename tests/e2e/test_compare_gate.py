@@ -1,8 +1,10 @@
 """The regression gate end to end: real cpu.crc32c runs, one with SSE4.2 masked.
 
 CRC32C falls back to its software path without SSE4.2 (about 8× slower here, LABNOTES), so
-`compare --fail-if-worse 5` must exit 1; two runs of one configuration must exit 0 with a
-verdict of equivalent or inconclusive, never worse. Nothing is timed against a wall clock.
+`compare --fail-if-worse 5` must exit 1; two runs of one configuration must exit 0, no row a
+regression, their ratio near 1. Their verdict may still be "better" or "worse": two runs minutes
+apart on a shared machine drift by a few %, beyond the 2 % equivalence margin, and the verdict
+says so (CI saw 'better' once). Nothing is timed against a wall clock.
 """
 
 from __future__ import annotations
@@ -61,8 +63,7 @@ def test_masking_sse42_trips_the_gate(runs: tuple[Path, dict[str, str]]) -> None
     assert "sse4.2" in done.stdout  # the comparability block names the changed knob
 
 
-def test_the_same_configuration_passes_and_is_never_worse(
-        runs: tuple[Path, dict[str, str]]) -> None:
+def test_the_same_configuration_passes_the_gate(runs: tuple[Path, dict[str, str]]) -> None:
     tmp, ids = runs
     done = _virtbench("compare", ids["with"], ids["again"], "--store", "store.db",
                       "--fail-if-worse", "5", "--json", "--strict", cwd=tmp)
@@ -70,7 +71,9 @@ def test_the_same_configuration_passes_and_is_never_worse(
     rows = json.loads(done.stdout)["rows"]
     assert {row["metric"] for row in rows} == {"time_per_checksum_s", "throughput_Bps"}
     for row in rows:
-        assert row["verdict"] in ("equivalent", "inconclusive"), row
+        assert not row["regression"], row
+        # the same configuration: far from SSE4.2's ~8x, within what drift between runs gives
+        assert 0.8 < row["ratio"] < 1.25 and row["verdict"] != "insufficient", row
 
 
 def test_an_exported_file_compares_without_import(runs: tuple[Path, dict[str, str]]) -> None:
