@@ -25,6 +25,12 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
         assert str(lab.server.pid) in router_procs.read_text().split()
         assert router_procs.parent.parent == lab.router_group.dirs["cpu"].parent
         router_dirs = list(lab.router_group.dirs.values())
+        # no ARP during a trial: every hop's neighbour is pinned (packet-rate counts frames)
+        for ns, address in ((lab.ns["snd"], "10.78.1.1"), (lab.ns["rtr"], "10.78.1.2"),
+                            (lab.ns["rtr"], "10.78.2.2"), (lab.ns["rcv"], "10.78.2.1")):
+            neigh = subprocess.run(["ip", "-n", ns, "neigh", "show", address],
+                                   capture_output=True, text=True, check=True).stdout
+            assert "PERMANENT" in neigh, (ns, address, neigh)
         for count in (0, 2, 1):
             state = lab.enter(f"n{count}", {"neighbours": count})
             assert len(lab.neighbours) == count

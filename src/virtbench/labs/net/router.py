@@ -25,7 +25,7 @@ from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.neighbours import Neighbour, start_neighbour
 from virtbench.labs.net.netns_lab import NetnsLab
-from virtbench.labs.net.netops import add_veth, set_address
+from virtbench.labs.net.netops import add_veth, pin_neighbours, set_address
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.cgroup import CgroupTarget
@@ -81,6 +81,11 @@ class VnfRouterLab(NetnsLab):
         set_address(t, ns["rtr"], "left", "10.78.1.1/24")
         set_address(t, ns["rtr"], "right", "10.78.2.1/24")
         set_address(t, ns["rcv"], "eth0", "10.78.2.2/24")
+        # No ARP on either link during a trial: net.packet-rate counts frames with the
+        # sender's tx and the receiver's rx counters, and a router's ARP probe of the
+        # receiver counted one frame received that nobody offered (CI: lost_frames -1).
+        pin_neighbours(t, [(ns["snd"], "eth0", "10.78.1.2"), (ns["rtr"], "left", "10.78.1.1")])
+        pin_neighbours(t, [(ns["rtr"], "right", "10.78.2.1"), (ns["rcv"], "eth0", "10.78.2.2")])
         t.run(["ip", "-n", ns["snd"], "route", "add", "default", "via", "10.78.1.1"])
         t.run(["ip", "-n", ns["rcv"], "route", "add", "default", "via", "10.78.2.1"])
         t.run(["ip", "netns", "exec", ns["rtr"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
@@ -127,7 +132,7 @@ class VnfRouterLab(NetnsLab):
                            "iperf3 sender and receiver in the router's own cgroup ("
                            + (f"{cap:g} cores" if cap else "no CPU cap")
                            + "), a sibling of the neighbours' groups; trafgen (packet-rate) "
-                             "outside both",
+                             "outside both; permanent ARP entries on both links, IPv6 off",
                  "neighbours": f"{raw} × stress-ng --cpu 1 --cpu-load "
                                f"{self.params.neighbour_load_pct}, each cgroup-limited to "
                                f"{self.params.neighbour_cpu_cores:g} cores"}
