@@ -322,13 +322,8 @@ class Store:
                 driver: Any = conn.connection.dbapi_connection
                 try:
                     with driver.cursor() as cursor, cursor.copy(_POSTGRES_COPY_SAMPLES) as copy:
-                        for m in measurements:
-                            copy.write_row((
-                                run_id, trial_id, trial.variant, trial.workload_id, m.metric,
-                                m.value, units[m.metric], trial.repetition, m.t,
-                                json.dumps(m.labels, sort_keys=True) if m.labels else None,
-                                m.status, trial.started_at, trial.ended_at, trial.target,
-                                trial.facts_id))
+                        for row in _sample_rows(run_id, trial_id, trial, measurements, units):
+                            copy.write_row(row)
                 except psycopg.OperationalError as exc:  # said as _store_failed says it
                     raise StoreFailed(self.location, str(exc).strip()) from exc
             _insert_artifacts(conn, run_id, trial_id, artifacts)
@@ -351,12 +346,8 @@ class Store:
                 trial.target, trial.facts_id, json.dumps(dict(trial.notes), sort_keys=True)))
             trial_id = int(cursor.lastrowid or 0)
             if measurements and not trial.warmup:
-                cursor.executemany(_SQLITE_INSERT_SAMPLE, [
-                    (run_id, trial_id, trial.variant, trial.workload_id, m.metric, m.value,
-                     units[m.metric], trial.repetition, m.t,
-                     json.dumps(m.labels, sort_keys=True) if m.labels else None, m.status,
-                     trial.started_at, trial.ended_at, trial.target, trial.facts_id)
-                    for m in measurements])
+                cursor.executemany(_SQLITE_INSERT_SAMPLE,
+                                   _sample_rows(run_id, trial_id, trial, measurements, units))
             raw.commit()
             return trial_id
         except sqlite3.OperationalError as exc:  # locked, disk full: said as _store_failed does
@@ -703,6 +694,18 @@ def _trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
             "started_at": trial.started_at, "ended_at": trial.ended_at, "target": trial.target,
             "facts_id": trial.facts_id,
             "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}
+
+
+def _sample_rows(run_id: str, trial_id: int, trial: TrialRecord,
+                 measurements: Sequence[Measurement], units: Mapping[str, str]
+                 ) -> list[tuple[Any, ...]]:
+    """A trial's samples as rows in :data:`_SAMPLE_COLUMNS` order (SQLite's executemany and
+    PostgreSQL's COPY)."""
+    return [(run_id, trial_id, trial.variant, trial.workload_id, m.metric, m.value,
+             units[m.metric], trial.repetition, m.t,
+             json.dumps(m.labels, sort_keys=True) if m.labels else None, m.status,
+             trial.started_at, trial.ended_at, trial.target, trial.facts_id)
+            for m in measurements]
 
 
 def _insert_artifacts(conn: Connection, run_id: str, trial_id: int,
