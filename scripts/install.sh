@@ -26,6 +26,19 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
+# What the Python environment is made from; when none of it changed since the last install and
+# the environment still imports, pip is not asked again (a rerun by scripts/test.sh takes
+# seconds, not a minute). Sources need no reinstall: the install is editable.
+stamp_file=.venv/.virtbench-install-stamp
+stamp=$( { echo "$extras"; python3 --version; cat pyproject.toml src/virtbench/net_qos/_capscan.c \
+  scripts/install.sh scripts/build_capture_kernels.py src/virtbench/net_qos/capture_kernels.py; } \
+  | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ] \
+   && .venv/bin/python -c "import virtbench.cli, virtbench.net_qos._capscan" 2>/dev/null; then
+  echo "virtbench installed: up to date (.venv/bin/virtbench)"
+  exit 0
+fi
+rm -f "$stamp_file"
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[${extras}]"
 # Byte-code of the sources now: where PYTHONDONTWRITEBYTECODE is set, every command would
@@ -34,4 +47,6 @@ fi
 # Capture analysis loops as machine code (numba.pycc): no JIT start-up per command. Optional.
 .venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 \
   || echo "note: capture loops not compiled ahead of time; they are JIT-compiled on first use"
-echo "virtbench installed: $(.venv/bin/virtbench --help >/dev/null && echo ok) (.venv/bin/virtbench)"
+.venv/bin/virtbench --help >/dev/null
+echo "$stamp" > "$stamp_file"
+echo "virtbench installed: ok (.venv/bin/virtbench)"

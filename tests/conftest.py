@@ -3,12 +3,23 @@
 Session guards: a skipped lab test fails the session (a skip there hides a failure: a lab
 needs root, its tools, its kernel features, and CI must say when any of them is missing), and
 so does a test that leaves a new file in the repository root (outputs belong in tmp_path).
+
+How the suite is launched must not matter (docs/contributing.md): started in the background
+from a script or by CI, pytest inherits SIGINT *ignored*, and an ignored signal stays ignored
+in every child it execs. The Ctrl-C tests interrupt this process and the children they start,
+so the session installs Python's Ctrl-C handler for its length (a handled signal is reset to
+the default in exec'd children) and puts back what it found.
+
+Every test has a time limit (pytest-timeout, signal method: the stuck test fails with every
+thread's stack and the run goes on): the ini default for unit tests, and an explicit
+``pytest.mark.timeout`` for each lab and end-to-end module, which start real services.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +45,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SessionGuards(config), "virtbench-session-guards")
+    config.stash[_SIGINT_FOUND] = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    found = config.stash.get(_SIGINT_FOUND, None)
+    if found is not None:
+        signal.signal(signal.SIGINT, found)
+
+
+_SIGINT_FOUND = pytest.StashKey[Any]()
+# Tests that start real services declare their own limit; the unit default would be too tight.
+_DECLARED_LIMIT = ("tests/lab/", "tests/e2e/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (scripts/test.sh), the lab and end-to-end tests run one at a time in
+    # one worker (--dist loadgroup): they own ports, namespaces, daemons and their timing.
+    for item in items:
+        if item.nodeid.startswith(_DECLARED_LIMIT):
+            item.add_marker(pytest.mark.xdist_group("services"))
+    undeclared = [item.nodeid for item in items if item.nodeid.startswith(_DECLARED_LIMIT)
+                  and item.get_closest_marker("timeout") is None]
+    if undeclared:
+        raise pytest.UsageError(
+            "lab and end-to-end tests declare their time limit (pytestmark = "
+            f"pytest.mark.timeout(SECONDS)); missing in: {', '.join(undeclared[:5])}"
+            + (f" and {len(undeclared) - 5} more" if len(undeclared) > 5 else ""))
 
 
 class SessionGuards:

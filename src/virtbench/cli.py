@@ -21,6 +21,7 @@ from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt
 from virtbench.fleet.cli import hosts_app
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
+from virtbench.targets.signals import keep_ignoring_sigint_but_not_in_children
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -465,6 +466,7 @@ def lab_clean() -> None:
 
 
 def main() -> None:
+    keep_ignoring_sigint_but_not_in_children()
     # Every failure of a command is reported by ErrorReportingGroup (cli_errors.py).
     app()
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from virtbench.targets.signals import keep_ignoring_sigint_but_not_in_children
+
 __all__ = ["PlainParse", "main", "plain_parse"]
 
 # click's spelling of booleans (VIRTBENCH_DEBUG); any other value is the app's to reject.
@@ -33,6 +35,7 @@ class PlainParse(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect
 
 
 def main() -> None:
+    keep_ignoring_sigint_but_not_in_children()
     call = plain_parse(sys.argv[1:], os.environ.get("VIRTBENCH_DEBUG", ""))
     if call is None:
         from virtbench.cli import main as app

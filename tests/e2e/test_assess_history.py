@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from virtbench.cli import app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def _json(output: str) -> dict:  # type: ignore[type-arg]

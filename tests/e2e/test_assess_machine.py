@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from virtbench.cli import app
 from virtbench.store import Store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_assess_measures_the_masked_flag_effects(tmp_path: Path) -> None:

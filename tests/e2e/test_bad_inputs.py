@@ -20,6 +20,9 @@ from typer.testing import CliRunner
 
 from virtbench.cli import app
 
+# A bound for a hang, not a speed: generous for a loaded 2-core machine.
+pytestmark = pytest.mark.timeout(600)
+
 DATA = Path(__file__).resolve().parent.parent / "data"
 
 GOOD = """\

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# A bound for a hang, not a speed: generous for a loaded 2-core machine.
+pytestmark = pytest.mark.timeout(600)
+
 SPEC = """\
 name: e2e-gate
 seed: 5

@@ -14,10 +14,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from virtbench.store import Store
+
+pytestmark = pytest.mark.timeout(900)
 
 SPEC = """\
 name: interrupt-me
@@ -36,15 +39,16 @@ HANG_S = 600.0
 class Child:
     """`virtbench run` in a subprocess, its output in files (no pipe to fill, nothing lost)."""
 
-    def __init__(self, tmp_path: Path, *args: str, name: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, name: str, sigint: Any = signal.SIG_DFL
+                 ) -> None:
+        """``sigint``: the disposition the child starts with: the default, as a foreground
+        command gets it, or ignored, as a script's background job (and CI) gets it."""
         self.out, self.err = tmp_path / f"{name}.stdout", tmp_path / f"{name}.stderr"
         with self.out.open("w") as out, self.err.open("w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "virtbench.cli", "run", *args], stdout=out, stderr=err,
-                env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
-                # A shell that starts pytest in the background hands its children SIGINT
-                # ignored; the child must see the signal as a user's Ctrl-C.
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                [sys.executable, "-m", "virtbench", "run", *args], stdout=out, stderr=err,
+                stdin=subprocess.DEVNULL, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+                preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
 
     def output(self) -> str:
         return (f"exit status {self.proc.poll()}\n--- stdout\n{self.out.read_text()}"
@@ -108,3 +112,26 @@ def test_signal_keeps_samples_and_resume_finishes(tmp_path: Path, sig: signal.Si
     samples = st.samples(run.id)
     assert len(samples) == 80, resumed.output()
     assert len({(s.variant, s.repetition) for s in samples}) == 80
+
+
+def test_started_with_sigint_ignored_ignores_ctrl_c_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """A background job of a script: Ctrl-C is ignored as its shell asked, SIGTERM stops it
+    cleanly (samples kept, exit 130), and the resumed run completes."""
+    spec = tmp_path / "exp.yaml"
+    spec.write_text(SPEC)
+    db = tmp_path / "store.db"
+    first = Child(tmp_path, str(spec), "--store", str(db), "--quiet", name="first",
+                  sigint=signal.SIG_IGN)
+    _wait_for_samples(db, 5, first)
+    first.proc.send_signal(signal.SIGINT)
+    seen = _stored_samples(db)
+    _wait_for_samples(db, seen + 3, first)  # still measuring: the Ctrl-C was ignored
+    first.proc.send_signal(signal.SIGTERM)
+    assert first.wait() == 130, first.output()
+    st = Store(str(db))
+    run = st.runs()[-1]
+    assert run.status == "interrupted", first.output()
+    resumed = Child(tmp_path, str(spec), "--store", str(db), "--quiet", "--resume", "latest",
+                    name="resumed", sigint=signal.SIG_IGN)
+    assert resumed.wait() == 0, resumed.output()
+    assert Store(str(db)).sample_count(run.id) == 80, resumed.output()

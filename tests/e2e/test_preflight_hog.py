@@ -19,6 +19,9 @@ from virtbench.cli import app
 from virtbench.preflight import HostReader
 from virtbench.preflight.ownership import RunProcesses, foreign_ticks
 
+# A bound for a hang, not a speed: generous for a loaded 2-core machine.
+pytestmark = pytest.mark.timeout(600)
+
 SPEC = """\
 name: preflight-strict
 baseline: default

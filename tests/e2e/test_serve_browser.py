@@ -40,7 +40,7 @@ warmup: 0
 """
 
 # lab: a real browser is a real component; its skip fails the session (tests/conftest.py)
-pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.timeout(600), pytest.mark.skipif(
     not CHROMIUM.exists(), reason="chromium is not installed (apt-get install chromium)")]
 
 

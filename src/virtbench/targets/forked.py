@@ -36,6 +36,9 @@ class ForkedCall:
         if self.pid == 0:  # the child: never returns
             os.close(self._read_fd)
             os.setpgid(0, 0)
+            # ``interrupt`` is how the parent stops it, whatever SIGINT was when we started
+            # (ignored, in a background job): the child always takes it as Ctrl-C.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             _child(call, write_fd)
         os.close(write_fd)
         self._reader: threading.Thread | None = None

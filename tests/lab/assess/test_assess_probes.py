@@ -22,7 +22,7 @@ from virtbench.store import Store
 
 libvirt = pytest.importorskip("libvirt")
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(600)]
 
 if os.geteuid() != 0:
     pytest.skip("needs root (loop devices, network namespaces)", allow_module_level=True)

@@ -15,7 +15,7 @@ from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 RATE = 2000  # frames/s: far below either path's capacity, so nothing may be lost
 SECONDS = 1.0

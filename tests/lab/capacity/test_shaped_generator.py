@@ -17,7 +17,7 @@ from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 RATE = 20_000  # frames/s: far below trafgen's unpaced rate, so the shaper must hold it back
 

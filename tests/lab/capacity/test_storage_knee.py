@@ -17,7 +17,7 @@ from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 TARGET_MS = 20.0
 

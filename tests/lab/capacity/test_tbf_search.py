@@ -19,7 +19,7 @@ from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 FRAME = 1004
 RATE_BITS = 8_000_000

@@ -15,7 +15,7 @@ from virtbench.runner import Runner
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 WORKERS = 10
 SERVICE_S = 0.05

@@ -17,7 +17,7 @@ from virtbench.fleet.drive import FleetOutcome
 from virtbench.spec import load_experiment
 from virtbench.store import Store
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[3]
 VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sshhosts import SshFleet, start_fleet
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[3]
 VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")

@@ -25,7 +25,7 @@ from virtbench.targets.base import CommandFailed
 from virtbench.targets.daemon import free_port
 from virtbench.targets.ssh import SSHTarget
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from virtbench.kvm.probes import ConsoleLogProbe
 from virtbench.kvm.state import JsonFileState
 from virtbench.model import VirtbenchError
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 
 # sse4.2 alone crashes busybox under TCG (glibc's SSE4.2 string code needs SSSE3's PALIGNR).
 FLAGS = ("ssse3", "sse4.1", "sse4.2", "aes")

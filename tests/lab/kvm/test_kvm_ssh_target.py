@@ -19,7 +19,7 @@ from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
 from virtbench.workloads.base import TrialContext, TrialResult
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 
 PORT = 2222
 

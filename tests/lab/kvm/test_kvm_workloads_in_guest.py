@@ -46,7 +46,7 @@ from virtbench.targets.ssh import SSHTarget
 from virtbench.workloads.cpu.aes import AesWorkload
 from virtbench.workloads.cpu.crc32c import Crc32cWorkload
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "kvm-guest-tcg.yaml"

@@ -15,7 +15,7 @@ from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.net.capture import Capture
 from virtbench.workloads.net.counters import tx_packets
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 
 @pytest.fixture

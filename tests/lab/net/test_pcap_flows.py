@@ -21,7 +21,7 @@ from virtbench.net_qos.capture_scan import scan_capture
 from virtbench.net_qos.flows import FlowStats, capture_flows, parse_flow_spec, select_flows
 from virtbench.net_qos.pcap import read_pcap
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 A, B = f"vbpf{os.getpid()}a", f"vbpf{os.getpid()}b"
 

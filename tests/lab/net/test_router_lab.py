@@ -12,7 +12,7 @@ from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.router import RouterThroughput
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 
 def test_router_with_neighbours(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 
 def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_probe import QosProbe
 from virtbench.workloads.net.qos_transfer import QosTransfer
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 
 def _namespaces() -> set[str]:

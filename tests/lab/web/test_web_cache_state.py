@@ -13,7 +13,7 @@ from virtbench.labs.web import WebLab
 from virtbench.model import Measurement, VirtbenchError
 from virtbench.workloads.web import WebLoad
 
-pytestmark = [pytest.mark.lab, needs_web]
+pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
 
 PAGES = 20  # make_lab: 2 sites x 10 pages
 

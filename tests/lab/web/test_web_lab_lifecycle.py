@@ -17,7 +17,7 @@ from virtbench.model import VirtbenchError
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.targets.daemon import is_ours
 
-pytestmark = [pytest.mark.lab, needs_web]
+pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
 
 
 def _get(url: str) -> tuple[int, str, bytes]:

@@ -11,7 +11,7 @@ from webhelpers import needs_web
 from virtbench.labs.web import WebLab
 from virtbench.loadgen import LoadConfig, run_load
 
-pytestmark = [pytest.mark.lab, needs_web]
+pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
 
 
 def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab) -> None:

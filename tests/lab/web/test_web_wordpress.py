@@ -25,7 +25,7 @@ needs_wordpress = pytest.mark.skipif(
     bool(check_tools(shutil.which)) or os.geteuid() != 0,
     reason="needs root and the Debian packages wordpress, wordpress-theme-twentytwentyone, "
     "php-fpm, php-mysql, mariadb-server")
-pytestmark = [pytest.mark.lab, needs_web, needs_wordpress]
+pytestmark = [pytest.mark.lab, needs_web, needs_wordpress, pytest.mark.timeout(600)]
 
 
 def _port_80_in_use() -> bool:
