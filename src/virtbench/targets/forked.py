@@ -19,10 +19,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from virtbench.targets.local import KILL_WAIT_S
+
 __all__ = ["KILL_WAIT_S", "ForkedCall", "Send"]
 
-KILL_WAIT_S = 10.0
-"""How long a process gets to vanish after SIGKILL (longer: stuck in the kernel)."""
 READER_GRACE_S = 10.0
 """After the child's exit, how long its last messages get to arrive."""
 _log = logging.getLogger(__name__)

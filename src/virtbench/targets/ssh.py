@@ -40,7 +40,7 @@ from virtbench.targets.base import (
     Target,
     cannot_run_true,
 )
-from virtbench.targets.local import LocalTarget
+from virtbench.targets.local import LocalTarget, kill_process_group
 from virtbench.targets.ssh_agent import (
     AgentSession,
     AgentUnavailable,
@@ -279,13 +279,21 @@ class SSHTarget(Target):
             raise VirtbenchError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
         return RemoteProcess(agent, int(reply["pid"]), list(argv))
 
-    def fetch(self, remote_path: str, local_path: Path) -> None:
+    def fetch(self, remote_path: str, local_path: Path, *, timeout_s: float = 600.0) -> None:
         """Copy a file of the host here, byte for byte (``cat`` in an ssh session of its own:
-        a pcap can be large and is not text)."""
+        a pcap can be large and is not text); VirtbenchError when it takes over ``timeout_s``."""
         with open(local_path, "wb") as out:
             proc = self._local.spawn(self.ssh_argv(["cat", "--", remote_path]), stdout=out.fileno(),
                                      stderr=subprocess.PIPE)
-            _, err = proc.communicate()
+            try:
+                _, err = proc.communicate(timeout=timeout_s)
+            except BaseException as exc:  # our bound, Ctrl-C: the copy ends with its ssh
+                kill_process_group(proc)
+                local_path.unlink(missing_ok=True)
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise VirtbenchError(f"{self.name}: copying {remote_path} took over "
+                                         f"{timeout_s:g} s; stopped") from None
+                raise
         if proc.returncode != 0:
             local_path.unlink(missing_ok=True)
             raise VirtbenchError(f"{self.name}: cannot copy {remote_path}: "
