@@ -13,14 +13,19 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from virtbench.targets.base import CommandFailed, ProcResult, Target, cannot_run_true
+from virtbench.targets.base import (
+    KILL_WAIT_S,
+    CommandFailed,
+    ProcResult,
+    Target,
+    cannot_run_true,
+    command_timeout,
+)
 from virtbench.targets.timed import spawn_timed
 
 __all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env",
            "reap_killed"]
 
-KILL_WAIT_S = 10.0
-"""How long a process gets to vanish after SIGKILL (s); longer means stuck in the kernel."""
 _log = logging.getLogger(__name__)
 
 
@@ -100,7 +105,7 @@ class LocalTarget(Target):
             ) from exc
         # Not ``with proc:``: its exit waits for the process without a bound.
         try:
-            stdout, stderr = proc.communicate(input, timeout=timeout)
+            stdout, stderr = proc.communicate(input, timeout=command_timeout(timeout))
         except BaseException:  # the time limit, Ctrl-C, a trial's deadline: all of it ends
             kill_process_group(proc)
             raise
@@ -123,7 +128,7 @@ class LocalTarget(Target):
         timeout: float | None = None,
         check: bool = True,
     ) -> ProcResult:
-        return spawn_timed(self._wrap(argv), merged_env(env), timeout, check)
+        return spawn_timed(self._wrap(argv), merged_env(env), command_timeout(timeout), check)
 
     def spawn(
         self,

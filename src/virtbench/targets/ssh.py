@@ -39,6 +39,7 @@ from virtbench.targets.base import (
     ProcResult,
     Target,
     cannot_run_true,
+    command_timeout,
 )
 from virtbench.targets.local import LocalTarget, kill_process_group
 from virtbench.targets.ssh_agent import (
@@ -231,13 +232,14 @@ class SSHTarget(Target):
                    **fields: Any) -> ProcResult:
         if not argv:
             raise VirtbenchError("empty command")
+        timeout = command_timeout(timeout)  # the agent kills the command then
         try:
-            reply = agent.request("run", None if timeout is None else timeout + 30,
-                                  argv=list(argv), timeout=timeout, **fields)
+            reply = agent.request("run", timeout + 30, argv=list(argv), timeout=timeout,
+                                  **fields)
         except SessionLost as lost:
             return self._lost(argv, lost)
         except TimeoutError as exc:
-            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0) from exc
+            raise subprocess.TimeoutExpired(list(argv), timeout) from exc
         code, stderr = int(reply["rc"]), reply["stderr"]
         if reply["timed_out"]:  # exit 124 as timeout(1) reports it, as without the agent
             code, stderr = 124, stderr + f"killed at its time limit of {timeout:g} s\n"

@@ -1,5 +1,6 @@
-"""Reaping after SIGKILL is bounded: a process stuck in the kernel is named in a warning and
-left behind, never waited for forever."""
+"""No wait on a command is without a bound: a command given no time limit gets
+COMMAND_TIMEOUT_S, and reaping after SIGKILL is bounded (a process stuck in the kernel is named
+in a warning and left behind, never waited for forever)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from virtbench.targets import local
+from virtbench.targets import base, local
 from virtbench.targets.local import LocalTarget, kill_process_group
 
 
@@ -44,3 +45,14 @@ def test_a_killed_group_is_reaped() -> None:
     proc = LocalTarget().spawn(["sh", "-c", "sleep 60 & sleep 60"])
     kill_process_group(proc)
     assert proc.returncode == -9
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_a_command_given_no_time_limit_gets_the_default_one(
+        monkeypatch: pytest.MonkeyPatch, timed: bool) -> None:
+    monkeypatch.setattr(base, "COMMAND_TIMEOUT_S", 0.3)
+    target = LocalTarget()
+    run = target.run_timed if timed else target.run
+    with pytest.raises(subprocess.TimeoutExpired):
+        run(["sleep", "30"])
+    assert run(["true"]).returncode == 0
