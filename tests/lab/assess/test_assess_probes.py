@@ -77,8 +77,9 @@ def lab_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _ours() -> list[str]:
     """Loop devices on a probe image and probe namespaces that exist now."""
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=60).stdout
+    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            timeout=60).stdout
     return ([line for line in loops.splitlines() if "vbnet-probe-" in line]
             + [line.split()[0] for line in spaces.splitlines()
                if line.startswith("vbnet-") and line.split()[0].endswith(("-ps", "-pc"))])

@@ -22,7 +22,8 @@ SUBNET = "10.77.0"
 
 
 def _run(*argv: str) -> str:
-    return subprocess.run(list(argv), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(list(argv), check=True, capture_output=True, text=True,
+                          timeout=300).stdout
 
 
 @dataclass
@@ -116,9 +117,9 @@ class SshFleet:
         for host in self.hosts:
             host.kill_sshd()
             subprocess.run(["ip", "netns", "del", host.namespace], check=False,
-                           capture_output=True)
+                           capture_output=True, timeout=60)
         subprocess.run(["ip", "netns", "del", self.controller], check=False,
-                       capture_output=True)
+                       capture_output=True, timeout=60)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

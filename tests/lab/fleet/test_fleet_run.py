@@ -88,7 +88,7 @@ def test_three_hosts_every_sample_once_and_report_compares_them(
     for name in ("h1/quick", "h2/quick", "h3/slow", "Hosts side by side"):
         assert name in result.stdout
     listed = subprocess.run([VIRTBENCH, "hosts", "runs", fleet_id, "--store", location],
-                            capture_output=True, text=True, check=True)
+                            capture_output=True, text=True, check=True, timeout=300)
     assert sorted(line.split("\t")[:2] for line in listed.stdout.splitlines()) == sorted(
         [r.id, r.host] for r in runs)
     # no credential in the store: neither the key's path nor its content
@@ -230,7 +230,7 @@ def test_sigterm_stops_every_host_process_as_interrupted_and_resume_finishes(
     # each host's process ended its agent: no command of ours is left on any host
     for host in three_hosts.hosts:
         pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
-                              text=True).stdout.split()
+                              text=True, timeout=60).stdout.split()
         commands = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids
                     if Path(f"/proc/{pid}/comm").exists()]
         assert "sleep" not in commands, commands

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.lab
 
 
 def _namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
@@ -134,7 +134,8 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     assert any("namespace" in r for r in removed)
     assert any("ovs-vswitchd" in r or "process" in r for r in removed)
     assert _namespaces() == before
-    leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
+                              timeout=60).stdout
     assert str(tmp_path) not in leftover  # no ovsdb-server/ovs-vswitchd of ours survives
 
 
