@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waits import finish, kill, sigint_default
 
 from virtbench.store import Store
 
@@ -44,19 +45,14 @@ class Child:
                 env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
                 # A shell that starts pytest in the background hands its children SIGINT
                 # ignored; the child must see the signal as a user's Ctrl-C.
-                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                preexec_fn=sigint_default)
 
     def output(self) -> str:
         return (f"exit status {self.proc.poll()}\n--- stdout\n{self.out.read_text()}"
                 f"--- stderr\n{self.err.read_text()}")
 
     def wait(self) -> int:
-        try:
-            return self.proc.wait(HANG_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail(f"virtbench run still running after {HANG_S:.0f} s\n{self.output()}")
+        return finish(self.proc, HANG_S, self.output)
 
 
 def _stored_samples(db: Path) -> int:
@@ -78,8 +74,7 @@ def _wait_for_samples(db: Path, at_least: int, child: Child) -> None:
             pytest.fail(f"virtbench run ended before storing {at_least} samples\n"
                         f"{child.output()}")
         if time.monotonic() > deadline:
-            child.proc.kill()
-            child.proc.wait()
+            kill(child.proc)
             pytest.fail(f"virtbench run stored fewer than {at_least} samples in {HANG_S:.0f} s"
                         f"\n{child.output()}")
         time.sleep(0.1)

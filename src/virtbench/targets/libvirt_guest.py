@@ -107,7 +107,7 @@ class LibvirtGuestTarget(Target):
         limit = command_timeout(timeout)
         deadline = time.monotonic() + limit + 30
         delay = 0.05
-        while True:
+        while True:  # ends: done, or past the deadline below
             status = self._agent({"execute": "guest-exec-status", "arguments": {"pid": pid}})
             if status.get("exited"):
                 out = base64.b64decode(status.get("out-data", "")).decode(errors="replace")

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waits import kill
+
 SUBNET = "10.77.0"
 
 
@@ -75,9 +77,8 @@ class SshHost:
     def kill_sshd(self) -> None:
         """The listening daemon and every connection it serves: sshd puts each connection in
         a session of its own, so they are found as this namespace's sshd processes."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process is not None:
+            kill(self.process)  # its process group, reaped within a bound
         self.process = None
         for pid in _run("ip", "netns", "pids", self.namespace).split():
             with contextlib.suppress(OSError):

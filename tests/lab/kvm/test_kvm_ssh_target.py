@@ -83,9 +83,9 @@ def target(sshd: Sshd, known_hosts: Path | None = None) -> SSHTarget:
 
 def wait_up(t: SSHTarget) -> None:
     deadline = time.monotonic() + 20
-    while True:
+    while True:  # ends: done, or past the deadline below
         try:
-            t.run(["true"])
+            t.run(["true"], timeout=30)
             return
         except CommandFailed:
             if time.monotonic() > deadline:

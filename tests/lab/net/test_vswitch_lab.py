@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waits import communicate, kill, readline
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.net.hugepages import sysfs_pool
@@ -123,10 +124,9 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
                              stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert readline(child, 300).strip() == "ready"
     finally:
-        child.kill()  # a crash: no down()
-        child.wait()
+        kill(child)  # a crash: no down()
     manifests = list((tmp_path / "labs").glob("vbnet-*.json"))
     assert len(manifests) == 1
     assert len(_namespaces() - before) == 5
@@ -193,15 +193,12 @@ def test_clean_gives_back_hugepages_a_killed_run_reserved(tmp_path: Path) -> Non
     child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert child.stdout is not None
-        line = child.stdout.readline().strip()
+        line = readline(child, 300).strip()
         if line != "ready":  # the child's error with OVS's log lines, then its traceback
-            child.wait(60)
-            assert child.stderr is not None
-            pytest.fail(f"{line}\n{child.stdout.read()}{child.stderr.read()}")
+            out, err = communicate(child, 60)
+            pytest.fail(f"{line}\n{out}{err}")
     finally:
-        child.kill()  # a crash: no down(); ovs-vswitchd-dpdk still holds the pages
-        child.wait()
+        kill(child)  # a crash: no down(); ovs-vswitchd-dpdk still holds the pages
     assert int(pool.read_text()) > before and len(_hugetlbfs_mounts() - mounts) == 1
     manifest = next((tmp_path / "labs").glob("vbnet-*.json"))
     removed = VSwitchLab.clean(Manifest(manifest, "vswitch"))

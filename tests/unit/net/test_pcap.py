@@ -365,9 +365,11 @@ def test_reads_a_pipe(tmp_path: Path) -> None:
     fifo = tmp_path / "capture"
     os.mkfifo(fifo)
     raw = (DATA / "two_flows_sll.pcap").read_bytes()
-    writer = threading.Thread(target=fifo.write_bytes, args=(gzip.compress(raw),))
+    # a daemon: a writer no reader ever came for must not hold the test run at exit
+    writer = threading.Thread(target=fifo.write_bytes, args=(gzip.compress(raw),), daemon=True)
     writer.start()
     try:
         assert _ours(read_pcap(fifo)) == _ours(parse_pcap(raw))
     finally:
         writer.join(10)
+    assert not writer.is_alive(), "the writer was still blocked on the pipe after 10 s"
