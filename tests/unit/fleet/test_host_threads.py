@@ -44,13 +44,14 @@ def _runner(hosts: list[FleetHost], **kwargs: float) -> FleetRunner:
                        "t.yaml", hosts, **kwargs)
 
 
-def _ctrl_c_in(seconds: float) -> threading.Timer:
-    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+def _ctrl_c_in(seconds: float, sig: int = signal.SIGINT) -> threading.Timer:
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), sig))
     timer.start()
     return timer
 
 
-def test_ctrl_c_while_waiting_lets_every_host_thread_finish() -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_while_waiting_lets_every_host_thread_finish(sig: signal.Signals) -> None:
     hosts = [FleetHost(f"h{i}", f"10.0.0.{i}") for i in (1, 2, 3)]
     runner = _runner(hosts)
 
@@ -62,8 +63,9 @@ def test_ctrl_c_while_waiting_lets_every_host_thread_finish() -> None:
 
     runner._drive_safely = drive  # type: ignore[method-assign]
     results: dict[str, HostOutcome] = {}
-    # Ctrl-C while the main thread waits (Thread.join here marked h1 ended while it ran)
-    _ctrl_c_in(0.3)
+    # Ctrl-C (or SIGTERM, stopping as Ctrl-C does) while the main thread waits (Thread.join
+    # here marked h1 ended while it ran)
+    _ctrl_c_in(0.3, sig)
     with pytest.raises(KeyboardInterrupt):
         runner._in_threads({h.name: h.name for h in hosts}, False, results)
     assert {name: o.reason for name, o in results.items()} == {
