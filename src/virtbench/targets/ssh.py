@@ -317,7 +317,8 @@ class SSHTarget(Target):
             return self._batch_session(argvs, timeout=timeout)
         if isinstance(agent, ProcResult):
             return [ProcResult(tuple(argv), 255, "", agent.stderr, 0.0) for argv in argvs]
-        total = None if timeout is None else timeout * len(argvs) + 30
+        timeout = command_timeout(timeout)
+        total = timeout * len(argvs) + 30
         try:
             reply = agent.request("batch", total, argvs=[list(a) for a in argvs],
                                   timeout=timeout)
@@ -335,7 +336,8 @@ class SSHTarget(Target):
         agent = self._session(["cat", *files])
         if not isinstance(agent, AgentSession):
             return super().gather(files, binaries, argvs, paths=paths, timeout=timeout)
-        total = None if timeout is None else timeout * (len(argvs) + 1) + 30
+        timeout = command_timeout(timeout)
+        total = timeout * (len(argvs) + 1) + 30
         try:
             reply = agent.request("gather", total, files=list(files), binaries=list(binaries),
                                   paths=list(paths), argvs=[list(a) for a in argvs],
