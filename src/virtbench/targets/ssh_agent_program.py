@@ -278,6 +278,10 @@ def main() -> None:
     # the host's Python, not ours: posix_spawn's setsid; the controller falls back to ssh
     if sys.version_info < (3, 8):  # noqa: UP036
         sys.exit(3)
+    # Started with SIGINT ignored (a controller run in the background, without ssh between),
+    # every process it starts would inherit that and a capture could not be stopped with
+    # SIGINT: Python's own handler is reset to the default in each child at exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     _send({"hello": 1, "python": sys.executable})
     for line in sys.stdin.buffer:
         request = json.loads(line)
