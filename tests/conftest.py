@@ -138,11 +138,11 @@ def postgres_url() -> Iterator[str]:
     workdir = tempfile.mkdtemp(prefix="vb-pg.")
     script = str(REPO / "scripts" / "postgres.sh")
     url = subprocess.run(["bash", script, "start", workdir], check=True, capture_output=True,
-                         text=True).stdout.strip()
+                         text=True, timeout=300).stdout.strip()
     try:
         yield url
     finally:
-        subprocess.run(["bash", script, "stop", workdir], check=False)
+        subprocess.run(["bash", script, "stop", workdir], check=False, timeout=300)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -188,7 +188,7 @@ def _tshark_flows(capture: Path, display_filter: str = "") -> dict[FlowKey, list
     argv = ["tshark", "-n", "-r", str(capture), "-T", "fields", "-E", "occurrence=f"]
     argv += [a for f in fields for a in ("-e", f)] + (["-Y", display_filter] if display_filter
                                                         else [])
-    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300).stdout
     names = {"6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6"}
     flows: dict[FlowKey, list[int]] = {}
     for line in out.splitlines():

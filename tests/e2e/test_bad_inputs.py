@@ -348,11 +348,12 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip("mounting a tmpfs needs root")
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True,
+                   timeout=60)
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", str(mnt)], check=True)
+        subprocess.run(["umount", str(mnt)], check=True, timeout=60)
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waits import finish, kill
 
 from virtbench.store import Store
 
@@ -55,12 +56,7 @@ class Child:
                 f"--- stderr\n{self.err.read_text()}")
 
     def wait(self) -> int:
-        try:
-            return self.proc.wait(HANG_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail(f"virtbench run still running after {HANG_S:.0f} s\n{self.output()}")
+        return finish(self.proc, HANG_S, self.output)
 
 
 def _stored_samples(db: Path) -> int:
@@ -82,8 +78,7 @@ def _wait_for_samples(db: Path, at_least: int, child: Child) -> None:
             pytest.fail(f"virtbench run ended before storing {at_least} samples\n"
                         f"{child.output()}")
         if time.monotonic() > deadline:
-            child.proc.kill()
-            child.proc.wait()
+            kill(child.proc)
             pytest.fail(f"virtbench run stored fewer than {at_least} samples in {HANG_S:.0f} s"
                         f"\n{child.output()}")
         time.sleep(0.1)

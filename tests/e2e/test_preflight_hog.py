@@ -42,7 +42,7 @@ def hog() -> Iterator[int]:
     # as another process's load, as a neighbour's job would.
     out = subprocess.run(["sh", "-c", "setsid stress-ng --cpu 2 --timeout 120 "
                           ">/dev/null 2>&1 </dev/null & echo $!"],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, timeout=300)
     pid = int(out.stdout.strip())
     time.sleep(1.0)  # the workers fork and start spinning
     try:

@@ -20,6 +20,7 @@ from typing import Any
 
 import playwright.sync_api as playwright_api
 import pytest
+from waits import finish, kill, sigint_default
 
 from virtbench.report.formatting import fmt_value
 from virtbench.store import Store
@@ -46,7 +47,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.timeout(600), pytes
 
 def _virtbench(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "virtbench.cli", *args], check=True,
-                          capture_output=True, text=True, **kwargs)
+                          capture_output=True, text=True, timeout=300, **kwargs)
 
 
 def _free_port() -> int:
@@ -57,7 +58,7 @@ def _free_port() -> int:
 
 def _wait_for(url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while True:
+    while True:  # ends: done, or past the deadline below
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
@@ -93,7 +94,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store", db,
                                "--port", str(port)], cwd=tmp, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=sigint_default)
     try:
         _wait_for(f"http://127.0.0.1:{port}/runs")
         yield {"tmp": tmp, "db": db, "env": env, "url": f"http://127.0.0.1:{port}"}
@@ -102,8 +104,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         try:
             server.wait(10)
         except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            kill(server)
 
 
 @pytest.fixture
@@ -195,7 +196,7 @@ def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any]
     writer = subprocess.Popen(
         [sys.executable, "-m", "virtbench.cli", "run", str(site["tmp"] / "long.yaml"),
          "--store", site["db"], "--quiet"], cwd=site["tmp"], env=site["env"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 60
         new: set[str] = set()
@@ -219,6 +220,6 @@ def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any]
             timeout=30_000)
     finally:
         writer.send_signal(signal.SIGINT)  # ended by its PID, as a user's Ctrl-C
-        writer.wait(60)
+        finish(writer, 60)
     page.wait_for_function(
         "document.getElementById('live-status').textContent !== 'running'", timeout=30_000)

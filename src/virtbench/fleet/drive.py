@@ -32,17 +32,20 @@ from virtbench.labs.net.crosshost import CrossHostLab
 from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
 from virtbench.runner import ProgressHook, Runner
+from virtbench.runner.deadline import GRACE_S
 from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
 from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
 from virtbench.store import Store
-from virtbench.targets.forked import ForkedCall, Send
+from virtbench.targets.forked import KILL_WAIT_S, ForkedCall, Send
 from virtbench.targets.ssh import SSHTarget
 from virtbench.workloads.registry import get_workload
 
 __all__ = ["FleetOutcome", "FleetRunner", "HostOutcome", "fleet_record", "latest_fleet"]
 
 FLEET_PREFIX = "fleet/"
+STOP_TEARDOWN_S = 120.0
+"""After Ctrl-C, the time a host's lab gets to tear down once its trial ended (s)."""
 Say = Callable[[str, str], None]
 
 
@@ -110,7 +113,8 @@ class FleetRunner:
 
     def __init__(self, store_location: str, exp: Experiment, spec_yaml: str, spec_path: str,
                  hosts: Sequence[FleetHost], *, known_hosts: str | None = None,
-                 netns: str | None = None, say: Say | None = None) -> None:
+                 netns: str | None = None, say: Say | None = None,
+                 stop_wait_s: float | None = None) -> None:
         if not hosts:
             raise VirtbenchError("a fleet run needs at least one host")
         names = [h.name for h in hosts]
@@ -127,6 +131,7 @@ class FleetRunner:
         self.known_hosts, self.netns = known_hosts, netns
         self.say: Say = say or (lambda _host, _text: None)
         self.stop = threading.Event()
+        self._stop_wait_s = stop_wait_s
 
     def run(self, resume_fleet_id: str | None = None) -> FleetOutcome:
         store = Store(self.store_location)
@@ -171,12 +176,25 @@ class FleetRunner:
         try:
             with sigterm_as_interrupt():  # SIGTERM too stops every host as Ctrl-C does
                 for worker in workers:
-                    worker.wait()
+                    worker.wait()  # as long as its hosts' runs; a stop is bounded (below)
         except KeyboardInterrupt:
             for worker in workers:  # each stops as an interrupted run and reports
                 worker.interrupt()
-            for worker in workers:
-                worker.wait()
+            # A process's own hosts get stop_wait_s (see _in_threads); then it has a little
+            # longer to report before it is killed with its process group.
+            bound = self.stop_wait_s() + KILL_WAIT_S
+            ends_at = time.monotonic() + bound
+            for group, worker in zip(groups, workers, strict=True):
+                if worker.wait(max(0.0, ends_at - time.monotonic())) is None:
+                    worker.kill()
+                    for host in group:
+                        if host.name not in results:
+                            reason = (f"did not stop within {bound:g} s of the interrupt "
+                                      "(its process was killed; its lab may need "
+                                      "`virtbench lab clean`)")
+                            self.say(host.name, reason)
+                            results[host.name] = HostOutcome(host.name, runs[host.name],
+                                                             "interrupted", reason)
             raise
         finally:
             for group, worker in zip(groups, workers, strict=True):
@@ -190,13 +208,23 @@ class FleetRunner:
                     results: dict[str, HostOutcome],
                     hosts: Sequence[FleetHost] | None = None) -> None:
         """Each host in a thread of this process (when this process runs other threads, or
-        several hosts share a forked process)."""
+        several hosts share a forked process).
+
+        Until a stop, the wait lasts as long as the hosts' runs (each trial has its time limit,
+        a run has a finite number of trials). After Ctrl-C or SIGTERM it is bounded: a host
+        still running :meth:`stop_wait_s` seconds later is given up with the outcome "did not
+        stop within N s" (said on the host's progress line too), and the interrupt goes on.
+        """
         # Waited for with events, not Thread.join: a Ctrl-C that interrupts join() marks a
         # thread still running as ended (CPython 3.11's _wait_for_tstate_lock releases the
         # running thread's lock), and the process would then end under a host mid-trial.
+        given_up = threading.Lock()  # a host given up for good: its late outcome is dropped
+
         def drive(host: FleetHost, done: threading.Event) -> None:
             try:
-                results[host.name] = self._drive_safely(host, runs[host.name], resume)
+                outcome = self._drive_safely(host, runs[host.name], resume)
+                with given_up:
+                    results.setdefault(host.name, outcome)
             finally:
                 done.set()
 
@@ -206,14 +234,33 @@ class FleetRunner:
             threading.Thread(target=drive, args=(host, finished), name=f"fleet-{host.name}",
                              daemon=True).start()
         try:
-            for finished in done:
-                while not finished.wait(0.2):
-                    pass
+            with sigterm_as_interrupt():  # SIGTERM too stops every host as Ctrl-C does
+                for finished in done:
+                    while not finished.wait(0.2):  # short waits: Ctrl-C is seen at once
+                        pass
         except KeyboardInterrupt:
             self.stop.set()  # each runner stops after its current trial and cleans up
+            bound = self.stop_wait_s()
+            ends_at = time.monotonic() + bound
             for finished in done:
-                finished.wait()
+                finished.wait(max(0.0, ends_at - time.monotonic()))
+            with given_up:
+                for host, finished in zip(chosen, done, strict=True):
+                    if not finished.is_set() and host.name not in results:
+                        reason = (f"did not stop within {bound:g} s of the interrupt (left "
+                                  "running; its lab may need `virtbench lab clean`)")
+                        self.say(host.name, reason)
+                        results[host.name] = HostOutcome(host.name, runs[host.name],
+                                                         "interrupted", reason)
             raise
+
+    def stop_wait_s(self) -> float:
+        """How long a host may take to stop after Ctrl-C (s): the ``stop_wait_s`` given, else
+        the experiment's longest trial time limit (a stop waits for the trial in flight), the
+        trial deadline's grace and :data:`STOP_TEARDOWN_S` for the lab's teardown."""
+        if self._stop_wait_s is not None:
+            return self._stop_wait_s
+        return longest_trial_limit_s(self.exp) + GRACE_S + STOP_TEARDOWN_S
 
     def _hosts_process(self, hosts: list[FleetHost], runs: dict[str, str], resume: bool,
                        send: Send) -> None:
@@ -334,6 +381,21 @@ class FleetRunner:
         trials = [t for t in store.trials(run_id)]
         return HostOutcome(host.name, run_id, "failed", reason, len(trials),
                            sum(1 for t in trials if t["status"] != "ok"))
+
+
+def longest_trial_limit_s(exp: Experiment) -> float:
+    """The longest time limit of one trial among ``exp``'s workloads (s), as the runner sets
+    them: the experiment's ``timeout_s``, else the workload's own."""
+    limits = []
+    for spec in exp.workloads:
+        cls = get_workload(spec.name)
+        try:
+            limit = spec.timeout_s or cls(cls.Params.model_validate(spec.params)
+                                          ).trial_time_limit_s()
+        except Exception:  # params the runner will refuse: its class's default limit
+            limit = cls.timeout_s
+        limits.append(float(limit))
+    return max(limits, default=0.0)
 
 
 def _import_plugins(exp: Experiment) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,9 @@ __all__ = ["COMPARED_FACTS", "HostCheck", "check_hosts", "comparability_diff", "
 
 # Facts that make two hosts' numbers incomparable when they differ (dotted paths into
 # collect_facts' output; "tools" and "python_packages" are compared entry by entry).
+CHECK_TIMEOUT_S = 300.0
+"""How long ``hosts check`` waits for one host's answer (s): ssh's connect timeouts, the
+experiment's checks and facts take seconds; a host still silent then is reported as such."""
 COMPARED_FACTS = ("cpu.model", "cpu.count", "hypervisor.kind", "kernel", "os",
                   "memory.MemTotal")
 
@@ -64,27 +68,44 @@ def comparability_diff(facts_by_host: Mapping[str, Mapping[str, Any]],
 
 
 def check_hosts(exp: Experiment, hosts: Sequence[FleetHost], *, known_hosts: str | None = None,
-                netns: str | None = None) -> list[HostCheck]:
-    """Every host checked at once: reachability, the experiment's problems there, its facts."""
+                netns: str | None = None, timeout_s: float = CHECK_TIMEOUT_S) -> list[HostCheck]:
+    """Every host checked at once: reachability, the experiment's problems there, its facts.
+    A host whose check has not ended after ``timeout_s`` is reported unreachable with that
+    reason (its thread is left behind; the others' answers are not held up)."""
     results: dict[str, HostCheck] = {}
+    lock = threading.Lock()  # a check given up for good: its late answer is dropped
 
     def one(host: FleetHost) -> None:
-        target = connect(host, known_hosts=known_hosts, netns=netns)
+        answer = checked(host)
+        with lock:
+            results.setdefault(host.name, answer)
+
+    def checked(host: FleetHost) -> HostCheck:
+        try:
+            target = connect(host, known_hosts=known_hosts, netns=netns)
+        except Exception as exc:
+            return HostCheck(host.name, False, [f"{type(exc).__name__}: {exc}"])
         try:
             problem = probe(target, host, known_hosts)
             if problem is not None:
-                results[host.name] = HostCheck(host.name, False, [problem])
-                return
-            problems = check_experiment(exp, target=target)
-            results[host.name] = HostCheck(host.name, True, problems, collect_facts(target))
+                answer = HostCheck(host.name, False, [problem])
+            else:
+                problems = check_experiment(exp, target=target)
+                answer = HostCheck(host.name, True, problems, collect_facts(target))
         except Exception as exc:  # one host's surprise must not hide the others' answers
-            results[host.name] = HostCheck(host.name, False, [f"{type(exc).__name__}: {exc}"])
+            answer = HostCheck(host.name, False, [f"{type(exc).__name__}: {exc}"])
         finally:
             target.close()
+        return answer
 
     threads = [threading.Thread(target=one, args=(h,), daemon=True) for h in hosts]
     for thread in threads:
         thread.start()
+    ends_at = time.monotonic() + timeout_s
     for thread in threads:
-        thread.join()
-    return [results[h.name] for h in hosts]
+        thread.join(max(0.0, ends_at - time.monotonic()))
+    with lock:
+        for host in hosts:
+            results.setdefault(host.name, HostCheck(
+                host.name, False, [f"no answer within {timeout_s:g} s (check stopped waiting)"]))
+        return [results[h.name] for h in hosts]

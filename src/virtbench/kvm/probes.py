@@ -37,7 +37,7 @@ class TargetProbe:
     def wait_flags(self, timeout: float) -> frozenset[str]:
         deadline = time.monotonic() + timeout
         last = "no answer"
-        while True:
+        while True:  # ends: done, or past the deadline below
             try:
                 result = self.target.run(["cat", "/proc/cpuinfo"], timeout=30)
                 flags = cpuinfo_flags(result.stdout)
@@ -68,7 +68,7 @@ class ConsoleLogProbe:
     def wait_flags(self, timeout: float) -> frozenset[str]:
         deadline = time.monotonic() + timeout
         pattern = re.compile(re.escape(CONSOLE_BEGIN) + r"(.*?)" + re.escape(CONSOLE_END), re.S)
-        while True:
+        while True:  # ends: done, or past the deadline below
             text = self.path.read_text(errors="replace") if self.path.exists() else ""
             # Echoed command lines also contain the markers; the cpuinfo block has 'flags'.
             blocks = [b for b in pattern.findall(text) if "flags" in b]

@@ -72,7 +72,7 @@ def wait_ssh(guest: GuestInstance, timeout_s: float = 180.0) -> float:
             "-o", f"UserKnownHostsFile={guest.known_hosts}", "-o", "ConnectTimeout=10",
             "-i", str(guest.identity), "-o", "IdentitiesOnly=yes", "-p", str(guest.port),
             "root@127.0.0.1", "true"]
-    while True:
+    while True:  # ends: done, or past the deadline below
         result = LocalTarget().run(argv, check=False, timeout=60)
         if result.returncode == 0:
             return time.monotonic() - started

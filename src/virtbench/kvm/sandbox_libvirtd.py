@@ -116,7 +116,7 @@ class PrivateLibvirtd:
         self._record.write_text(json.dumps({"pid": daemon.pid, "uri": self.uri}))
         libvirt = libvirt_module()
         deadline = time.monotonic() + timeout_s
-        while True:
+        while True:  # ends: done, or past the deadline below
             error = daemon.exit_error()
             if error is not None:
                 raise VirtbenchError(f"{error} ({self.log_tail()})")

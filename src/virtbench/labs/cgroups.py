@@ -126,7 +126,7 @@ def remove_cgroup_dir(directory: Path) -> bool:
     for child in sorted((p for p in directory.iterdir() if p.is_dir()), reverse=True):
         remove_cgroup_dir(child)
     deadline = time.monotonic() + 5.0
-    while True:
+    while True:  # ends: done, or past the deadline below
         _kill_members(directory)
         try:
             directory.rmdir()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, read_records
-from virtbench.targets.local import LocalTarget
+from virtbench.targets.local import LocalTarget, kill_process_group
 
 __all__ = ["announce_and_wait", "run_in_processes"]
 
@@ -80,8 +80,7 @@ def run_in_processes(config: LoadConfig) -> tuple[list[RequestRecord], dict[str,
     finally:
         for proc, _ in procs:
             if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                kill_process_group(proc)  # spawned in a session of its own
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -7,8 +7,19 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["BINARY_PROBE", "PATH_STAT", "CommandFailed", "Gathered", "ProcResult", "Target",
-           "cannot_run_true"]
+__all__ = ["BINARY_PROBE", "COMMAND_TIMEOUT_S", "KILL_WAIT_S", "PATH_STAT", "CommandFailed",
+           "Gathered", "ProcResult", "Target", "cannot_run_true", "command_timeout"]
+
+COMMAND_TIMEOUT_S = 3600.0
+"""The time limit of a command run without one (s): no command is waited for forever. Inside a
+trial every command gets the trial's remaining time instead (runner.deadline)."""
+KILL_WAIT_S = 10.0
+"""How long a process gets to vanish after SIGKILL (s); longer means stuck in the kernel."""
+
+
+def command_timeout(timeout: float | None) -> float:
+    """``timeout``, or :data:`COMMAND_TIMEOUT_S` for a command given none."""
+    return COMMAND_TIMEOUT_S if timeout is None else timeout
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,9 @@ class Target(abc.ABC):
         input: str | None = None,
         check: bool = True,
     ) -> ProcResult:
-        """Run to completion. ``env`` entries set (str) or unset (None) variables."""
+        """Run to completion. ``env`` entries set (str) or unset (None) variables. ``timeout``
+        (s; None: :data:`COMMAND_TIMEOUT_S`) passed, the command is killed and
+        ``subprocess.TimeoutExpired`` raised."""
 
     def run_timed(
         self,

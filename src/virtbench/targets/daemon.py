@@ -98,7 +98,7 @@ def wait_until(ready: Callable[[], bool], what: str, *, daemons: Sequence[Daemon
     """Seconds until ``ready()``; VirtbenchError naming ``what`` when one of ``daemons`` exits
     first (with its log's last lines) or after ``timeout_s``."""
     started = time.monotonic()
-    while True:
+    while True:  # ends: done, or past the deadline below
         for daemon in daemons:
             error = daemon.exit_error()
             if error is not None:

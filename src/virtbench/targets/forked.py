@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import select
 import signal
 import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ForkedCall", "Send"]
+from virtbench.targets.base import KILL_WAIT_S
+
+__all__ = ["KILL_WAIT_S", "ForkedCall", "Send"]
+
+READER_GRACE_S = 10.0
+"""After the child's exit, how long its last messages get to arrive."""
+_log = logging.getLogger(__name__)
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -36,8 +44,9 @@ class ForkedCall:
         if self.pid == 0:  # the child: never returns
             os.close(self._read_fd)
             os.setpgid(0, 0)
-            # ``interrupt`` is how the parent stops it, whatever SIGINT was when we started
-            # (ignored, in a background job): the child always takes it as Ctrl-C.
+            # ``interrupt`` must reach it even when we were started with SIGINT ignored (a
+            # background job, nohup, CI): the child is in a group of its own, so only the
+            # parent ever sends it SIGINT.
             signal.signal(signal.SIGINT, signal.default_int_handler)
             _child(call, write_fd)
         os.close(write_fd)
@@ -54,19 +63,47 @@ class ForkedCall:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGINT)
 
-    def wait(self) -> int:
-        """The child's exit code, once every message it sent was handed on."""
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """The child's exit code, once every message it sent was handed on; None when the
+        child still runs after ``timeout_s`` (None: as long as it runs)."""
         if self.returncode is None:
+            if timeout_s is not None and not _exited_within(self.pid, timeout_s):
+                return None
             self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         if self._reader is not None:
-            self._reader.join()
+            # The pipe ends with the child (its own children never inherit it: Popen closes
+            # descriptors); the bound is for a grandchild that kept it all the same.
+            self._reader.join(READER_GRACE_S)
+            if self._reader.is_alive():
+                _log.warning("forked process %d exited but its pipe stayed open %g s; its "
+                             "last messages may be lost", self.pid, READER_GRACE_S)
         return self.returncode
+
+    def kill(self) -> int | None:
+        """SIGKILL the child's process group and reap it; its exit code (None: it survived
+        SIGKILL for KILL_WAIT_S, stuck in the kernel, and a warning says so)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        code = self.wait(KILL_WAIT_S)
+        if code is None:
+            _log.warning("forked process %d did not end within %g s of SIGKILL", self.pid,
+                         KILL_WAIT_S)
+        return code
 
     @staticmethod
     def _read(fd: int, on_message: Callable[[dict[str, Any]], None]) -> None:
         with os.fdopen(fd, "rb") as stream:
             for line in stream:
                 on_message(json.loads(line))
+
+
+def _exited_within(pid: int, timeout_s: float) -> bool:
+    """True once the child ``pid`` (not yet reaped) has exited, waiting at most ``timeout_s``."""
+    fd = os.pidfd_open(pid)  # readable once the process has exited
+    try:
+        return bool(select.select([fd], [], [], max(0.0, timeout_s))[0])
+    finally:
+        os.close(fd)
 
 
 def _child(call: Callable[[Send], None], fd: int) -> None:

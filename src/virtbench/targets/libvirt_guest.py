@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, ProcResult, Target
+from virtbench.targets.base import CommandFailed, ProcResult, Target, command_timeout
 from virtbench.targets.libvirt_connection import open_connection
 from virtbench.targets.ssh import SSHTarget, remote_argv
 
@@ -104,17 +104,18 @@ class LibvirtGuestTarget(Target):
         if input is not None:
             args["input-data"] = base64.b64encode(input.encode()).decode()
         pid = self._agent({"execute": "guest-exec", "arguments": args})["pid"]
-        deadline = None if timeout is None else time.monotonic() + timeout + 30
+        limit = command_timeout(timeout)
+        deadline = time.monotonic() + limit + 30
         delay = 0.05
-        while True:
+        while True:  # ends: done, or past the deadline below
             status = self._agent({"execute": "guest-exec-status", "arguments": {"pid": pid}})
             if status.get("exited"):
                 out = base64.b64decode(status.get("out-data", "")).decode(errors="replace")
                 err = base64.b64decode(status.get("err-data", "")).decode(errors="replace")
                 code = status.get("exitcode", 128 + int(status.get("signal", 0)))
                 return int(code), out, err
-            if deadline is not None and time.monotonic() > deadline:
-                raise VirtbenchError(f"guest agent: {argv[0]} still running after {timeout} s")
+            if time.monotonic() > deadline:
+                raise VirtbenchError(f"guest agent: {argv[0]} still running after {limit:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -12,10 +13,20 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from virtbench.targets.base import CommandFailed, ProcResult, Target, cannot_run_true
+from virtbench.targets.base import (
+    KILL_WAIT_S,
+    CommandFailed,
+    ProcResult,
+    Target,
+    cannot_run_true,
+    command_timeout,
+)
 from virtbench.targets.timed import spawn_timed
 
-__all__ = ["LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]
+__all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env",
+           "reap_killed"]
+
+_log = logging.getLogger(__name__)
 
 
 def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
@@ -32,11 +43,30 @@ def kill_process_group(proc: subprocess.Popen[Any], *, reap: bool = True) -> Non
     """SIGKILL the process group that ``proc`` leads (started with ``start_new_session``),
     then reap ``proc`` unless ``reap`` is False (in a signal handler, where waiting could
     deadlock with a wait it interrupted); children that moved to a session of their own are
-    out of reach."""
+    out of reach. A process still there :data:`KILL_WAIT_S` after SIGKILL is stuck in the
+    kernel (a hung disk or NFS): a warning names it and it is left behind."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     if reap:
-        proc.wait()
+        reap_killed(proc)
+
+
+def reap_killed(proc: subprocess.Popen[Any]) -> int | None:
+    """Reap ``proc`` after SIGKILL, waiting at most :data:`KILL_WAIT_S`; its exit code, or
+    None (with a warning) when it did not end."""
+    try:
+        return proc.wait(KILL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        _log.warning("process %d (%s) did not end within %g s of SIGKILL; left behind",
+                     proc.pid, _name(proc), KILL_WAIT_S)
+        return None
+
+
+def _name(proc: subprocess.Popen[Any]) -> str:
+    args = proc.args
+    if isinstance(args, str | bytes | os.PathLike):
+        return os.fsdecode(args)
+    return " ".join(os.fsdecode(a) for a in list(args)[:3])
 
 
 class LocalTarget(Target):
@@ -73,12 +103,16 @@ class LocalTarget(Target):
             raise CommandFailed(
                 ProcResult(tuple(full), 127, "", f"{exc}", time.perf_counter() - started)
             ) from exc
-        with proc:
-            try:
-                stdout, stderr = proc.communicate(input, timeout=timeout)
-            except BaseException:  # the time limit, Ctrl-C, a trial's deadline: all of it ends
-                kill_process_group(proc)
-                raise
+        # Not ``with proc:``: its exit waits for the process without a bound.
+        try:
+            stdout, stderr = proc.communicate(input, timeout=command_timeout(timeout))
+        except BaseException:  # the time limit, Ctrl-C, a trial's deadline: all of it ends
+            kill_process_group(proc)
+            raise
+        finally:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
         result = ProcResult(
             tuple(full), proc.returncode, stdout, stderr, time.perf_counter() - started
         )
@@ -94,7 +128,7 @@ class LocalTarget(Target):
         timeout: float | None = None,
         check: bool = True,
     ) -> ProcResult:
-        return spawn_timed(self._wrap(argv), merged_env(env), timeout, check)
+        return spawn_timed(self._wrap(argv), merged_env(env), command_timeout(timeout), check)
 
     def spawn(
         self,

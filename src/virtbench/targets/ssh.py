@@ -39,8 +39,9 @@ from virtbench.targets.base import (
     ProcResult,
     Target,
     cannot_run_true,
+    command_timeout,
 )
-from virtbench.targets.local import LocalTarget
+from virtbench.targets.local import LocalTarget, kill_process_group
 from virtbench.targets.ssh_agent import (
     AgentSession,
     AgentUnavailable,
@@ -231,13 +232,14 @@ class SSHTarget(Target):
                    **fields: Any) -> ProcResult:
         if not argv:
             raise VirtbenchError("empty command")
+        timeout = command_timeout(timeout)  # the agent kills the command then
         try:
-            reply = agent.request("run", None if timeout is None else timeout + 30,
-                                  argv=list(argv), timeout=timeout, **fields)
+            reply = agent.request("run", timeout + 30, argv=list(argv), timeout=timeout,
+                                  **fields)
         except SessionLost as lost:
             return self._lost(argv, lost)
         except TimeoutError as exc:
-            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0) from exc
+            raise subprocess.TimeoutExpired(list(argv), timeout) from exc
         code, stderr = int(reply["rc"]), reply["stderr"]
         if reply["timed_out"]:  # exit 124 as timeout(1) reports it, as without the agent
             code, stderr = 124, stderr + f"killed at its time limit of {timeout:g} s\n"
@@ -279,13 +281,21 @@ class SSHTarget(Target):
             raise VirtbenchError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
         return RemoteProcess(agent, int(reply["pid"]), list(argv))
 
-    def fetch(self, remote_path: str, local_path: Path) -> None:
+    def fetch(self, remote_path: str, local_path: Path, *, timeout_s: float = 600.0) -> None:
         """Copy a file of the host here, byte for byte (``cat`` in an ssh session of its own:
-        a pcap can be large and is not text)."""
+        a pcap can be large and is not text); VirtbenchError when it takes over ``timeout_s``."""
         with open(local_path, "wb") as out:
             proc = self._local.spawn(self.ssh_argv(["cat", "--", remote_path]), stdout=out.fileno(),
                                      stderr=subprocess.PIPE)
-            _, err = proc.communicate()
+            try:
+                _, err = proc.communicate(timeout=timeout_s)
+            except BaseException as exc:  # our bound, Ctrl-C: the copy ends with its ssh
+                kill_process_group(proc)
+                local_path.unlink(missing_ok=True)
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise VirtbenchError(f"{self.name}: copying {remote_path} took over "
+                                         f"{timeout_s:g} s; stopped") from None
+                raise
         if proc.returncode != 0:
             local_path.unlink(missing_ok=True)
             raise VirtbenchError(f"{self.name}: cannot copy {remote_path}: "
@@ -307,7 +317,8 @@ class SSHTarget(Target):
             return self._batch_session(argvs, timeout=timeout)
         if isinstance(agent, ProcResult):
             return [ProcResult(tuple(argv), 255, "", agent.stderr, 0.0) for argv in argvs]
-        total = None if timeout is None else timeout * len(argvs) + 30
+        timeout = command_timeout(timeout)
+        total = timeout * len(argvs) + 30
         try:
             reply = agent.request("batch", total, argvs=[list(a) for a in argvs],
                                   timeout=timeout)
@@ -325,7 +336,8 @@ class SSHTarget(Target):
         agent = self._session(["cat", *files])
         if not isinstance(agent, AgentSession):
             return super().gather(files, binaries, argvs, paths=paths, timeout=timeout)
-        total = None if timeout is None else timeout * (len(argvs) + 1) + 30
+        timeout = command_timeout(timeout)
+        total = timeout * (len(argvs) + 1) + 30
         try:
             reply = agent.request("gather", total, files=list(files), binaries=list(binaries),
                                   paths=list(paths), argvs=[list(a) for a in argvs],

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from virtbench.targets.local import LocalTarget
+from virtbench.targets.local import LocalTarget, kill_process_group
 
 __all__ = ["AgentSession", "AgentUnavailable", "SessionLost", "agent_command"]
 
 PROGRAM = (Path(__file__).with_name("ssh_agent_program.py")).read_text()
 _STDERR_KEPT = 4096
+SSH_EXIT_WAIT_S = 10.0
+"""After the session's output ends, how long the ssh client gets to exit before SIGKILL."""
 
 
 class SessionLost(Exception):
@@ -76,7 +78,7 @@ class AgentSession:
             self.close()
             raise subprocess.TimeoutExpired(list(ssh_argv[:1]), hello_timeout_s)
         if self._hello.reply is None:  # the session ended before the agent said hello
-            code = self._proc.wait()
+            code = self._proc.poll()  # reaped (or given up) by the reader before it said so
             self._stderr_reader.join(5)
             stderr = self.stderr()
             self.close()
@@ -126,8 +128,7 @@ class AgentSession:
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+            kill_process_group(self._proc)  # the ssh client leads a session of its own
         self._fail_pending()
 
     # ---- internals -------------------------------------------------------------------------
@@ -156,7 +157,11 @@ class AgentSession:
             if pending is not None:
                 pending.reply = message
                 pending.done.set()
-        self._proc.wait()
+        # ssh closed its output: it is ending (a client that lingers is ended, not waited for)
+        try:
+            self._proc.wait(timeout=SSH_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            kill_process_group(self._proc)
         self._stderr_reader.join(5)  # ssh's last words explain the end to every waiter
         self._fail_pending()
 

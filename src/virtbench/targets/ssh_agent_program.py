@@ -34,6 +34,7 @@ _write_lock = threading.Lock()
 _running: dict[int, int] = {}  # request id -> pid leading the command's own session
 _running_lock = threading.Lock()
 _background: dict[int, subprocess.Popen[bytes]] = {}  # pid -> a process of op "start"
+_KILLED_READ_S = 10.0  # after a time limit's kill: how long the command's output may still come
 _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; commands get defaults
 
 
@@ -90,13 +91,31 @@ def _captured(rid: int, argv: list[str], env: dict[str, str], cwd: str | None,
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc.pid)
-            out, err = proc.communicate()
+            out, err = _rest(proc)
     finally:
         with _running_lock:
             _running.pop(rid, None)
     return {"rc": proc.returncode, "stdout": out.decode(errors="replace"),
             "stderr": err.decode(errors="replace"), "timed_out": timed_out,
             "duration": time.perf_counter() - started}
+
+
+def _rest(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """The output of a command killed with its group. A process that left the group (its own
+    session) may still hold the pipes: after _KILLED_READ_S what came is kept, and the note
+    says why the rest is missing."""
+    try:
+        return proc.communicate(timeout=_KILLED_READ_S)
+    except subprocess.TimeoutExpired as exc:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(_KILLED_READ_S)
+        note = ("\n(output cut: a process outside the command's group still held its pipes "
+                f"{_KILLED_READ_S:g} s after the kill)\n").encode()
+        return (getattr(exc, "output", None) or b"",
+                (getattr(exc, "stderr", None) or b"") + note)
 
 
 def _timed(rid: int, argv: list[str], env: dict[str, str],
@@ -259,6 +278,10 @@ def main() -> None:
     # the host's Python, not ours: posix_spawn's setsid; the controller falls back to ssh
     if sys.version_info < (3, 8):  # noqa: UP036
         sys.exit(3)
+    # Started with SIGINT ignored (a controller run in the background, without ssh between),
+    # every process it starts would inherit that and a capture could not be stopped with
+    # SIGINT: Python's own handler is reset to the default in each child at exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     _send({"hello": 1, "python": sys.executable})
     for line in sys.stdin.buffer:
         request = json.loads(line)

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import gc
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -25,7 +26,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from virtbench.targets.base import CommandFailed, ProcResult
+from virtbench.targets.base import KILL_WAIT_S, CommandFailed, ProcResult
 
 __all__ = ["spawn_timed"]
 
@@ -139,6 +140,8 @@ class _Watchdog:
             return False
 
     def _loop(self) -> None:
+        # The watchdog's own service loop, in a daemon thread nobody waits for: it idles
+        # (without a bound) only while no command is watched, and dies with the process.
         with self._cond:
             while True:
                 now = time.monotonic()
@@ -186,8 +189,10 @@ def _wait(pid: int, timeout: float | None) -> int | None:
         return None if timed_out else status
     except BaseException:
         _kill_group(pidfd, pid)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        # Reaped once gone (the pidfd turns readable); one stuck in the kernel is left behind.
+        if select.select([pidfd], [], [], KILL_WAIT_S)[0]:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
         raise
     finally:
         os.close(pidfd)

@@ -52,7 +52,7 @@ def run(prefix, name, args, interrupt_after=None):
             srv.wait(timeout=10)
         except subprocess.TimeoutExpired:
             srv.kill()
-            srv.wait()
+            srv.wait(10)
     print(name, cli.returncode, flush=True)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from waits import communicate, kill
 
 from virtbench.cli import app
 from virtbench.store import Store
@@ -77,8 +78,9 @@ def lab_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _ours() -> list[str]:
     """Loop devices on a probe image and probe namespaces that exist now."""
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=60).stdout
+    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            timeout=60).stdout
     return ([line for line in loops.splitlines() if "vbnet-probe-" in line]
             + [line.split()[0] for line in spaces.splitlines()
                if line.startswith("vbnet-") and line.split()[0].endswith(("-ps", "-pc"))])
@@ -167,8 +169,7 @@ def _start_probe_run(tmp_path: Path, lab_root: Path) -> subprocess.Popen[bytes]:
     while time.monotonic() < deadline and len(_ours()) < 3:  # loop device, two namespaces
         time.sleep(0.2)
     if len(_ours()) < 3:
-        child.kill()
-        child.wait()
+        kill(child)
         pytest.fail("the lab never came up")
     time.sleep(3)  # well inside the trials
     return child
@@ -179,11 +180,9 @@ def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
     child = _start_probe_run(tmp_path, lab_root)
     try:
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
+        _, err = communicate(child, 60)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        kill(child)
     assert child.returncode != 0
     assert b"Traceback" not in err, err.decode()[-2000:]
 
@@ -191,8 +190,7 @@ def test_ctrl_c_removes_the_loop_device_and_the_namespaces(
 def test_lab_clean_removes_what_a_killed_run_left(
         tmp_path: Path, lab_root: Path, nothing_left: None) -> None:
     child = _start_probe_run(tmp_path, lab_root)
-    os.killpg(child.pid, signal.SIGKILL)  # no cleanup at all: a crash
-    child.wait()
+    kill(child)  # its process group: no cleanup at all, a crash
     assert list(lab_root.glob("*.json")), "the killed run's manifest should be there"
     assert _ours()
     result = CliRunner().invoke(app, ["lab", "clean"])

@@ -16,7 +16,7 @@ async def main(port: int, workers: int, service_s: float) -> None:
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
+            while True:  # one request per turn; ends when the client closes (IncompleteRead)
                 head = await reader.readuntil(b"\r\n\r\n")
                 if not head:
                     break

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 
 def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True)
+    subprocess.run(["ip", *args], check=True, timeout=60)
 
 
 @contextlib.contextmanager
@@ -26,7 +26,7 @@ def shaped_bridge_path(rate: str = "8mbit", burst: int = 10000, limit: int = 400
             _ip("netns", "add", name)
             # No router solicitations or MLD reports: the counters see only the test frames.
             subprocess.run(["ip", "netns", "exec", name, "sysctl", "-qw",
-                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
+                            "net.ipv6.conf.default.disable_ipv6=1"], check=True, timeout=60)
         _ip("link", "add", "g0", "netns", ns["gen"], "type", "veth", "peer", "name", "m0",
             "netns", ns["mid"])
         _ip("link", "add", "m1", "netns", ns["mid"], "type", "veth", "peer", "name", "s0",
@@ -38,8 +38,9 @@ def shaped_bridge_path(rate: str = "8mbit", burst: int = 10000, limit: int = 400
                             (ns["mid"], "br0"), (ns["sink"], "s0")):
             _ip("-n", name, "link", "set", iface, "up")
         subprocess.run(["tc", "-n", ns["mid"], "qdisc", "add", "dev", "m1", "root", "tbf",
-                        "rate", rate, "burst", str(burst), "limit", str(limit)], check=True)
+                        "rate", rate, "burst", str(burst), "limit", str(limit)], check=True,
+                       timeout=60)
         yield ns
     finally:
         for name in ns.values():
-            subprocess.run(["ip", "netns", "del", name], check=False)
+            subprocess.run(["ip", "netns", "del", name], check=False, timeout=60)

@@ -27,18 +27,18 @@ def veth() -> Iterator[tuple[str, str]]:
     gen, sink = f"vbshg{os.getpid()}", f"vbshs{os.getpid()}"
     try:
         for ns in (gen, sink):
-            subprocess.run(["ip", "netns", "add", ns], check=True)
+            subprocess.run(["ip", "netns", "add", ns], check=True, timeout=60)
             # No router solicitations or MLD reports: the counters see only the test frames.
             subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
-                            "net.ipv6.conf.all.disable_ipv6=1"], check=True)
+                            "net.ipv6.conf.all.disable_ipv6=1"], check=True, timeout=60)
         subprocess.run(["ip", "link", "add", "g0", "netns", gen, "type", "veth", "peer", "name",
-                        "s0", "netns", sink], check=True)
+                        "s0", "netns", sink], check=True, timeout=60)
         for ns, iface in ((gen, "g0"), (sink, "s0")):
-            subprocess.run(["ip", "-n", ns, "link", "set", iface, "up"], check=True)
+            subprocess.run(["ip", "-n", ns, "link", "set", iface, "up"], check=True, timeout=60)
         yield gen, sink
     finally:
         for ns in (gen, sink):
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+            subprocess.run(["ip", "netns", "del", ns], check=False, timeout=60)
 
 
 def _trial(gen: str, sink: str, workdir: Path, frame_size: int | str
@@ -53,7 +53,7 @@ def _trial(gen: str, sink: str, workdir: Path, frame_size: int | str
 
 def _root_qdisc(ns: str) -> str:
     out = subprocess.run(["tc", "-n", ns, "-j", "qdisc", "show", "dev", "g0"], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, timeout=60).stdout
     return str(next(q["kind"] for q in json.loads(out) if q.get("root")))
 
 
@@ -76,7 +76,7 @@ def test_a_paths_own_shaper_on_the_sender_is_left_alone(veth: tuple[str, str],
                                                         tmp_path: Path) -> None:
     gen, sink = veth
     subprocess.run(["tc", "-n", gen, "qdisc", "add", "dev", "g0", "root", "tbf", "rate",
-                    "8mbit", "burst", "10000", "limit", "40000"], check=True)
+                    "8mbit", "burst", "10000", "limit", "40000"], check=True, timeout=60)
     with pytest.raises(VirtbenchError, match="root qdisc tbf"):
         _trial(gen, sink, tmp_path, 64)
     assert _root_qdisc(gen) == "tbf"

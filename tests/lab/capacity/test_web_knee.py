@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from waits import finish, readline
 
 from virtbench.runner import Runner
 from virtbench.spec import parse_experiment
@@ -35,11 +36,11 @@ def origin() -> Iterator[int]:
         "fixed_capacity_origin.py")), str(port), str(WORKERS), str(SERVICE_S)],
         stdout=subprocess.PIPE)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        assert readline(proc, 60).strip() == b"ready"
         yield port
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        finish(proc, 10)
 
 
 def test_knee_of_a_fixed_capacity_origin(tmp_path: Path, origin: int) -> None:

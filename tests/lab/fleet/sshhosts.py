@@ -18,11 +18,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from waits import kill
+
 SUBNET = "10.77.0"
 
 
 def _run(*argv: str) -> str:
-    return subprocess.run(list(argv), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(list(argv), check=True, capture_output=True, text=True,
+                          timeout=300).stdout
 
 
 @dataclass
@@ -74,9 +77,8 @@ class SshHost:
     def kill_sshd(self) -> None:
         """The listening daemon and every connection it serves: sshd puts each connection in
         a session of its own, so they are found as this namespace's sshd processes."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process is not None:
+            kill(self.process)  # its process group, reaped within a bound
         self.process = None
         for pid in _run("ip", "netns", "pids", self.namespace).split():
             with contextlib.suppress(OSError):
@@ -116,9 +118,9 @@ class SshFleet:
         for host in self.hosts:
             host.kill_sshd()
             subprocess.run(["ip", "netns", "del", host.namespace], check=False,
-                           capture_output=True)
+                           capture_output=True, timeout=60)
         subprocess.run(["ip", "netns", "del", self.controller], check=False,
-                       capture_output=True)
+                       capture_output=True, timeout=60)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -68,10 +68,10 @@ def test_qos_transfer_runs_from_client_host_to_server_host(
     assert "eth0" in realisation["settings"]["lab.client"]
     # the servers on h2 were stopped with the run
     listening = subprocess.run(["ip", "netns", "exec", three_hosts.hosts[1].namespace, "ss",
-                                "-Htlnu"], capture_output=True, text=True).stdout
+                                "-Htlnu"], capture_output=True, text=True, timeout=60).stdout
     assert ":5201" not in listening and ":2112" not in listening
     for host in three_hosts.hosts[:2]:  # no capture left running on either host
         pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
-                              text=True).stdout.split()
+                              text=True, timeout=60).stdout.split()
         assert not [pid for pid in pids if Path(f"/proc/{pid}/comm").exists()
                     and Path(f"/proc/{pid}/comm").read_text().strip() == "tcpdump"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from sshhosts import SshFleet
+from waits import communicate, join
 
 from virtbench.fleet import FleetHost, FleetRunner, load_inventory, parse_inventory
 from virtbench.fleet.drive import FleetOutcome
@@ -88,7 +89,7 @@ def test_three_hosts_every_sample_once_and_report_compares_them(
     for name in ("h1/quick", "h2/quick", "h3/slow", "Hosts side by side"):
         assert name in result.stdout
     listed = subprocess.run([VIRTBENCH, "hosts", "runs", fleet_id, "--store", location],
-                            capture_output=True, text=True, check=True)
+                            capture_output=True, text=True, check=True, timeout=300)
     assert sorted(line.split("\t")[:2] for line in listed.stdout.splitlines()) == sorted(
         [r.id, r.host] for r in runs)
     # no credential in the store: neither the key's path nor its content
@@ -111,7 +112,7 @@ def test_killed_sshd_fails_that_host_only_and_resume_finishes_it(
     runner = FleetRunner(db, exp, text, str(exp_path), hosts, netns=three_hosts.controller,
                          say=lambda h, m: messages.append((h, m)))
     outcomes: list[FleetOutcome] = []
-    thread = threading.Thread(target=lambda: outcomes.append(runner.run()))
+    thread = threading.Thread(target=lambda: outcomes.append(runner.run()), daemon=True)
     thread.start()
     victim = three_hosts.hosts[1]
     deadline = time.monotonic() + 120
@@ -121,7 +122,7 @@ def test_killed_sshd_fails_that_host_only_and_resume_finishes_it(
             break
         time.sleep(0.05)
     victim.kill_sshd()
-    thread.join(300)
+    join(thread, 300, "the fleet run")
     outcome = outcomes[0]
     by_host = {h.host: h for h in outcome.hosts}
     assert by_host["h1"].status == by_host["h3"].status == "complete"
@@ -221,7 +222,7 @@ def test_sigterm_stops_every_host_process_as_interrupted_and_resume_finishes(
             break
         time.sleep(0.05)
     proc.terminate()
-    _, stderr = proc.communicate(timeout=120)
+    _, stderr = communicate(proc, 120)
     assert proc.returncode == 130, stderr
     runs = watcher.runs()
     assert {r.host: r.status for r in runs} == {"h1": "interrupted", "h2": "interrupted",
@@ -230,7 +231,7 @@ def test_sigterm_stops_every_host_process_as_interrupted_and_resume_finishes(
     # each host's process ended its agent: no command of ours is left on any host
     for host in three_hosts.hosts:
         pids = subprocess.run(["ip", "netns", "pids", host.namespace], capture_output=True,
-                              text=True).stdout.split()
+                              text=True, timeout=60).stdout.split()
         commands = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids
                     if Path(f"/proc/{pid}/comm").exists()]
         assert "sleep" not in commands, commands

@@ -58,7 +58,7 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
             (root / sub).mkdir(parents=True)
         vmlinuz = unpack_cloud_kernel(work, modules, root / "lib" / "modules" / "vb")
         subprocess.run(["dpkg-deb", "-x", str(download_deb("busybox-static", work)),
-                        str(work / "busybox")], check=True, capture_output=True)
+                        str(work / "busybox")], check=True, capture_output=True, timeout=300)
         shutil.copy2(work / "busybox" / "bin" / "busybox", root / "bin" / "busybox")
         (root / "init").write_text(init)
         os.chmod(root / "init", 0o755)

@@ -53,7 +53,7 @@ def _guest_flags(info: SandboxInfo, wait_s: float = 240.0) -> frozenset[str]:
     """The guest's flags, waiting for its sshd (a rollback restarts the guest)."""
     ssh = _ssh(info)
     deadline = time.monotonic() + wait_s
-    while True:
+    while True:  # ends: done, or past the deadline below
         try:
             return cpuinfo_flags(ssh.run(["cat", "/proc/cpuinfo"], timeout=60).stdout)
         except CommandFailed:

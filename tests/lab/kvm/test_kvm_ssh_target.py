@@ -33,7 +33,7 @@ class Sshd:
 
 
 def _run(*argv: str) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True)
+    subprocess.run(list(argv), check=True, capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=10)
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+        subprocess.run(["ip", "netns", "del", ns], check=False, timeout=60)
 
 
 def target(sshd: Sshd, known_hosts: Path | None = None) -> SSHTarget:
@@ -83,9 +83,9 @@ def target(sshd: Sshd, known_hosts: Path | None = None) -> SSHTarget:
 
 def wait_up(t: SSHTarget) -> None:
     deadline = time.monotonic() + 20
-    while True:
+    while True:  # ends: done, or past the deadline below
         try:
-            t.run(["true"])
+            t.run(["true"], timeout=30)
             return
         except CommandFailed:
             if time.monotonic() > deadline:

@@ -27,7 +27,7 @@ A, B = f"vbpf{os.getpid()}a", f"vbpf{os.getpid()}b"
 
 
 def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=60)
 
 
 @contextlib.contextmanager
@@ -44,10 +44,10 @@ def _two_namespaces() -> Iterator[None]:
     finally:
         for ns in (A, B):
             for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
-                                      text=True).stdout.split():
+                                      text=True, timeout=60).stdout.split():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(int(pid), signal.SIGTERM)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=60)
 
 
 def _in(ns: str, *argv: str) -> subprocess.Popen[bytes]:
@@ -109,7 +109,7 @@ def test_command_reports_the_received_udp_flow(two_flow_capture: Path,
                                                tshark_flows: Any) -> None:
     out = subprocess.run([sys.executable, "-m", "virtbench.cli", "parse", "pcap",
                           str(two_flow_capture), "--flow", "udp:10.96.0.2:*:10.96.0.1:5302",
-                          "--json"], capture_output=True, text=True, check=True).stdout
+                          "--json"], capture_output=True, text=True, check=True, timeout=300).stdout
     rows = {r["metric"]: r["value"] for r in json.loads(out)}
     [(packets, nbytes, first, last)] = tshark_flows(
         two_flow_capture, "ip.dst == 10.96.0.1 && udp.dstport == 5302").values()
@@ -122,5 +122,5 @@ def test_command_reports_the_received_udp_flow(two_flow_capture: Path,
 def _as_pcapng(path: Path) -> Path:
     out = path.with_suffix(".pcapng")
     if not out.exists():
-        subprocess.run(["editcap", "-F", "pcapng", str(path), str(out)], check=True)
+        subprocess.run(["editcap", "-F", "pcapng", str(path), str(out)], check=True, timeout=300)
     return out

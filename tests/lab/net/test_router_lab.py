@@ -29,7 +29,7 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
         for ns, address in ((lab.ns["snd"], "10.78.1.1"), (lab.ns["rtr"], "10.78.1.2"),
                             (lab.ns["rtr"], "10.78.2.2"), (lab.ns["rcv"], "10.78.2.1")):
             neigh = subprocess.run(["ip", "-n", ns, "neigh", "show", address],
-                                   capture_output=True, text=True, check=True).stdout
+                                   capture_output=True, text=True, check=True, timeout=60).stdout
             assert "PERMANENT" in neigh, (ns, address, neigh)
         for count in (0, 2, 1):
             state = lab.enter(f"n{count}", {"neighbours": count})
@@ -55,5 +55,5 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
     for group in groups:
         assert all(not d.exists() for d in group.dirs.values())
     assert all(not d.exists() for d in router_dirs)
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60).stdout
     assert lab.lab_id not in out

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from vhost_guest import start_guest, vhost_guest_image, wait_ready
+from waits import kill
 
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
@@ -45,7 +46,7 @@ def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.Mon
         client = state.target
         assert client is not None
         deadline = time.monotonic() + 60  # OVS reconnects to the socket; ARP; slow TCG guest
-        while True:
+        while True:  # ends: done, or past the deadline below
             res = client.run(["ping", "-c", "3", "-W", "3", "10.77.0.9"], check=False,
                              timeout=30)
             if res.returncode == 0 or time.monotonic() > deadline:
@@ -54,7 +55,6 @@ def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.Mon
         assert " 0% packet loss" in res.stdout or "3 received" in res.stdout
     finally:
         if guest is not None:
-            guest.kill()
-            guest.wait()
+            kill(guest)
         lab.down()
         shutil.rmtree(root, ignore_errors=True)

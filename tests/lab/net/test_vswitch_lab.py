@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waits import communicate, kill, readline
 
 from virtbench.labs.base import Manifest
 from virtbench.labs.net.hugepages import sysfs_pool
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 
 def _namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
@@ -123,10 +124,9 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
                              stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert readline(child, 300).strip() == "ready"
     finally:
-        child.kill()  # a crash: no down()
-        child.wait()
+        kill(child)  # a crash: no down()
     manifests = list((tmp_path / "labs").glob("vbnet-*.json"))
     assert len(manifests) == 1
     assert len(_namespaces() - before) == 5
@@ -134,7 +134,8 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
     assert any("namespace" in r for r in removed)
     assert any("ovs-vswitchd" in r or "process" in r for r in removed)
     assert _namespaces() == before
-    leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
+                              timeout=60).stdout
     assert str(tmp_path) not in leftover  # no ovsdb-server/ovs-vswitchd of ours survives
 
 
@@ -192,15 +193,12 @@ def test_clean_gives_back_hugepages_a_killed_run_reserved(tmp_path: Path) -> Non
     child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert child.stdout is not None
-        line = child.stdout.readline().strip()
+        line = readline(child, 300).strip()
         if line != "ready":  # the child's error with OVS's log lines, then its traceback
-            child.wait(60)
-            assert child.stderr is not None
-            pytest.fail(f"{line}\n{child.stdout.read()}{child.stderr.read()}")
+            out, err = communicate(child, 60)
+            pytest.fail(f"{line}\n{out}{err}")
     finally:
-        child.kill()  # a crash: no down(); ovs-vswitchd-dpdk still holds the pages
-        child.wait()
+        kill(child)  # a crash: no down(); ovs-vswitchd-dpdk still holds the pages
     assert int(pool.read_text()) > before and len(_hugetlbfs_mounts() - mounts) == 1
     manifest = next((tmp_path / "labs").glob("vbnet-*.json"))
     removed = VSwitchLab.clean(Manifest(manifest, "vswitch"))

@@ -26,7 +26,7 @@ if os.geteuid() != 0:
 
 def _leftovers(lab: StorageLab) -> list[str]:
     out = []
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=60).stdout
     out += [line for line in loops.splitlines() if lab.token in line]
     mounts = Path("/proc/self/mounts").read_text()
     out += [line for line in mounts.splitlines() if lab.token in line]

@@ -72,7 +72,9 @@ def test_spawned_process_group_is_killed_at_the_limit(tmp_path: Path) -> None:
 
     def waits_forever(ctx: TrialContext) -> TrialResult:
         spawned.append(ctx.target.spawn(["sh", "-c", "sleep 1000 & sleep 1000"]))
-        spawned[0].wait()  # returns only when the watchdog kills the group
+        # returns when the watchdog kills the group (the bound: a watchdog that failed; the
+        # returncode check below then says so)
+        spawned[0].wait(60)
         return TrialResult([])
 
     with pytest.raises(TimeLimitExceeded, match=r"time limit 0\.5 s exceeded"):
@@ -96,7 +98,7 @@ def test_spawned_process_is_killed_outside_the_main_thread(tmp_path: Path) -> No
     outcome: list[BaseException] = []
 
     def waits_forever(ctx: TrialContext) -> TrialResult:
-        ctx.target.spawn(["sleep", "1000"]).wait()
+        ctx.target.spawn(["sleep", "1000"]).wait(60)  # killed by the timer well before
         return TrialResult([])
 
     def trial() -> None:

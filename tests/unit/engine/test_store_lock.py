@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from waits import join
 
 from virtbench.model import Measurement
 from virtbench.store import Store, TrialRecord
@@ -25,9 +26,9 @@ def _lock_for(path: Path, seconds: float) -> threading.Thread:
         other.execute("COMMIT")
         other.close()
 
-    thread = threading.Thread(target=hold)
+    thread = threading.Thread(target=hold, daemon=True)
     thread.start()
-    locked.wait(10)
+    assert locked.wait(60), "the other writer never got the lock"
     return thread
 
 
@@ -57,7 +58,7 @@ def test_a_trial_outwaits_a_lock_longer_than_the_busy_timeout(
     try:
         assert _record(store, run_id) > 0
     finally:
-        holder.join()
+        join(holder, 60, "the other writer")
     assert len(store.samples(run_id)) == 1
     store.close()
 
@@ -72,5 +73,5 @@ def test_without_patience_the_lock_is_reported_not_waited_out(
         with pytest.raises(StoreFailed, match="database is locked"):
             _record(store, run_id)
     finally:
-        holder.join()
+        join(holder, 60, "the other writer")
     store.close()

@@ -19,7 +19,8 @@ from virtbench.labs.registry import all_labs
 
 
 def _dead_pid() -> int:
-    proc = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True,
+                          timeout=60)
     return int(proc.stdout)
 
 

@@ -274,7 +274,7 @@ def test_the_command_imports_no_numpy(tmp_path: Path) -> None:
              "{'numpy', 'rich', 'pydantic', 'numba', 'typer', 'click', 'dataclasses'}), "
              "file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True)
+                          check=True, timeout=300)
     assert proc.stderr.strip().splitlines()[-1] == "[]"
     assert '"metric": "packets"' in proc.stdout
 
@@ -282,7 +282,8 @@ def test_the_command_imports_no_numpy(tmp_path: Path) -> None:
 def test_the_command_reads_a_compressed_capture_from_stdin() -> None:
     cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
     piped = subprocess.run([*cmd, "-", "--json", "--flow", "udp"], capture_output=True,
-                           check=True, input=(DATA / "two_flows_us.pcap.zst").read_bytes()).stdout
+                           check=True, input=(DATA / "two_flows_us.pcap.zst").read_bytes(),
+                           timeout=300).stdout
     named = subprocess.run([*cmd, str(DATA / "two_flows_us.pcap"), "--json", "--flow", "udp"],
-                           capture_output=True, check=True).stdout
+                           capture_output=True, check=True, timeout=300).stdout
     assert piped == named and b'"proto": "udp"' in named

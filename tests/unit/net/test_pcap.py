@@ -144,7 +144,7 @@ def test_zstd_captures_from_the_zstd_tool(name: str, original: str, tshark_flows
 def test_zstd_capture_on_the_command_line() -> None:
     cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
     packed, plain = (subprocess.run([*cmd, str(DATA / name), "--json"], capture_output=True,
-                                    text=True, check=True).stdout
+                                    text=True, check=True, timeout=300).stdout
                      for name in ("two_flows.pcapng.zst", "two_flows.pcapng"))
     assert json.loads(packed) == json.loads(plain) and json.loads(plain)
 
@@ -306,7 +306,7 @@ def test_bad_flow_spec_says_what_is_accepted(bad: str) -> None:
 def test_command_json_and_clear_errors(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "virtbench", "parse", "pcap"]
     out = subprocess.run([*cmd, str(DATA / "two_flows_us.pcap"), "--flow", "udp:5202", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, timeout=300).stdout
     rows = json.loads(out)
     packets = {r["labels"]["sport"]: r["value"] for r in rows if r["metric"] == "packets"}
     assert packets == {"35415": 168.0, "5202": 1.0}
@@ -314,7 +314,7 @@ def test_command_json_and_clear_errors(tmp_path: Path) -> None:
     bad.write_text("not a capture\n")
     for argv in ([*cmd, str(bad)], [*cmd, str(DATA / "two_flows_us.pcap"), "--flow", "sctp"],
                  [*cmd, str(tmp_path / "missing.pcap")]):
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and proc.stderr.startswith("error:")
 
@@ -365,9 +365,11 @@ def test_reads_a_pipe(tmp_path: Path) -> None:
     fifo = tmp_path / "capture"
     os.mkfifo(fifo)
     raw = (DATA / "two_flows_sll.pcap").read_bytes()
-    writer = threading.Thread(target=fifo.write_bytes, args=(gzip.compress(raw),))
+    # a daemon: a writer no reader ever came for must not hold the test run at exit
+    writer = threading.Thread(target=fifo.write_bytes, args=(gzip.compress(raw),), daemon=True)
     writer.start()
     try:
         assert _ours(read_pcap(fifo)) == _ours(parse_pcap(raw))
     finally:
         writer.join(10)
+    assert not writer.is_alive(), "the writer was still blocked on the pipe after 10 s"

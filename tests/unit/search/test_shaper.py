@@ -95,7 +95,7 @@ def test_the_sampler_pairs_each_read_with_its_time(tmp_path: Path) -> None:
     args = sampler_args("g0", 0.0, 0.01, 3)
     assert args[0] == "/sys/class/net/g0/statistics/tx_packets"
     out = subprocess.run([sys.executable, "-c", SAMPLER, str(counter), *args[1:]],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True, timeout=300).stdout
     samples = parse_samples(out)
     assert [frames for _t, frames in samples] == [1234] * 3
     assert samples[0][0] < samples[1][0] < samples[2][0]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from waits import finish, readline, sigint_default
+
 from virtbench.store import Store
 
 
@@ -45,17 +47,17 @@ def test_binding_beyond_127_0_0_1_warns(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store",
                                str(db), "--host", "127.0.0.2", "--port", str(port)],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     lines: list[str] = []
     try:
         assert server.stderr is not None
         while not any("Ctrl-C" in line for line in lines):  # the announcement's last words
-            line = server.stderr.readline()
+            line = readline(server, 60, server.stderr)
             assert line, f"serve ended: {lines}"
             lines.append(line)
     finally:
         server.send_signal(signal.SIGINT)
-        server.wait(30)
+        finish(server, 30)
     said = " ".join(" ".join(lines).split())
     assert said.startswith("warning: binding 127.0.0.2") and "no login" in said
     assert f"http://127.0.0.2:{port}/ (read-only" in said

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from serve_fill import HOSTILE, add_trial, make_run
 from starlette.testclient import TestClient
+from waits import join
 
 from virtbench.analysis import analyse
 from virtbench.report.html import render_html
@@ -142,7 +143,7 @@ def test_many_readers_while_a_run_writes(store: Store) -> None:
     finally:
         done.set()
         for thread in readers:
-            thread.join()
+            join(thread, 60, "a reader of the live pages")
     assert failures == []
     for counts in seen:  # each reader saw the run grow, never shrink
         assert counts and counts == sorted(counts)

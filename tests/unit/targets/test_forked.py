@@ -11,6 +11,9 @@ import pytest
 
 from virtbench.targets.forked import ForkedCall, Send
 
+WAIT_S = 60.0
+"""Every wait here is bounded: a child still running then fails the test (wait gives None)."""
+
 
 def _collect(call: ForkedCall) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
@@ -25,7 +28,7 @@ def test_messages_arrive_in_order_from_a_separate_process() -> None:
 
     call = ForkedCall(work)
     messages = _collect(call)
-    assert call.wait() == 0
+    assert call.wait(WAIT_S) == 0
     assert [m["index"] for m in messages] == [0, 1, 2]
     assert {m["pid"] for m in messages} == {call.pid} != {os.getpid()}
 
@@ -37,30 +40,16 @@ def test_an_exception_in_the_child_is_reported_not_raised_here() -> None:
 
     call = ForkedCall(work)
     messages = _collect(call)
-    assert call.wait() == 1
+    assert call.wait(WAIT_S) == 1
     assert messages[0] == {"started": True}
     assert messages[-1]["error"] == "ValueError: bad host"
 
 
-@pytest.mark.parametrize("parent_sigint", ["handled", "ignored"])
-def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports(
-        parent_sigint: str) -> None:
-    """Also when this process ignores SIGINT (a script's background job): the parent's
-    interrupt is still the child's Ctrl-C."""
-    found = signal.getsignal(signal.SIGINT)
-    if parent_sigint == "ignored":
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        _interrupt_a_sleeping_child()
-    finally:
-        signal.signal(signal.SIGINT, found)
-
-
-def _interrupt_a_sleeping_child() -> None:
+def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports() -> None:
     def work(send: Send) -> None:
-        send({"ready": True})
-        try:
-            time.sleep(30)
+        try:  # "ready" inside: an interrupt right after it is still caught here
+            send({"ready": True})
+            time.sleep(WAIT_S)
         except KeyboardInterrupt:
             send({"interrupted": True})
 
@@ -69,6 +58,50 @@ def _interrupt_a_sleeping_child() -> None:
     deadline = time.monotonic() + 10
     while not messages and time.monotonic() < deadline:
         time.sleep(0.01)
-    call.interrupt()  # the child sleeps 30 s unless interrupted: the message says which
-    assert call.wait() == 0
+    call.interrupt()
+    assert call.wait(WAIT_S) == 0  # not WAIT_S of sleep: "interrupted" below says why it ended
     assert messages == [{"ready": True}, {"interrupted": True}]
+
+
+@pytest.mark.parametrize("inherited", [signal.SIG_IGN, signal.default_int_handler],
+                         ids=["ignored", "default"])
+def test_interrupt_reaches_the_child_however_sigint_was_inherited(inherited: Any) -> None:
+    """A background job (nohup, CI, ``cmd &``) starts with SIGINT ignored; the child must
+    still stop on ``interrupt`` (the parent's SIGTERM-as-Ctrl-C passes it on that way)."""
+    def work(send: Send) -> None:
+        try:  # "ready" inside: an interrupt right after it is still caught here
+            send({"ready": True})
+            time.sleep(WAIT_S)
+        except KeyboardInterrupt:
+            send({"interrupted": True})
+
+    previous = signal.signal(signal.SIGINT, inherited)
+    try:
+        call = ForkedCall(work)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    messages = _collect(call)
+    deadline = time.monotonic() + 10
+    while not messages and time.monotonic() < deadline:
+        time.sleep(0.01)
+    call.interrupt()
+    code = call.wait(WAIT_S)
+    if code is None:
+        call.kill()
+        pytest.fail("the child ignored interrupt()")
+    assert messages == [{"ready": True}, {"interrupted": True}]
+
+
+def test_a_bounded_wait_returns_none_while_the_child_runs_and_kill_ends_it() -> None:
+    def work(send: Send) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a child that will not stop when asked
+        send({"ready": True})
+        time.sleep(WAIT_S)
+
+    call = ForkedCall(work)
+    messages = _collect(call)
+    assert call.wait(0.05) is None
+    assert call.returncode is None
+    assert call.kill() == -signal.SIGKILL
+    assert call.wait(0) == -signal.SIGKILL  # reaped once, the code is kept
+    assert messages == [{"ready": True}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -81,7 +82,8 @@ def test_batch_which_and_concurrent_requests(agent: AgentSession) -> None:
     slow.start()
     time.sleep(0.1)
     run("quick", "0")
-    slow.join()
+    slow.join(30)
+    assert not slow.is_alive(), "the slow request got no reply within 30 s"
     assert replies["quick"] < replies["slow"]
 
 
@@ -100,6 +102,7 @@ def test_closing_the_session_kills_what_still_runs(agent: AgentSession, tmp_path
     time.sleep(0.3)
     agent.close()
     thread.join(10)
+    assert not thread.is_alive(), "a request still waited 10 s after the session closed"
     assert errors and isinstance(errors[0], SessionLost)
     time.sleep(1.2)
     assert not marker.exists()
@@ -183,3 +186,26 @@ def test_gather_reads_and_probes_as_the_commands_do(agent: AgentSession, tmp_pat
     assert reply["binaries"][1] is None
     assert [(r["rc"], r["stdout"]) for r in reply["results"]] == [
         (r.returncode, r.stdout) for r in expected.results] == [(0, "x\n"), (1, "")]
+
+
+def test_a_killed_command_whose_escaped_child_holds_its_pipes_still_gets_a_reply(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """After the time limit's kill the agent reads what is left for a bounded time: a process
+    that left the group (setsid) and keeps stdout open no longer holds the reply forever."""
+    import os
+
+    from virtbench.targets import ssh_agent_program as program
+
+    monkeypatch.setattr(program, "_KILLED_READ_S", 0.3)
+    pidfile = tmp_path / "escaped.pid"
+    script = (f'setsid sh -c "echo \\$\\$ > {pidfile}; exec sleep 60" & '
+              f"while [ ! -s {pidfile} ]; do sleep 0.01; done; echo started; sleep 60")
+    try:
+        reply = program._captured(1, ["sh", "-c", script], dict(os.environ), None, 2.0, None)
+        assert reply["timed_out"]
+        assert reply["stdout"] == "started\n"
+        assert "output cut" in reply["stderr"]
+    finally:
+        if pidfile.exists() and pidfile.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)

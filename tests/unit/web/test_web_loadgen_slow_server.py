@@ -52,8 +52,9 @@ class SlowServer:
 
     def _serve(self, conn: socket.socket) -> None:
         buf = b""
+        conn.settimeout(60)  # a client gone silent ends this thread too (recv: OSError)
         with conn:
-            while True:
+            while True:  # one request per turn, until the client closes (recv: b"")
                 while b"\r\n\r\n" not in buf:
                     try:
                         chunk = conn.recv(4096)

@@ -127,7 +127,7 @@ class OvsDaemons:
 
     def _wait(self, ready: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
         deadline = time.monotonic() + timeout_s
-        while True:
+        while True:  # ends: done, or past the deadline below
             for proc in self.procs:
                 if not proc.alive():
                     raise self.error(f"OVS: {proc.argv[0]} exited ({proc.popen.returncode}) "

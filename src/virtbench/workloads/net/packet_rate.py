@@ -30,6 +30,7 @@ from virtbench.packetgen import (
 )
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
+from virtbench.targets.local import kill_process_group
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
 from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
@@ -278,7 +279,10 @@ class PacketRate(Workload):
     def teardown(self, ctx: TrialContext) -> None:
         if self._server is not None and self._server.poll() is None:
             self._server.terminate()
-            self._server.wait(timeout=10)
+            try:
+                self._server.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # not left running: killed with its group
+                kill_process_group(self._server)
         self._server = None
 
     def _probe_address(self, target: Target, path: Path) -> str:
@@ -450,8 +454,7 @@ class PacketRate(Workload):
             sampled, _err = sampler.communicate(timeout=p.duration_s + 30)
         except subprocess.TimeoutExpired:
             for stuck in (proc, sampler):
-                stuck.kill()
-                stuck.communicate()
+                kill_process_group(stuck)  # bounded, unlike reading the pipes to their end
             raise VirtbenchError("trafgen or its tx counter sampler did not finish") from None
         samples = [s for s in parse_samples(sampled.decode(errors="replace")) if s[0] < ended]
         return proc.returncode, out.decode(errors="replace"), window_rate(samples)
@@ -472,8 +475,7 @@ class PacketRate(Workload):
         try:
             probe.wait(timeout=self.params.duration_s + 30)
         except subprocess.TimeoutExpired:
-            probe.kill()
-            probe.wait()
+            kill_process_group(probe)
             raise VirtbenchError("irtt client did not finish") from None
         text = out.read_text()
         out.unlink(missing_ok=True)

@@ -66,5 +66,7 @@ class VarnishSampler:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=30)  # a sample's command has 20 s at most
+        if self._thread.is_alive():  # said with the samples' other errors, not ignored
+            self.errors.append("varnishstat sampler still running 30 s after its stop")
         self.sample()
