@@ -36,7 +36,7 @@ from virtbench.runner.search import (
 )
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
-from virtbench.store import Store, TrialRecord
+from virtbench.store import RunInfo, Store, TrialRecord
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
@@ -155,6 +155,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def _refuse_if_running(info: RunInfo) -> None:
+    """A run whose process still runs it (or may: on another host) is not resumed: two
+    processes would measure its remaining trials twice."""
+    if info.status != "running" or info.owner_pid is None:  # None: recorded before schema 5
+        return
+    if info.owner_host == socket.gethostname():
+        raise VirtbenchError(f"run {info.id} is still running ({info.owner}); wait for it to "
+                             "end, or stop that process, then resume")
+    raise VirtbenchError(f"run {info.id} is marked running by {info.owner}, which this host "
+                         "cannot check; resume it on that host once it has stopped")
+
+
 def spec_digest(spec_yaml: str) -> str:
     return hashlib.sha256(spec_yaml.encode()).hexdigest()[:16]
 
@@ -252,7 +264,10 @@ class Runner:
                     "resume needs the same file (or start a new run)")
             if info.status == "complete":
                 raise VirtbenchError(f"run {info.id} is already complete")
-            self.store.set_run_status(info.id, "running")
+            _refuse_if_running(info)
+            if not self.store.claim_run(info):
+                raise VirtbenchError(f"run {info.id} was resumed by another process just now; "
+                                     "`virtbench runs` shows it")
             for row in self.store.samples(info.id):
                 if row.t is None and row.value is not None:
                     self._values[(row.variant, row.workload_id, row.metric)].append(row.value)

@@ -36,9 +36,18 @@ def _v4_metric_domain(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE metrics ADD COLUMN domain VARCHAR(20)"))
 
 
+def _v5_run_owner(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+    for name, kind in (("owner_pid", "INTEGER"), ("owner_host", "VARCHAR(200)"),
+                       ("owner_boot_id", "VARCHAR(64)")):
+        if name not in columns:  # a store created at version 5 already has them
+            conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {kind}"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
-                                                  _v3_realisation_env, _v4_metric_domain]
+                                                  _v3_realisation_env, _v4_metric_domain,
+                                                  _v5_run_owner]
 
 
 def current_version(conn: Connection) -> int:
