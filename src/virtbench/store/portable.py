@@ -64,12 +64,15 @@ def read_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
     try:
         return validate_tables(tables)
     except ImportInvalid as exc:
-        raise ImportInvalid(f"{path}: {exc}; nothing imported") from None
+        raise ImportInvalid(f"{path}: {exc}") from None
 
 
 def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
     """Add the run of ``path`` to ``store`` in one transaction (all of it or nothing)."""
-    tables = read_tables(path)
+    try:
+        tables = read_tables(path)
+    except ImportInvalid as exc:
+        raise ImportInvalid(f"{exc}; nothing imported") from None
     run = tables["runs"][0]
     run_id = str(run["id"])
     run["imported_from"] = str(path)

@@ -179,3 +179,14 @@ def test_deep_nesting_is_a_clear_error(tmp_path: Path) -> None:
     path.write_text("[" * 200_000 + "]" * 200_000)
     with pytest.raises(VirtbenchError, match="nested too deeply"):
         import_run(Store(str(tmp_path / "s.db")), path)
+
+
+def test_compare_reads_an_exported_file_through_the_same_checks(
+        tmp_path: Path, document: dict[str, Any]) -> None:
+    good = write(document, tmp_path / "base.json.gz")
+    document["tables"]["samples"][2]["value"] = math.inf
+    bad = write(document, tmp_path / "new.json.gz")
+    result = cli("compare", str(good), str(bad), "--store", str(tmp_path / "none.db"))
+    assert result.exit_code == 2, result.output
+    assert "new.json.gz: samples[2].value: must be a finite number" in result.output
+    assert not (tmp_path / "none.db").exists()
