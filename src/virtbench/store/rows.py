@@ -58,8 +58,8 @@ def _text_ok(value: str) -> str:
     return value
 
 
-def _json_of(kind: type[dict[str, Any]] | type[list[Any]], what: str, item: Callable[[Any], bool] | None = None
-             ) -> Callable[[str], str]:
+def _json_of(kind: type[dict[str, Any]] | type[list[Any]], what: str,
+             item: Callable[[Any], bool] | None = None) -> Callable[[str], str]:
     def check(value: str) -> str:
         try:
             parsed: Any = json.loads(value, parse_constant=_reject_constant)

@@ -13,8 +13,7 @@ import pytest
 from conftest import cli, make_run, write
 
 from virtbench.model import VirtbenchError
-from virtbench.store import Store
-from virtbench.store import portable, rows
+from virtbench.store import Store, portable, rows
 from virtbench.store.portable import export_run, import_run
 
 
@@ -116,7 +115,7 @@ def test_all_nan_values_are_refused_unless_their_status_says_not_measured(
 def test_imported_values_serve_report_compare_and_history(tmp_path: Path,
                                                            document: dict[str, Any]) -> None:
     """What passes the door is what the readers can read: a good file imports and reports."""
-    code, output, store = _import(tmp_path, document)
+    code, output, _ = _import(tmp_path, document)
     assert code == 0, output
     db = str(tmp_path / "target.db")
     run_id = document["tables"]["runs"][0]["id"]
