@@ -68,10 +68,11 @@ def _global_options(
     """Options of every command (the app's help text is set above)."""
 
 
-def _store(location: str) -> Any:
+def _store(location: str, *, create: bool = False) -> Any:
+    """The store of a command; only `run` and `import` create one that does not exist."""
     from virtbench.store import Store
 
-    return Store(location)
+    return Store(location, create=create)
 
 
 @app.command()
@@ -108,7 +109,7 @@ def run(
 
         fleet = run_fleet(exp, text, str(experiment), store, fleet_hosts(hosts, host or []),
                           resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
-        st = _store(store)
+        st = _store(store, create=True)
         measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
         if measured:
             _report(measured, st, "table", None)
@@ -125,7 +126,7 @@ def run(
         for problem in problems:
             console.print(f"[red]problem:[/] {problem}")
         raise typer.Exit(1 if problems else 0)
-    st = _store(store)
+    st = _store(store, create=True)
     if resume == "latest":
         candidates = [r for r in st.runs() if r.experiment == exp.name and r.status != "complete"]
         if not candidates:
@@ -419,7 +420,7 @@ def import_cmd(
     """Add a run exported elsewhere (another host) to this store."""
     from virtbench.store.portable import import_run
 
-    run_id = import_run(_store(store), file, replace=replace)
+    run_id = import_run(_store(store, create=True), file, replace=replace)
     err.print(f"imported run {run_id}")
 
 

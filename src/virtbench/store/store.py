@@ -35,7 +35,7 @@ from virtbench.model import Artifact, Measurement, Metric, RunFailed, VirtbenchE
 from virtbench.store import schema as s
 from virtbench.store.ids import check_run_id, check_run_ref
 from virtbench.store.liveness import OwnerState, owner_state, this_owner
-from virtbench.store.migrations import MIGRATIONS, current_version, migrate
+from virtbench.store.migrations import MIGRATIONS, current_version, migrate_exclusively
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -111,6 +111,9 @@ class SampleRow:
     trial_id: int
 
 
+_NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; check "
+             "--store or VIRTBENCH_STORE)")
+
 # A trial keeps trying to store itself this long while the file is locked: fleet hosts write
 # large per-request trials into one file, and on a loaded machine one 10 s wait ran out and a
 # whole trial was lost. Other commands (import, delete) still fail after 10 s, with the reason.
@@ -120,13 +123,28 @@ BUSY_TIMEOUT_MS = 10_000
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     # WAL lets `virtbench report` read while a run writes; NORMAL sync is durable across crashes
     # of the process (not of the OS), which is the failure that matters for a benchmark run.
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """PRAGMA journal_mode=WAL, waiting while another connection holds the lock it needs: on
+    a file that several processes create at once SQLite answers "database is locked" at once
+    instead of calling the busy handler, so the wait is here (as long as the busy timeout)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class StoreFailed(RunFailed):
@@ -162,9 +180,11 @@ def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Store:
-    def __init__(self, location: str, *, read_only: bool = False) -> None:
+    def __init__(self, location: str, *, read_only: bool = False, create: bool = True) -> None:
         """Open (and migrate) a store; ``read_only`` opens an existing, current store that the
-        database itself refuses to write (a web viewer beside a running benchmark)."""
+        database itself refuses to write (a web viewer beside a running benchmark); without
+        ``create`` a store that does not exist yet is an error (a mistyped --store of a
+        reading command must not leave an empty store behind)."""
         self.location = location
         self.url = store_url(location)
         self.read_only = read_only
@@ -175,6 +195,10 @@ class Store:
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file():
                 raise VirtbenchError(f"no result store at {path}")
+        if not create and self.url.startswith("sqlite:///"):
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if not path.is_file() or path.stat().st_size == 0:
+                raise VirtbenchError(_NO_STORE.format(location))
         try:
             self.engine: Engine = create_engine(self.url, future=True,
                                                 connect_args=connect_args)
@@ -190,8 +214,10 @@ class Store:
             with self.engine.begin() as conn:
                 if read_only:
                     _check_current(conn, location)
+                elif not create and current_version(conn) == 0:  # PostgreSQL: no tables yet
+                    raise VirtbenchError(_NO_STORE.format(location))
                 else:
-                    migrate(conn)
+                    migrate_exclusively(conn)
         except (StoreFailed, DBAPIError) as exc:
             reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
             raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc

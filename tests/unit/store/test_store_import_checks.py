@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, make_run, write
+from store_helpers import cli, make_run, write
 
 from virtbench.model import VirtbenchError
 from virtbench.store import Store, portable, rows

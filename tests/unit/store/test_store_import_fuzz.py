@@ -10,9 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from conftest import make_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_helpers import make_run
 
 from virtbench.analysis import analyse
 from virtbench.model import VirtbenchError
