@@ -132,8 +132,12 @@ def run(
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    elif resume is not None:
-        resume = st.run(resume).id  # an unknown id fails here, before the noise checks
+    if resume is not None:  # an unknown or still running one fails here, before the checks
+        from virtbench.runner.engine import refuse_if_running
+
+        info = st.run(resume)
+        refuse_if_running(info)
+        resume = info.id
     from virtbench.cli_progress import RichProgress
 
     noise = NoiseWatch()
@@ -264,11 +268,18 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
     st = _store(store)
     table = Table("experiment", "status", "started", "host", "samples", "stop reason")
     table.add_column("id", no_wrap=True, min_width=12)  # must stay copyable for export
+    abandoned: list[str] = []
     for r in st.runs():
         started = dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M")
+        reason = r.stop_reason[:60]
+        if r.status == "abandoned":  # the resume command goes below the table, unwrapped
+            abandoned.append(f"run {r.id}: {r.stop_reason}")
+            reason = "its process is gone (see below)"
         table.add_row(r.experiment, r.status, started, r.host, str(st.sample_count(r.id)),
-                      r.stop_reason[:60], r.id)
+                      reason, r.id)
     console.print(table)
+    for line in abandoned:
+        console.print(Text(line), soft_wrap=True)
 
 
 @app.command()

@@ -42,7 +42,8 @@ from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
 from virtbench.workloads.registry import get_workload
 
-__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "sigterm_as_interrupt"]
+__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "refuse_if_running",
+           "sigterm_as_interrupt"]
 
 MAX_CONSECUTIVE_FAILURES = 3
 # What stops a run without being a bug of virtbench (the CLI prints these without a traceback).
@@ -155,7 +156,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def _refuse_if_running(info: RunInfo) -> None:
+def refuse_if_running(info: RunInfo) -> None:
     """A run whose process still runs it (or may: on another host) is not resumed: two
     processes would measure its remaining trials twice."""
     if info.status != "running" or info.owner_pid is None:  # None: recorded before schema 5
@@ -264,7 +265,7 @@ class Runner:
                     "resume needs the same file (or start a new run)")
             if info.status == "complete":
                 raise VirtbenchError(f"run {info.id} is already complete")
-            _refuse_if_running(info)
+            refuse_if_running(info)
             if not self.store.claim_run(info):
                 raise VirtbenchError(f"run {info.id} was resumed by another process just now; "
                                      "`virtbench runs` shows it")

@@ -576,12 +576,17 @@ class Store:
             return {r[0]: int(r[1]) for r in conn.execute(query)}
 
     def runs_version(self) -> tuple[Any, ...]:
-        """Changes whenever a run is added, removed, started, resumed or ended: a reader that
-        keeps the runs table re-reads it only then (one aggregate over the runs table)."""
+        """Changes whenever a run is added, removed, started, resumed or ended, or the process
+        of a running one is found gone (abandoned): a reader that keeps the runs table re-reads
+        it only then (one aggregate over the runs table, and the owners of running runs)."""
         query = select(func.count(), func.max(s.runs.c.started_at),
                        func.count(s.runs.c.ended_at), func.sum(s.runs.c.ended_at))
+        running = select(s.runs.c.owner_pid, s.runs.c.owner_host, s.runs.c.owner_boot_id
+                         ).where(s.runs.c.status == "running")
         with self.engine.connect() as conn:
-            return tuple(conn.execute(query).one())
+            aggregate = tuple(conn.execute(query).one())
+            gone = sum(owner_state(*row) == OwnerState.GONE for row in conn.execute(running))
+        return (*aggregate, gone)
 
     def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
         """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
