@@ -43,7 +43,7 @@ def test_owner_states() -> None:
 
 def test_runs_and_report_say_abandoned_with_the_resume_command(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    store, run_id, pid = _crashed_run(db)
+    _store, run_id, pid = _crashed_run(db)
     resume = f"resume with `virtbench run x.yaml --resume {run_id}`"
     listing = cli("runs", "--store", str(db))
     assert listing.exit_code == 0, listing.output
