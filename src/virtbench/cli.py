@@ -429,9 +429,10 @@ def import_cmd(
     replace: Annotated[bool, typer.Option(help="replace a run with the same id")] = False,
 ) -> None:
     """Add a run exported elsewhere (another host) to this store."""
-    from virtbench.store.portable import import_run
+    from virtbench.store.portable import import_tables, tables_to_import
 
-    run_id = import_run(_store(store, create=True), file, replace=replace)
+    tables = tables_to_import(file)  # a refused file creates no store
+    run_id = import_tables(_store(store, create=True), file, tables, replace=replace)
     err.print(f"imported run {run_id}")
 
 

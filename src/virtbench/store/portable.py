@@ -18,7 +18,7 @@ from virtbench.store.rows import TABLES, ImportInvalid, validate_tables
 from virtbench.store.store import Store
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_run", "import_run",
-           "read_document", "read_tables"]
+           "import_tables", "read_document", "read_tables", "tables_to_import"]
 
 FORMAT = "virtbench-results"
 FORMAT_VERSION = 1
@@ -69,10 +69,21 @@ def read_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
     """Add the run of ``path`` to ``store`` in one transaction (all of it or nothing)."""
+    return import_tables(store, path, tables_to_import(path), replace=replace)
+
+
+def tables_to_import(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """:func:`read_tables`, its errors saying that nothing was imported (checked before the
+    store is opened: a refused file creates no store)."""
     try:
-        tables = read_tables(path)
+        return read_tables(path)
     except ImportInvalid as exc:
         raise ImportInvalid(f"{exc}; nothing imported") from None
+
+
+def import_tables(store: Store, path: Path, tables: dict[str, list[dict[str, Any]]], *,
+                  replace: bool = False) -> str:
+    """Store the checked ``tables`` of ``path`` (from :func:`tables_to_import`)."""
     run = tables["runs"][0]
     run_id = str(run["id"])
     run["imported_from"] = str(path)

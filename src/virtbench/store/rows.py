@@ -100,7 +100,8 @@ Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_co
 ShortName = Annotated[str, Field(max_length=200), AfterValidator(_no_control)]
 Unit = Annotated[str, Field(max_length=40), AfterValidator(_no_control)]
 Text = Annotated[str, Field(max_length=10_000_000), AfterValidator(_text_ok)]
-Token = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,19}$")]
+_TOKEN_PATTERN = r"^[a-z][a-z0-9_]{0,19}$"
+Token = Annotated[str, Field(pattern=_TOKEN_PATTERN)]
 Count = Annotated[int, Field(ge=0, le=INT64)]
 RowId = Annotated[int, Field(ge=1, le=INT64)]
 Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
@@ -302,7 +303,8 @@ def _first_error(exc: ValidationError) -> str:
         "bool_type": "must be true or false",
         "string_too_long": f"must be at most {ctx.get('max_length')} characters",
         "string_too_short": "must not be empty",
-        "string_pattern_mismatch": f"must match {ctx.get('pattern')}",
+        "string_pattern_mismatch": "must be " + _PATTERNS.get(str(ctx.get("pattern")),
+                                                              f"like {ctx.get('pattern')}"),
         "literal_error": f"must be {ctx.get('expected')}",
         "enum": f"must be {ctx.get('expected')}",
     }
@@ -315,6 +317,14 @@ def _first_error(exc: ValidationError) -> str:
         shown = repr(error["input"])
         message += f" (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
     return f"{loc}: {message}"
+
+
+_PATTERNS = {
+    RUN_ID_PATTERN: "a run id (1-32 letters, digits, '.', '_' or '-', starting with a letter "
+                    "or digit)",
+    NAME_PATTERN: "a name of letters, digits, '.', '_' or '-' (at most 200)",
+    _TOKEN_PATTERN: "a status word (lower-case letters, digits and '_', at most 20)",
+}
 
 
 def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
