@@ -48,7 +48,8 @@ def _sample(document: dict[str, Any], index: int = 2) -> dict[str, Any]:
     ("runs", 0, "status", "done", "runs[0].status: must be"),
     ("runs", 0, "seed", True, "runs[0].seed: must be an integer"),
     ("runs", 0, "started_at", 1e20, "runs[0].started_at: must be <= "),
-    ("variants", 1, "name", "b\x1b[2J", "variants[1].name: must not contain control"),
+    ("variants", 1, "name", "b\x1b[2J", "variants[1].name: must be 1-200 characters, no "
+                                        "control characters"),
     ("variants", 1, "knobs_json", "{\"a\": NaN}", "variants[1].knobs_json: must be an object"),
     ("variants", 1, "knobs_json", "[1]", "variants[1].knobs_json: must be an object in JSON"),
     ("metrics", 0, "better", "sideways", "metrics[0].better: must be 'lower' or 'higher'"),
