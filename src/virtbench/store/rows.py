@@ -11,6 +11,7 @@ is reported as ``table[row].field: what is wrong`` (exit 2), and nothing is impo
 from __future__ import annotations
 
 import binascii
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from typing_extensions import TypedDict  # pydantic needs this one before Python
 from virtbench.model import VirtbenchError
 from virtbench.store.ids import NAME_PATTERN, RUN_ID_PATTERN
 
-__all__ = ["MAX_ROWS", "TABLES", "ImportInvalid", "validate_tables"]
+__all__ = ["MAX_ROWS", "TABLES", "ImportInvalid", "valid_document", "validate_tables"]
 
 # Order matters on import: parents before children (foreign keys).
 TABLES = ("runs", "variants", "workloads", "metrics", "facts", "realisations", "trials",
@@ -233,12 +234,19 @@ class ArtifactRow(TypedDict):
     content: Annotated[str, AfterValidator(_base64)]
 
 
-_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    "runs": TypeAdapter(list[RunRow]), "variants": TypeAdapter(list[VariantRow]),
-    "workloads": TypeAdapter(list[WorkloadRow]), "metrics": TypeAdapter(list[MetricRow]),
-    "facts": TypeAdapter(list[FactsRow]), "realisations": TypeAdapter(list[RealisationRow]),
-    "trials": TypeAdapter(list[TrialRow]), "samples": TypeAdapter(list[SampleRow]),
-    "artifacts": TypeAdapter(list[ArtifactRow])}
+_ROW_TYPES: dict[str, Any] = {
+    "runs": RunRow, "variants": VariantRow, "workloads": WorkloadRow, "metrics": MetricRow,
+    "facts": FactsRow, "realisations": RealisationRow, "trials": TrialRow,
+    "samples": SampleRow, "artifacts": ArtifactRow}
+
+
+@functools.cache
+def _adapter(table: str) -> TypeAdapter[Any]:
+    """One table's checker, built when a file fails the fast path (building costs time)."""
+    row_type: Any = _ROW_TYPES[table]
+    return TypeAdapter(list[row_type])
+
+
 # Columns a file may leave out (older exports): what the store would have written.
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "runs": {"description": "", "spec_path": "", "stop_reason": "", "ended_at": None,
@@ -252,26 +260,65 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def validate_tables(tables: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
+@with_config(ConfigDict(strict=True, extra="forbid"))
+class _Tables(TypedDict):
+    runs: list[RunRow]
+    variants: list[VariantRow]
+    workloads: list[WorkloadRow]
+    metrics: list[MetricRow]
+    facts: list[FactsRow]
+    realisations: list[RealisationRow]
+    trials: list[TrialRow]
+    samples: list[SampleRow]
+    artifacts: list[ArtifactRow]
+
+
+@with_config(ConfigDict(strict=True))
+class _Document(TypedDict):
+    format: str
+    version: int
+    tables: _Tables
+
+
+_DOCUMENT = TypeAdapter(_Document)
+
+
+def valid_document(raw: bytes) -> dict[str, Any] | None:
+    """The export file's JSON parsed and every row's fields checked in one pass of
+    pydantic-core (faster than ``json.loads`` alone); None when anything is wrong: the caller
+    then reads the file the slow way, which names the problem."""
+    try:
+        document: dict[str, Any] = dict(_DOCUMENT.validate_json(raw))
+    except ValidationError:
+        return None
+    return document
+
+
+def validate_tables(tables: dict[str, list[Any]], *, checked: bool = False
+                    ) -> dict[str, list[dict[str, Any]]]:
     """The tables, every row checked (and normalised: NaN of an unmeasured value → null);
-    raises :class:`ImportInvalid` naming the first bad ``table[row].field``."""
+    raises :class:`ImportInvalid` naming the first bad ``table[row].field``. ``checked``:
+    each row's own fields were checked already (:func:`valid_document`)."""
     total = sum(len(tables[t]) for t in TABLES)
     if total > MAX_ROWS:
         raise ImportInvalid(f"holds {total:,} rows, more than the {MAX_ROWS:,} one import "
                             "takes")
-    checked: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for table in TABLES:
-        try:
-            rows: list[dict[str, Any]] = _ADAPTERS[table].validate_python(tables[table])
-        except ValidationError as exc:
-            raise ImportInvalid(f"{table}{_first_error(exc)}") from None
+        rows: list[dict[str, Any]] = tables[table]
+        if not checked:
+            try:
+                rows = _adapter(table).validate_python(rows)
+            except ValidationError as exc:
+                raise ImportInvalid(f"{table}{_first_error(exc)}") from None
         defaults = _DEFAULTS.get(table)
-        if defaults:
-            rows = [defaults | row for row in rows]
-        checked[table] = rows
-    _check_rows(checked)
-    _check_references(checked)
-    return checked
+        if defaults:  # only rows of an older export lack columns (extra ones are refused)
+            width = len(_ROW_TYPES[table].__annotations__)
+            rows = [row if len(row) == width else defaults | row for row in rows]
+        out[table] = rows
+    _check_rows(out)
+    _check_references(out)
+    return out
 
 
 def _check_rows(tables: dict[str, list[dict[str, Any]]]) -> None:
@@ -347,6 +394,8 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
     run = tables["runs"][0]
     run_id = run["id"]
     for table in TABLES[1:]:
+        if {row["run_id"] for row in tables[table]} <= {run_id}:
+            continue
         for index, row in enumerate(tables[table]):
             if row["run_id"] != run_id:
                 raise ImportInvalid(f"{table}[{index}].run_id: must be the run's id {run_id!r}")
@@ -369,7 +418,18 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
         _refers(row["variant"] in variants, "trials", index, "variant")
         _refers(row["workload_id"] in workloads, "trials", index, "workload_id")
         _refers(row["facts_id"] is None or row["facts_id"] in facts, "trials", index, "facts_id")
-    for index, row in enumerate(tables["samples"]):
+    samples = tables["samples"]
+    # Distinct combinations first (one per trial and metric, not per sample): a row-by-row
+    # search only when one of them is wrong, to name the first such row.
+    by_trial = {(r["trial_id"], r["variant"], r["workload_id"]) for r in samples}
+    by_metric = {(r["workload_id"], r["metric"], r["unit"]) for r in samples}
+    facts_ids = {r["facts_id"] for r in samples}
+    if (all(t in trials and (trials[t]["variant"], trials[t]["workload_id"]) == (v, w)
+            for t, v, w in by_trial)
+            and all(units.get((w, m)) == u for w, m, u in by_metric)
+            and facts_ids <= facts | {None}):
+        return _check_artifacts(tables, trials)
+    for index, row in enumerate(samples):
         trial = trials.get(row["trial_id"])
         _refers(trial is not None, "samples", index, "trial_id")
         assert trial is not None
@@ -384,6 +444,11 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
                                 f"metric's unit {units[key]!r}")
         _refers(row["facts_id"] is None or row["facts_id"] in facts, "samples", index,
                 "facts_id")
+    _check_artifacts(tables, trials)
+
+
+def _check_artifacts(tables: dict[str, list[dict[str, Any]]],
+                     trials: dict[Any, dict[str, Any]]) -> None:
     for index, row in enumerate(tables["artifacts"]):
         _refers(row["trial_id"] is None or row["trial_id"] in trials, "artifacts", index,
                 "trial_id")
