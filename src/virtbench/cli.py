@@ -69,10 +69,11 @@ def _global_options(
     """Options of every command (the app's help text is set above)."""
 
 
-def _store(location: str) -> Any:
+def _store(location: str, *, create: bool = False) -> Any:
+    """The store of a command; only `run` and `import` create one that does not exist."""
     from virtbench.store import Store
 
-    return Store(location)
+    return Store(location, create=create)
 
 
 @app.command()
@@ -109,7 +110,7 @@ def run(
 
         fleet = run_fleet(exp, text, str(experiment), store, fleet_hosts(hosts, host or []),
                           resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
-        st = _store(store)
+        st = _store(store, create=True)
         measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
         if measured:
             _report(measured, st, "table", None)
@@ -126,14 +127,18 @@ def run(
         for problem in problems:
             console.print(f"[red]problem:[/] {problem}")
         raise typer.Exit(1 if problems else 0)
-    st = _store(store)
+    st = _store(store, create=True)
     if resume == "latest":
         candidates = [r for r in st.runs() if r.experiment == exp.name and r.status != "complete"]
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
-    elif resume is not None:
-        resume = st.run(resume).id  # an unknown id fails here, before the noise checks
+    if resume is not None:  # an unknown or still running one fails here, before the checks
+        from virtbench.runner.engine import refuse_if_running
+
+        info = st.run(resume)
+        refuse_if_running(info)
+        resume = info.id
     from virtbench.cli_progress import RichProgress
 
     noise = NoiseWatch()
@@ -264,11 +269,18 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
     st = _store(store)
     table = Table("experiment", "status", "started", "host", "samples", "stop reason")
     table.add_column("id", no_wrap=True, min_width=12)  # must stay copyable for export
+    abandoned: list[str] = []
     for r in st.runs():
         started = dt.datetime.fromtimestamp(r.started_at).strftime("%Y-%m-%d %H:%M")
+        reason = r.stop_reason[:60]
+        if r.status == "abandoned":  # the resume command goes below the table, unwrapped
+            abandoned.append(f"run {r.id}: {r.stop_reason}")
+            reason = "its process is gone (see below)"
         table.add_row(r.experiment, r.status, started, r.host, str(st.sample_count(r.id)),
-                      r.stop_reason[:60], r.id)
+                      reason, r.id)
     console.print(table)
+    for line in abandoned:
+        console.print(Text(line), soft_wrap=True)
 
 
 @app.command()
@@ -418,9 +430,10 @@ def import_cmd(
     replace: Annotated[bool, typer.Option(help="replace a run with the same id")] = False,
 ) -> None:
     """Add a run exported elsewhere (another host) to this store."""
-    from virtbench.store.portable import import_run
+    from virtbench.store.portable import import_tables, tables_to_import
 
-    run_id = import_run(_store(store), file, replace=replace)
+    tables = tables_to_import(file)  # a refused file creates no store
+    run_id = import_tables(_store(store, create=True), file, tables, replace=replace)
     err.print(f"imported run {run_id}")
 
 

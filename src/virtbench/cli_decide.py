@@ -28,10 +28,7 @@ def _opener(location: str) -> Any:
         if not opened:
             from virtbench.store import Store
 
-            if "://" not in location and not Path(location).exists():
-                raise VirtbenchError(f"no result store at {location} (give --store, or compare "
-                                     "exported files)")
-            opened.append(Store(location))
+            opened.append(Store(location, create=False))
         return opened[0]
 
     return open_store

@@ -108,9 +108,9 @@ def _from_store(st: Any, ref: str, with_values: bool) -> RunData:
 
 
 def _from_file(path: Path, with_values: bool) -> RunData:
-    from virtbench.store.portable import read_document
+    from virtbench.store.portable import read_tables
 
-    tables = read_document(path).get("tables", {})
+    tables = read_tables(path)  # the import's checks: a file compared is a file imported
     try:
         (run,) = tables["runs"]
         facts = sorted(tables.get("facts", []), key=lambda f: f["id"])

@@ -36,13 +36,14 @@ from virtbench.runner.search import (
 )
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
-from virtbench.store import Store, TrialRecord
+from virtbench.store import RunInfo, Store, TrialRecord
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
 from virtbench.workloads.registry import get_workload
 
-__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "sigterm_as_interrupt"]
+__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "refuse_if_running",
+           "sigterm_as_interrupt"]
 
 MAX_CONSECUTIVE_FAILURES = 3
 # What stops a run without being a bug of virtbench (the CLI prints these without a traceback).
@@ -155,6 +156,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def refuse_if_running(info: RunInfo) -> None:
+    """A run whose process still runs it (or may: on another host) is not resumed: two
+    processes would measure its remaining trials twice."""
+    if info.status != "running" or info.owner_pid is None:  # None: recorded before schema 5
+        return
+    if info.owner_host == socket.gethostname():
+        raise VirtbenchError(f"run {info.id} is still running ({info.owner}); wait for it to "
+                             "end, or stop that process, then resume")
+    raise VirtbenchError(f"run {info.id} is marked running by {info.owner}, which this host "
+                         "cannot check; resume it on that host once it has stopped")
+
+
 def spec_digest(spec_yaml: str) -> str:
     return hashlib.sha256(spec_yaml.encode()).hexdigest()[:16]
 
@@ -252,7 +265,10 @@ class Runner:
                     "resume needs the same file (or start a new run)")
             if info.status == "complete":
                 raise VirtbenchError(f"run {info.id} is already complete")
-            self.store.set_run_status(info.id, "running")
+            refuse_if_running(info)
+            if not self.store.claim_run(info):
+                raise VirtbenchError(f"run {info.id} was resumed by another process just now; "
+                                     "`virtbench runs` shows it")
             for row in self.store.samples(info.id):
                 if row.t is None and row.value is not None:
                     self._values[(row.variant, row.workload_id, row.metric)].append(row.value)

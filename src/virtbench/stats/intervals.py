@@ -9,6 +9,7 @@ Fewer than MIN_INTERVAL_VALUES values get no interval. Definitions: docs/statist
 from __future__ import annotations
 
 import math
+import sys
 import zlib
 from dataclasses import dataclass
 
@@ -71,7 +72,12 @@ def _log_normal(x: FloatArray, confidence: float) -> MeanInterval:
     s2 = float(np.var(y, ddof=1))
     centre = float(np.mean(y)) + s2 / 2.0
     half = _t(confidence, n) * math.sqrt(s2 / n + s2 * s2 / (2.0 * (n - 1)))
+    if centre + half > _LOG_MAX:  # values spread over many decades: exp() would overflow
+        return _bootstrap(x, confidence)
     return MeanInterval(math.exp(centre - half), math.exp(centre + half), "log-normal (Cox)")
+
+
+_LOG_MAX = math.log(sys.float_info.max)
 
 
 def _bootstrap(x: FloatArray, confidence: float) -> MeanInterval:

@@ -9,7 +9,11 @@ from sqlalchemy import Connection, insert, inspect, select, text, update
 from virtbench.model import VirtbenchError
 from virtbench.store import schema as s
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "current_version", "migrate", "migrate_exclusively"]
+
+# pg_advisory_xact_lock key of schema changes ("vbschema" in ASCII): any number, the same in
+# every virtbench process.
+_POSTGRES_SCHEMA_LOCK = 0x7662736368656D61
 
 
 def _v1_initial(conn: Connection) -> None:
@@ -36,9 +40,18 @@ def _v4_metric_domain(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE metrics ADD COLUMN domain VARCHAR(20)"))
 
 
+def _v5_run_owner(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+    for name, kind in (("owner_pid", "INTEGER"), ("owner_host", "VARCHAR(200)"),
+                       ("owner_boot_id", "VARCHAR(64)")):
+        if name not in columns:  # a store created at version 5 already has them
+            conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {kind}"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
-                                                  _v3_realisation_env, _v4_metric_domain]
+                                                  _v3_realisation_env, _v4_metric_domain,
+                                                  _v5_run_owner]
 
 
 def current_version(conn: Connection) -> int:
@@ -46,6 +59,23 @@ def current_version(conn: Connection) -> int:
         return 0
     value = conn.execute(select(s.schema_version.c.version)).scalar()
     return int(value or 0)
+
+
+def migrate_exclusively(conn: Connection) -> int:
+    """:func:`migrate`, safe when several processes open a new or old store at once: the
+    first takes the database's write lock (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory
+    lock held to the end of the transaction), the others wait for it and then find the schema
+    current. A current store is only read, so opening it never waits for a writer."""
+    if current_version(conn) == len(MIGRATIONS):
+        return len(MIGRATIONS)
+    if conn.dialect.name == "sqlite":
+        # pysqlite opens no transaction for DDL: without this, two processes creating one
+        # file both ran CREATE TABLE (one failed: "table schema_version already exists").
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                     {"key": _POSTGRES_SCHEMA_LOCK})
+    return migrate(conn)
 
 
 def migrate(conn: Connection) -> int:

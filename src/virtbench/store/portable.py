@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import gzip
+import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from sqlalchemy.exc import CompileError, IntegrityError
+from sqlalchemy.exc import CompileError, DataError, IntegrityError
 
 from virtbench import __version__
-from virtbench.compressed import DecompressionError, decompress
+from virtbench.compressed import compression_of
 from virtbench.model import VirtbenchError
+from virtbench.store.rows import TABLES, ImportInvalid, valid_document, validate_tables
 from virtbench.store.store import Store
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "export_run", "import_run", "read_document"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_run", "import_run",
+           "import_tables", "read_document", "read_tables", "tables_to_import"]
 
 FORMAT = "virtbench-results"
 FORMAT_VERSION = 1
-# Order matters on import: parents before children (foreign keys).
-TABLES = ("runs", "variants", "workloads", "metrics", "facts", "realisations", "trials",
-          "samples", "artifacts")
+MAX_DOCUMENT_BYTES = 2 * 2**30
+"""Largest result file, uncompressed (a compressed file is read only up to this size)."""
 
 
 def export_run(store: Store, run_id: str, path: Path) -> int:
@@ -42,9 +43,9 @@ def export_run(store: Store, run_id: str, path: Path) -> int:
     return len(document["tables"]["samples"])
 
 
-def read_document(path: Path) -> dict[str, Any]:
+def read_document(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     """The parsed export file (gzip or plain JSON), checked for format and version."""
-    document = _read_document(path)
+    document = _read_document(path, raw)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise VirtbenchError(f"{path}: not a virtbench result file (format field missing)")
     version = document.get("version", 0)
@@ -56,31 +57,62 @@ def read_document(path: Path) -> dict[str, Any]:
     return document
 
 
+def read_tables(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The file's tables, every field of every row checked (store/rows.py): a problem is one
+    VirtbenchError naming the file, the table, the row and the field."""
+    raw = _read_bounded(path)
+    document = valid_document(raw)  # the fast path: a good file is parsed and checked at once
+    fast = (document is not None and document["format"] == FORMAT
+            and document["version"] <= FORMAT_VERSION and len(document["tables"]["runs"]) == 1)
+    if not fast:  # read again, the slow way, to name what is wrong
+        document = read_document(path, raw)
+    assert document is not None
+    try:
+        return validate_tables(_tables_of(document, path), checked=fast)
+    except ImportInvalid as exc:
+        raise ImportInvalid(f"{path}: {exc}") from None
+
+
 def import_run(store: Store, path: Path, *, replace: bool = False) -> str:
-    document = read_document(path)
-    tables = _tables_of(document, path)
-    (run,) = tables["runs"]
+    """Add the run of ``path`` to ``store`` in one transaction (all of it or nothing)."""
+    return import_tables(store, path, tables_to_import(path), replace=replace)
+
+
+def tables_to_import(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """:func:`read_tables`, its errors saying that nothing was imported (checked before the
+    store is opened: a refused file creates no store)."""
+    try:
+        return read_tables(path)
+    except ImportInvalid as exc:
+        raise ImportInvalid(f"{exc}; nothing imported") from None
+
+
+def import_tables(store: Store, path: Path, tables: dict[str, list[dict[str, Any]]], *,
+                  replace: bool = False) -> str:
+    """Store the checked ``tables`` of ``path`` (from :func:`tables_to_import`)."""
+    run = tables["runs"][0]
     run_id = str(run["id"])
-    if any(r.id == run_id for r in store.runs()):
-        if not replace:
-            raise VirtbenchError(f"run {run_id} is already in the store; use --replace")
-        store.delete_run(run_id)
     run["imported_from"] = str(path)
     try:
-        _insert_run(store, tables, run)
-    except (KeyError, TypeError, ValueError, binascii.Error, IntegrityError, CompileError) as exc:
-        # A row without a column it needs, or with one the schema does not have.
-        reason = getattr(exc, "orig", None) or f"{type(exc).__name__}: {exc}"
-        raise VirtbenchError(f"{path}: damaged result file, nothing imported ({reason})"
+        _insert_run(store, tables, run, replace=replace)
+    except (IntegrityError, CompileError, DataError) as exc:
+        # What the checks above let through and the database still refuses (e.g. a seed
+        # beyond PostgreSQL's integer column): said, not a traceback.
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise VirtbenchError(f"{path}: the store refused the run, nothing imported ({reason})"
                              ) from exc
     return run_id
 
 
 def _insert_run(store: Store, tables: dict[str, list[dict[str, Any]]],
-                run: dict[str, Any]) -> None:
-    """One transaction: all of the run or nothing."""
+                run: dict[str, Any], *, replace: bool) -> None:
+    """One transaction: all of the run or nothing (a replaced run is deleted in it too)."""
     # Autoincrement ids are renumbered: map old trial/facts ids to the new ones.
     with store.engine.begin() as conn:
+        if store.has_run(run["id"], conn):
+            if not replace:
+                raise VirtbenchError(f"run {run['id']} is already in the store; use --replace")
+            store.delete_run(run["id"], conn)
         store.insert_rows(conn, "runs", [run])
         for table in ("variants", "workloads", "metrics", "realisations"):
             store.insert_rows(conn, table, tables[table])
@@ -102,20 +134,69 @@ def _insert_run(store: Store, tables: dict[str, list[dict[str, Any]]],
         store.insert_rows(conn, "artifacts", artifacts)
 
 
-def _read_document(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
-    try:  # export writes gzip; a file recompressed as xz or zstd reads too
-        raw, _compression = decompress(raw)
-    except DecompressionError as exc:
-        raise VirtbenchError(f"{path}: truncated or damaged ({exc.kind}: {exc.reason}); export "
-                             "the run again") from exc
+def _read_document(path: Path, raw: bytes | None = None) -> Any:
+    if raw is None:
+        raw = _read_bounded(path)
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise VirtbenchError(f"{path}: not a virtbench result file ({exc})") from exc
+    except RecursionError:
+        raise VirtbenchError(f"{path}: not a virtbench result file (JSON nested too deeply)"
+                             ) from None
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes, decompressed (gzip, xz or zstd by magic bytes: export writes gzip, a
+    recompressed file reads too), never more than :data:`MAX_DOCUMENT_BYTES` (a small
+    compressed file can expand without bound)."""
+    try:
+        raw_file = path.open("rb")
+    except OSError as exc:
+        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
+    kind = ""
+    with raw_file:
+        try:
+            kind = compression_of(raw_file.read(6))
+            raw_file.seek(0)
+            data: bytes = _decompressing(raw_file, kind).read(MAX_DOCUMENT_BYTES + 1)
+        except Exception as exc:  # zlib, lzma and zstd errors; EOF; gzip's CRC check
+            if not kind or not isinstance(exc, EOFError | ValueError | OSError
+                                          | _zstd_error(kind)):
+                raise
+            raise VirtbenchError(f"{path}: truncated or damaged ({kind}: {exc}); export "
+                                 "the run again") from exc
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise VirtbenchError(f"{path}: larger than {MAX_DOCUMENT_BYTES // 2**20} MiB "
+                             "uncompressed, more than one import takes; nothing imported")
+    return data
+
+
+def _zstd_error(kind: str) -> type[Exception]:
+    """zstandard's error class, for zstd input only (the library is loaded when it is met)."""
+    if kind != "zstd":
+        return EOFError
+    import zstandard
+
+    error: type[Exception] = zstandard.ZstdError
+    return error
+
+
+def _decompressing(raw_file: IO[bytes], kind: str) -> Any:
+    """A file object that reads ``raw_file`` decompressed."""
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw_file)
+    if kind == "xz":
+        import lzma
+
+        return lzma.LZMAFile(raw_file)
+    if kind == "zstd":
+        import zstandard
+
+        reader: Any = zstandard.ZstdDecompressor().stream_reader(raw_file,
+                                                                   read_across_frames=True)
+        return io.BufferedReader(reader)
+    return raw_file
 
 
 def _tables_of(document: dict[str, Any], path: Path) -> dict[str, list[dict[str, Any]]]:

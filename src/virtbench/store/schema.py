@@ -32,7 +32,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -63,6 +63,11 @@ runs = Table(
     Column("baseline", String(200), nullable=False, default=""),
     Column("virtbench_version", String(40), nullable=False, default=""),
     Column("imported_from", Text, nullable=False, default=""),
+    # v5: the process that runs it (pid, host name, kernel boot id): a run still "running"
+    # whose process is gone shows as abandoned, and --resume refuses a run whose owner lives.
+    Column("owner_pid", Integer),
+    Column("owner_host", String(200)),
+    Column("owner_boot_id", String(64)),
 )
 
 variants = Table(

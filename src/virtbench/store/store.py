@@ -33,7 +33,9 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, Operational
 
 from virtbench.model import Artifact, Measurement, Metric, RunFailed, VirtbenchError
 from virtbench.store import schema as s
-from virtbench.store.migrations import MIGRATIONS, current_version, migrate
+from virtbench.store.ids import check_run_id, check_run_ref
+from virtbench.store.liveness import OwnerState, owner_state, this_owner
+from virtbench.store.migrations import MIGRATIONS, current_version, migrate_exclusively
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -63,6 +65,19 @@ class RunInfo:
     spec_yaml: str
     spec_path: str
     imported_from: str
+    # Who runs it (schema 5; None in older runs): see store/liveness.py.
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    owner_boot_id: str | None = None
+    recorded_status: str = ""
+    """The status as stored; ``status`` says "abandoned" for a "running" run whose process is
+    gone (same host, pid gone or machine rebooted since), with the resume command as the stop
+    reason."""
+
+    @property
+    def owner(self) -> str:
+        """The owner as a reader can check it: 'process 1234 on host h'."""
+        return f"process {self.owner_pid} on host {self.owner_host}"
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,9 @@ class SampleRow:
     trial_id: int
 
 
+_NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; check "
+             "--store or VIRTBENCH_STORE)")
+
 # A trial keeps trying to store itself this long while the file is locked: fleet hosts write
 # large per-request trials into one file, and on a loaded machine one 10 s wait ran out and a
 # whole trial was lost. Other commands (import, delete) still fail after 10 s, with the reason.
@@ -105,13 +123,28 @@ BUSY_TIMEOUT_MS = 10_000
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     # WAL lets `virtbench report` read while a run writes; NORMAL sync is durable across crashes
     # of the process (not of the OS), which is the failure that matters for a benchmark run.
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """PRAGMA journal_mode=WAL, waiting while another connection holds the lock it needs: on
+    a file that several processes create at once SQLite answers "database is locked" at once
+    instead of calling the busy handler, so the wait is here (as long as the busy timeout)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class StoreFailed(RunFailed):
@@ -147,9 +180,11 @@ def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Store:
-    def __init__(self, location: str, *, read_only: bool = False) -> None:
+    def __init__(self, location: str, *, read_only: bool = False, create: bool = True) -> None:
         """Open (and migrate) a store; ``read_only`` opens an existing, current store that the
-        database itself refuses to write (a web viewer beside a running benchmark)."""
+        database itself refuses to write (a web viewer beside a running benchmark); without
+        ``create`` a store that does not exist yet is an error (a mistyped --store of a
+        reading command must not leave an empty store behind)."""
         self.location = location
         self.url = store_url(location)
         self.read_only = read_only
@@ -160,6 +195,10 @@ class Store:
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file():
                 raise VirtbenchError(f"no result store at {path}")
+        if not create and self.url.startswith("sqlite:///"):
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if not path.is_file() or path.stat().st_size == 0:
+                raise VirtbenchError(_NO_STORE.format(location))
         try:
             self.engine: Engine = create_engine(self.url, future=True,
                                                 connect_args=connect_args)
@@ -175,8 +214,10 @@ class Store:
             with self.engine.begin() as conn:
                 if read_only:
                     _check_current(conn, location)
+                elif not create and current_version(conn) == 0:  # PostgreSQL: no tables yet
+                    raise VirtbenchError(_NO_STORE.format(location))
                 else:
-                    migrate(conn)
+                    migrate_exclusively(conn)
         except (StoreFailed, DBAPIError) as exc:
             reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
             raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc
@@ -199,7 +240,8 @@ class Store:
         version: str,
         run_id: str | None = None,
     ) -> str:
-        run_id = run_id or uuid.uuid4().hex[:12]
+        run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
+        owner = this_owner()
         with self.engine.begin() as conn:
             conn.execute(
                 insert(s.runs).values(
@@ -217,6 +259,9 @@ class Store:
                     baseline=baseline,
                     virtbench_version=version,
                     imported_from="",
+                    owner_pid=owner.pid,
+                    owner_host=owner.host,
+                    owner_boot_id=owner.boot_id,
                 )
             )
         return run_id
@@ -359,18 +404,45 @@ class Store:
         finally:
             raw.close()
 
+    def claim_run(self, seen: RunInfo) -> bool:
+        """Make this process the owner of a run to resume it, if nobody else did since ``seen``
+        was read: one conditional UPDATE (the status and owner must still be those seen), so
+        of two processes resuming one run at once exactly one gets it. False: another did."""
+        owner = this_owner()
+        runs = s.runs.c
+        with self.engine.begin() as conn:
+            result = conn.execute(update(s.runs).where(
+                runs.id == seen.id, runs.status == seen.recorded_status,
+                runs.owner_pid.is_not_distinct_from(seen.owner_pid),
+                runs.owner_host.is_not_distinct_from(seen.owner_host),
+                runs.owner_boot_id.is_not_distinct_from(seen.owner_boot_id),
+            ).values(status="running", stop_reason="", ended_at=None, owner_pid=owner.pid,
+                     owner_host=owner.host, owner_boot_id=owner.boot_id))
+            return result.rowcount == 1
+
     def set_run_status(self, run_id: str, status: str, stop_reason: str = "") -> None:
         with self.engine.begin() as conn:
             conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
                 status=status, stop_reason=stop_reason,
                 ended_at=None if status == "running" else time.time()))
 
-    def delete_run(self, run_id: str) -> None:
-        with self.engine.begin() as conn:
-            for table in (s.samples, s.artifacts, s.trials, s.realisations, s.facts, s.metrics,
-                          s.workloads, s.variants):
-                conn.execute(delete(table).where(table.c.run_id == run_id))
-            conn.execute(delete(s.runs).where(s.runs.c.id == run_id))
+    def delete_run(self, run_id: str, conn: Connection | None = None) -> None:
+        """Delete the run and its rows (in ``conn``'s transaction when given)."""
+        if conn is None:
+            with self.engine.begin() as own:
+                self.delete_run(run_id, own)
+            return
+        for table in (s.samples, s.artifacts, s.trials, s.realisations, s.facts, s.metrics,
+                      s.workloads, s.variants):
+            conn.execute(delete(table).where(table.c.run_id == run_id))
+        conn.execute(delete(s.runs).where(s.runs.c.id == run_id))
+
+    def has_run(self, run_id: str, conn: Connection | None = None) -> bool:
+        query = select(s.runs.c.id).where(s.runs.c.id == run_id)
+        if conn is not None:
+            return conn.execute(query).first() is not None
+        with self.engine.connect() as own:
+            return own.execute(query).first() is not None
 
     # ---- saved state (e.g. original libvirt XML for rollback) -----------------------------
     def save_state(self, key: str, value: Any) -> None:
@@ -403,7 +475,9 @@ class Store:
         return [_run_info(r) for r in rows]
 
     def run(self, ref: str = "latest") -> RunInfo:
-        """A run by id, unique id prefix, experiment name (its latest run) or 'latest'."""
+        """A run by id, unique id prefix, experiment name (its latest run) or 'latest'; a
+        reference outside the grammar of run ids and names (store/ids.py) is refused."""
+        check_run_ref(ref)
         if ref != "latest":  # an exact id needs one row, not the whole table
             with self.engine.connect() as conn:
                 row = conn.execute(select(s.runs).where(s.runs.c.id == ref)).mappings().first()
@@ -502,12 +576,17 @@ class Store:
             return {r[0]: int(r[1]) for r in conn.execute(query)}
 
     def runs_version(self) -> tuple[Any, ...]:
-        """Changes whenever a run is added, removed, started, resumed or ended: a reader that
-        keeps the runs table re-reads it only then (one aggregate over the runs table)."""
+        """Changes whenever a run is added, removed, started, resumed or ended, or the process
+        of a running one is found gone (abandoned): a reader that keeps the runs table re-reads
+        it only then (one aggregate over the runs table, and the owners of running runs)."""
         query = select(func.count(), func.max(s.runs.c.started_at),
                        func.count(s.runs.c.ended_at), func.sum(s.runs.c.ended_at))
+        running = select(s.runs.c.owner_pid, s.runs.c.owner_host, s.runs.c.owner_boot_id
+                         ).where(s.runs.c.status == "running")
         with self.engine.connect() as conn:
-            return tuple(conn.execute(query).one())
+            aggregate = tuple(conn.execute(query).one())
+            gone = sum(owner_state(*row) == OwnerState.GONE for row in conn.execute(running))
+        return (*aggregate, gone)
 
     def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
         """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
@@ -727,9 +806,18 @@ def _check_current(conn: Connection, location: str) -> None:
 
 
 def _run_info(r: Any) -> RunInfo:
+    status, stop_reason = r["status"], r["stop_reason"]
+    if status == "running" and owner_state(r["owner_pid"], r["owner_host"], r["owner_boot_id"]
+                                           ) == OwnerState.GONE:
+        status = "abandoned"
+        stop_reason = (f"abandoned (process {r['owner_pid']} on {r['owner_host']} is gone) — "
+                       f"resume with `virtbench run {r['spec_path'] or 'FILE'} --resume "
+                       f"{r['id']}`")
     return RunInfo(
-        id=r["id"], experiment=r["experiment"], description=r["description"], status=r["status"],
-        stop_reason=r["stop_reason"], started_at=r["started_at"], ended_at=r["ended_at"],
+        id=r["id"], experiment=r["experiment"], description=r["description"], status=status,
+        stop_reason=stop_reason, started_at=r["started_at"], ended_at=r["ended_at"],
         host=r["host"], target=r["target"], baseline=r["baseline"], seed=r["seed"],
         spec_yaml=r["spec_yaml"], spec_path=r["spec_path"], imported_from=r["imported_from"],
+        owner_pid=r["owner_pid"], owner_host=r["owner_host"], owner_boot_id=r["owner_boot_id"],
+        recorded_status=r["status"],
     )

@@ -264,3 +264,98 @@ def test_noise_checks_before_the_run_between_blocks_and_per_trial(tmp_path: Path
     assert {c["name"] for c in facts["preflight start"]["checks"]} >= {"steal", "foreign_load"}
     measured = [t for t in store.trials(outcome.run_id) if not t["warmup"]]
     assert all(t["notes"]["noise.foreign_cpu_pct"] == "0.00" for t in measured)
+
+
+def _interrupted_run(store: Store, tmp_path: Path) -> str:
+    FakeTime.interrupt_at = 8
+    with pytest.raises(KeyboardInterrupt):
+        _runner(store, tmp_path, lab="test.lab").run()
+    FakeTime.interrupt_at = None
+    CALLS.clear()
+    return store.run("latest").id
+
+
+def _mark_running(store: Store, run_id: str, pid: int) -> None:
+    """As the store reads a run whose process ``pid`` (on this host, this boot) runs it."""
+    from sqlalchemy import update
+
+    from virtbench.store import schema
+    from virtbench.store.liveness import this_owner
+
+    me = this_owner()
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.runs).where(schema.runs.c.id == run_id).values(
+            status="running", ended_at=None, owner_pid=pid, owner_host=me.host,
+            owner_boot_id=me.boot_id))
+
+
+def test_resume_refuses_a_run_whose_process_still_runs_it(tmp_path: Path) -> None:
+    """Once `--resume latest` attached to a running run: 41 samples for 30 slots."""
+    import subprocess
+
+    store = Store(str(tmp_path / "s.db"))
+    run_id = _interrupted_run(store, tmp_path)
+    owner = subprocess.Popen(["sleep", "60"])  # the run's process, alive
+    try:
+        _mark_running(store, run_id, owner.pid)
+        assert store.run(run_id).status == "running"
+        with pytest.raises(VirtbenchError, match=rf"run {run_id} is still running \(process "
+                                                 rf"{owner.pid} on host "):
+            _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+        assert CALLS == [] and len(store.samples(run_id)) == 5
+    finally:
+        owner.kill()
+        owner.wait()
+    # The process is gone: the run is abandoned, says how to resume, and resumes.
+    info = store.run(run_id)
+    assert info.status == "abandoned" and info.recorded_status == "running"
+    assert info.stop_reason == (f"abandoned (process {owner.pid} on {info.owner_host} is gone)"
+                                f" — resume with `virtbench run FILE --resume {run_id}`")
+    outcome = _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+    assert outcome.status == "complete"
+    keys = [(s.variant, s.repetition) for s in store.samples(run_id)]
+    assert len(keys) == 9 and len(set(keys)) == 9
+
+
+def test_a_reboot_abandons_and_another_host_keeps_a_running_run(tmp_path: Path) -> None:
+    import os
+
+    from sqlalchemy import update
+
+    from virtbench.store import schema
+
+    store = Store(str(tmp_path / "s.db"))
+    run_id = _interrupted_run(store, tmp_path)
+    _mark_running(store, run_id, os.getpid())
+    assert store.run(run_id).status == "running"  # this very process: alive
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.runs).values(owner_boot_id="0-other-boot"))
+    assert store.run(run_id).status == "abandoned"  # same pid number, but a reboot since
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.runs).values(owner_host="elsewhere", owner_pid=1))
+    assert store.run(run_id).status == "running"  # cannot be checked from here
+    with pytest.raises(VirtbenchError, match="which this host cannot check"):
+        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+
+
+def test_of_two_resumers_exactly_one_claims_the_run(store: Store, tmp_path: Path) -> None:
+    import threading
+
+    run_id = _interrupted_run(store, tmp_path)
+    seen = store.run(run_id)  # both read the run before either claims it
+    barrier = threading.Barrier(2)
+    claimed: list[bool] = []
+
+    def claim() -> None:
+        barrier.wait()
+        claimed.append(store.claim_run(seen))
+
+    threads = [threading.Thread(target=claim) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == [False, True]
+    assert store.run(run_id).status == "running"  # claimed by this (live) process
+    with pytest.raises(VirtbenchError, match="is still running"):
+        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from virtbench.model import Better, Domain, Metric
 from virtbench.store import Store
+from virtbench.store.migrations import MIGRATIONS
 
 METRICS = [Metric("hit", "%", Better.HIGHER, "hit ratio"),
            Metric("cpu", "%", Better.LOWER, "CPU of one core", domain=Domain.POSITIVE),
@@ -38,4 +39,4 @@ def test_old_store_gains_the_column_and_defaults_from_the_unit(tmp_path: Path) -
     # the declared POSITIVE of "cpu" was never stored: the unit's default stands in
     assert domains == {"hit": Domain.PROPORTION, "cpu": Domain.PROPORTION, "r": Domain.REAL}
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 4
+        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == len(MIGRATIONS)
