@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError
 
+from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import VirtbenchError
 
 __all__ = ["FleetHost", "InventoryError", "host_from_url", "load_inventory", "parse_inventory"]
@@ -97,9 +96,9 @@ class _Group:
 
 def load_inventory(path: Path) -> list[FleetHost]:
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InventoryError(f"cannot read inventory {path}: {exc.strerror}") from exc
+        text = read_text_file(path, "inventory", "YAML or INI inventory")
+    except YamlInputError as exc:
+        raise InventoryError(str(exc)) from exc
     return parse_inventory(text, str(path))
 
 
@@ -118,11 +117,9 @@ def parse_inventory(text: str, source: str = "<inventory>") -> list[FleetHost]:
 # ---- YAML ------------------------------------------------------------------------------------
 def _parse_yaml(text: str, source: str) -> dict[str, _Group]:
     try:
-        tree = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark is not None else "?"
-        raise InventoryError(f"{source}:{line}: not valid YAML: {exc.problem}") from exc
+        tree = load_yaml(text, source, "YAML inventory")
+    except YamlInputError as exc:
+        raise InventoryError(str(exc)) from exc
     if not isinstance(tree, CommentedMap):
         raise InventoryError(f"{source}: an inventory maps group names to groups "
                              "(e.g. all: {hosts: {...}})")

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
 
+from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import VirtbenchError
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment
@@ -53,13 +52,10 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def parse_experiment(text: str, source: str = "<string>") -> Experiment:
-    yaml = YAML(typ="rt")
     try:
-        tree = yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from exc
+        tree = load_yaml(text, source, "YAML experiment file")
+    except YamlInputError as exc:
+        raise SpecError(str(exc)) from exc
     if not isinstance(tree, CommentedMap):
         raise SpecError(f"{source}:1: an experiment file must be a mapping "
                         "(name:, workloads:, ...)")
@@ -148,10 +144,7 @@ def _where(tree: Any, source: str, loc: tuple[int | str, ...]) -> str:
 def load_experiment(path: Path) -> tuple[Experiment, str]:
     """Return the validated experiment and its original text (stored with the run)."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not a YAML experiment file (byte {exc.start} is not UTF-8)"
-                        ) from exc
+        text = read_text_file(path, "experiment file", "YAML experiment file")
+    except YamlInputError as exc:
+        raise SpecError(str(exc)) from exc
     return parse_experiment(text, str(path)), text
