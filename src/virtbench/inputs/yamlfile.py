@@ -11,7 +11,8 @@ and line, when:
 - it holds more than :data:`MAX_VALUES` values with every alias expanded, or its aliases
   expand it more than :data:`MAX_ALIAS_RATIO`-fold once it is past :data:`ALIAS_FREE_VALUES`
   values (ordinary anchors, e.g. shared defaults, stay well inside);
-- an alias refers to a collection it is inside (a recursive structure).
+- an alias refers to a collection it is inside (a recursive structure);
+- a mapping key is a list or a mapping (``? [a, b]``: no input of virtbench has one).
 
 The bounds are checked while the document is composed, before any Python object is built,
 so a hostile file fails at once (the 549-byte file: in milliseconds).
@@ -28,7 +29,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.composer import Composer
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
-from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from virtbench.errors import VirtbenchError
 
@@ -93,6 +94,10 @@ class _Bounds:
             children = list(node.value)
         elif isinstance(node, MappingNode):
             children = [item for pair in node.value for item in pair]
+            for key, _value in node.value:
+                if not isinstance(key, ScalarNode):  # `? [a, b]`: Python cannot hash it
+                    raise _limit(key, "a mapping key must be a plain value, not a list or "
+                                      "mapping")
         size, depth = 1, 1
         for child in children:
             key = id(child)
@@ -189,7 +194,7 @@ def load_yaml(text: str, source: str, what: str = "YAML file",
         raise YamlInputError(f"{where}: {prefix}{problem}") from exc
     except YAMLError as exc:  # the reader's (a control character) has no mark
         raise YamlInputError(f"{source}: invalid YAML: {_one_line(str(exc))}") from exc
-    except (ValueError, OverflowError, RecursionError) as exc:
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         # a scalar YAML resolves to a value Python refuses (an integer of 5,000 digits, a date
         # out of range): still the file's fault
         raise YamlInputError(f"{source}: invalid value in {what}: {_one_line(str(exc))}"

@@ -119,6 +119,9 @@ def test_non_utf8_names_byte_and_line(tmp_path: Path) -> None:
     ("a: !!binary zz\n", "e.yaml:1: invalid YAML: failed to decode base64"),
     ("a: *nowhere\n", "e.yaml:1: invalid YAML: found undefined alias"),
     ("{a: 1, a: 2}\n", "e.yaml:1: invalid YAML: found duplicate key"),
+    # found by the property tests: a TypeError (unhashable) inside ruamel
+    ("? {a: [1]}\n: x\n", "e.yaml:1: a mapping key must be a plain value"),
+    ("x:\n  ? [[1]]\n  : y\n", "e.yaml:2: a mapping key must be a plain value"),
 ])
 def test_values_yaml_or_python_refuse_are_clear_errors(text: str, message: str) -> None:
     with pytest.raises(SpecError) as info:

@@ -31,7 +31,7 @@ class AesParams(Params):
         "median", description="study mode: how a trial summarises its `ops` timings; the study "
                               "took the mean, the median keeps interrupts out")
     bulk_mib: float = Field(64, ge=MIN_SIZE_MIB, le=65536,
-                           description="bulk-mode bytes per trial, MiB (at least 8 chunks)")
+                           description="bulk-mode bytes per trial, MiB (at least 1 KiB)")
     chunk_kib: int = Field(64, ge=1, le=65536,
                            description="bulk-mode bytes per update call, KiB; 64 amortises "
                                        "Python's per-call cost that openssl speed's C loop "
