@@ -17,7 +17,14 @@ from rich.text import Text
 
 from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
-from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt
+from virtbench.cli_options import (
+    DEFAULT_STORE,
+    JsonOpt,
+    OutputOpt,
+    PortOpt,
+    StoreOpt,
+    number_parser,
+)
 from virtbench.fleet.cli import hosts_app
 from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
@@ -105,10 +112,15 @@ def run(
     from virtbench.spec import load_experiment
 
     exp, text = load_experiment(experiment)
-    if (hosts is not None or host) and not check:
-        from virtbench.fleet.cli import fleet_hosts, run_fleet
+    if hosts is not None or host:
+        from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet
 
-        fleet = run_fleet(exp, text, str(experiment), store, fleet_hosts(hosts, host or []),
+        fleet_members = fleet_hosts(hosts, host or [])  # a bad inventory fails here (exit 2)
+        if check:  # --check with --hosts checks the hosts, never this machine
+            raise typer.Exit(0 if check_fleet(exp, str(experiment), store, fleet_members,
+                                              known_hosts=known_hosts, netns=netns,
+                                              out=console) else 1)
+        fleet = run_fleet(exp, text, str(experiment), store, fleet_members,
                           resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
         st = _store(store, create=True)
         measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
@@ -187,14 +199,14 @@ def _preflight_gate(noise: NoiseWatch, strict: bool, quiet: bool) -> list[Check]
 def preflight(
     as_json: Annotated[bool, typer.Option("--json", help="print the checks as JSON")] = False,
     window: Annotated[float, typer.Option(
-        help="seconds over which steal, foreign load and swapping are measured")] = 1.0,
+        parser=number_parser(0, 3600, low_open=True), metavar="SECONDS",
+        help="seconds (above 0, at most 3600) over which steal, foreign load and swapping are "
+             "measured")] = 1.0,
 ) -> None:
     """Check this host for what spoils benchmarks; exit 1 if any check fails."""
     from virtbench.preflight import NoiseWatch, failed
     from virtbench.preflight.render import checks_table
 
-    if not window > 0:
-        raise VirtbenchError(f"--window must be a positive number of seconds, got {window}")
     checks = NoiseWatch().checks(window)
     if as_json:
         sys.stdout.write(json.dumps([c.as_dict() for c in checks], indent=2) + "\n")
@@ -209,6 +221,7 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     from virtbench.analysis import analyse
     from virtbench.report import text
 
+    run_ids = _distinct_runs(st, run_ids)
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
     if len(run_ids) > 1:
         from virtbench.cli_decide import warn_if_not_comparable
@@ -233,6 +246,19 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     else:
         output.write_text(rendered)
         err.print(f"wrote {output}")
+
+
+def _distinct_runs(st: Any, refs: list[str]) -> list[str]:
+    """The run ids of ``refs``; two references to one run (``report RUN RUN``, an id and its
+    prefix) are refused: a run compared with itself side by side says nothing."""
+    seen: dict[str, str] = {}
+    for ref in refs:
+        run_id = st.run(ref).id
+        if run_id in seen:
+            same = f"'{ref}'" if ref == seen[run_id] else f"'{seen[run_id]}' and '{ref}'"
+            raise VirtbenchError(f"run {same} given twice (run {run_id}); name each run once")
+        seen[run_id] = ref
+    return list(seen)
 
 
 @app.command()
@@ -450,7 +476,7 @@ _register_decide()
 @app.command()
 def serve(
     store: StoreOpt = DEFAULT_STORE,
-    port: Annotated[int, typer.Option(help="TCP port")] = 8023,
+    port: PortOpt = 8023,
     host: Annotated[str, typer.Option(
         help="address to bind; anything but loopback exposes the results to the network")]
     = "127.0.0.1",

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt
+from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.model import VirtbenchError
 
 __all__ = ["compare", "history", "warn_if_not_comparable"]
@@ -74,11 +74,12 @@ def compare(
              "more than two runs: a side-by-side report")],
     store: StoreOpt = DEFAULT_STORE,
     fail_if_worse: Annotated[float | None, typer.Option(
-        "--fail-if-worse", metavar="PCT",
+        "--fail-if-worse", metavar="PCT", parser=number_parser(0),
         help="exit 1 when NEW is worse than BASE by more than PCT % on a selected metric "
              "(one-sided test, α = 5 %, Holm across the metrics)")] = None,
     equivalence: Annotated[float, typer.Option(
-        "--equivalence", metavar="PCT", help="equivalence margin ±PCT % (TOST)")] = 2.0,
+        "--equivalence", metavar="PCT", parser=number_parser(0, 100, low_open=True),
+        help="equivalence margin ±PCT % (TOST)")] = 2.0,
     metric: Annotated[list[str] | None, typer.Option(
         "--metric", "-m", help="compare only this metric (name or workload.metric); repeat")]
     = None,

@@ -1,4 +1,5 @@
-"""Options several commands share, declared once so that each means the same everywhere."""
+"""Options several commands share, declared once so that each means the same everywhere, and
+the parsers every numeric option uses (finite numbers, ports: virtbench.inputs.values)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DEFAULT_STORE", "JsonOpt", "OutputOpt", "StoreOpt"]
+from virtbench.inputs.values import number_parser, port_number
+
+__all__ = ["DEFAULT_STORE", "JsonOpt", "OutputOpt", "PortOpt", "StoreOpt", "number_parser",
+           "port_number"]
 
 StoreOpt = Annotated[str, typer.Option(
     "--store", "-s", envvar="VIRTBENCH_STORE",
@@ -15,3 +19,5 @@ StoreOpt = Annotated[str, typer.Option(
 DEFAULT_STORE = "virtbench.db"
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o")]
 JsonOpt = Annotated[bool, typer.Option("--json")]
+PortOpt = Annotated[int, typer.Option(parser=port_number, metavar="PORT",
+                                      help="TCP port (1-65535)")]

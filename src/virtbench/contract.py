@@ -11,13 +11,25 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PydanticUserError,
+    TypeAdapter,
+    ValidationError,
+)
 
 from virtbench.model import VirtbenchError
 
 __all__ = [
+    "MAX_SECONDS",
+    "MIN_SIZE_MIB",
     "Knob",
     "NoParams",
+    "Params",
+    "Port",
     "Realisation",
     "Tool",
     "missing_tools",
@@ -42,10 +54,32 @@ def missing_tools(owner: str, which: Callable[[str], str | None], tools: Iterabl
             for tool in tools if which(tool.binary) is None]
 
 
-class NoParams(BaseModel):
-    """The parameters of a plugin that takes none (any given parameter is an error)."""
+MAX_SECONDS = 30 * 24 * 3600.0
+"""The longest duration, time limit or budget a parameter may give (30 days): longer ones are
+typos, and overflow the timers they are handed to."""
 
-    model_config = ConfigDict(extra="forbid")
+MIN_SIZE_MIB = 1 / 1024
+"""The smallest buffer or data size a parameter may give, in MiB (1 KiB): below it a workload
+measures next to nothing (1e-12 MiB measured a 0-byte buffer as throughput 0)."""
+
+PORT_MIN, PORT_MAX = 1, 65535
+Port = Annotated[int, Field(ge=PORT_MIN, le=PORT_MAX, description="TCP or UDP port, 1-65535")]
+"""A port number, wherever one is given (parameters, inventories, options)."""
+
+FINITE = ConfigDict(allow_inf_nan=False)
+"""Numbers are finite: NaN and ±Infinity (YAML's .nan, .inf; "nan" as text) are refused."""
+
+
+class Params(BaseModel):
+    """The base of every plugin's parameters (workloads, labs, targets): an unknown field is
+    refused by name, every number must be finite; each subclass bounds its fields to values
+    that mean something physically (a size of at least a KiB, a duration within MAX_SECONDS)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class NoParams(Params):
+    """The parameters of a plugin that takes none (any given parameter is an error)."""
 
 
 @dataclass
@@ -99,7 +133,11 @@ class Knob:
     _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_adapter", TypeAdapter(self.type))
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(self.type, config=FINITE)
+        except PydanticUserError:  # a model type carries its own config
+            adapter = TypeAdapter(self.type)
+        object.__setattr__(self, "_adapter", adapter)
 
     @property
     def accepts(self) -> str:

@@ -94,10 +94,10 @@ CASES: dict[str, Case] = {
     "run: bad time limit": Case(["run", "bad-timeout.yaml"], 2,
                                 "workloads[0].timeout_s: Input should be greater than 0"),
     "run: unknown target kind": Case(["run", "unknown-target.yaml"], 2,
-                                     "target.kind 'mars' is unknown"),
+                                     "target.kind: unknown target 'mars'"),
     "run: bad target params": Case(["run", "bad-target-params.yaml"], 2,
-                                   "target (ssh) params: from_params() got an unexpected "
-                                   "keyword argument 'hots'"),
+                                   "target.params.hots: Extra inputs are not permitted; did "
+                                   "you mean 'host'?"),
     # runs that cannot start
     "run: unknown run to resume": Case(["run", "good.yaml", "--resume", "nosuch", "--store",
                                         "good.db"], 2, "no run matches 'nosuch'"),
@@ -113,7 +113,7 @@ CASES: dict[str, Case] = {
         'cannot enter netns:vb-no-such-ns: Cannot open network namespace "vb-no-such-ns"',
         report=True),
     "run: netns target without a name": Case(["run", "netns-no-name.yaml"], 2,
-                                             "target (netns) params: 'namespace' is required"),
+                                             "target.params.namespace: Field required"),
     "check: missing tool": Case(["run", "needs-fio.yaml", "--check"], 1,
                                 "'fio' not found on local; install the Debian package 'fio' "
                                 "(apt-get install fio)", env={"PATH": "/nonexistent"},

@@ -191,12 +191,11 @@ def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
 def _spec_compare_by(spec_yaml: str) -> str | None:
     """The stored experiment's ``compare_by``, read without validating the whole spec (an
     imported run may name workloads this installation lacks)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from virtbench.inputs.yamlfile import YamlInputError, load_yaml
 
-    try:
-        tree = YAML(typ="safe").load(spec_yaml)
-    except YAMLError:
+    try:  # bounded: an imported run's text may be hostile (nested aliases)
+        tree = load_yaml(spec_yaml, "the stored experiment", typ="safe")
+    except YamlInputError:
         return None
     value = tree.get("compare_by") if isinstance(tree, dict) else None
     return str(value) if value else None

@@ -10,6 +10,7 @@ import typer
 
 from virtbench.assess.engine import Assessment, assess_domain, assess_machine
 from virtbench.assess.render import findings_section, render_json, render_text
+from virtbench.contract import MAX_SECONDS
 from virtbench.kvm.access import parse_ssh_spec
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
@@ -27,7 +28,11 @@ def parse_budget(text: str) -> float:
     if not match:
         raise VirtbenchError(f"--budget {text!r}: write a duration like 90s, 5m or 1h")
     factor = {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600}[match.group(2)]
-    return float(match.group(1)) * factor
+    seconds = float(match.group(1)) * factor
+    if not 0 < seconds <= MAX_SECONDS:  # 0 leaves no time; 10**20 h overflows the timers
+        raise VirtbenchError(f"--budget {text!r}: give more than 0 s and at most "
+                             f"{MAX_SECONDS / 86400:g} days")
+    return seconds
 
 
 def assess(

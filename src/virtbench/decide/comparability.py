@@ -43,12 +43,11 @@ def _text(value: Any) -> str:
 def _lab_and_target(spec_yaml: str) -> dict[str, Any]:
     """The experiment's lab and target sections, read without validating the whole spec (an
     exported run may name plugins this installation lacks)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from virtbench.inputs.yamlfile import YamlInputError, load_yaml
 
-    try:
-        tree = YAML(typ="safe").load(spec_yaml) if spec_yaml else None
-    except YAMLError:
+    try:  # bounded: an imported run's text may be hostile (nested aliases)
+        tree = load_yaml(spec_yaml, "the stored experiment", typ="safe") if spec_yaml else None
+    except YamlInputError:
         return {}
     if not isinstance(tree, dict):
         return {}

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from virtbench.fleet.drive import FleetOutcome, FleetRunner, latest_fleet
 from virtbench.fleet.inventory import FleetHost, host_from_url, load_inventory
@@ -18,7 +19,7 @@ from virtbench.model import VirtbenchError
 from virtbench.spec.models import Experiment
 from virtbench.store import Store
 
-__all__ = ["fleet_hosts", "hosts_app", "run_fleet"]
+__all__ = ["check_fleet", "fleet_hosts", "hosts_app", "run_fleet"]
 
 err = Console(stderr=True)
 
@@ -30,6 +31,35 @@ def fleet_hosts(inventory: Path | None, urls: Sequence[str]) -> list[FleetHost]:
     if not hosts:
         raise VirtbenchError("give --hosts INVENTORY or at least one --host ssh://user@host")
     return hosts
+
+
+def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[FleetHost], *,
+                known_hosts: str | None, netns: str | None, out: Console) -> bool:
+    """``run --hosts INVENTORY --check``: what the run would do on each host of the (already
+    validated) inventory, then each host checked as ``hosts check`` does (reachable, the tools
+    the experiment needs there). True when every host is ready; nothing is run or stored."""
+    from virtbench.fleet.hostcheck import check_hosts
+
+    plan = FleetRunner(store, exp, "", spec_path, hosts, known_hosts=known_hosts, netns=netns)
+    variants = exp.all_variants()
+    out.print(f"{exp.name}: {len(variants)} variants × {len(exp.workloads)} workloads; baseline "
+              f"{exp.baseline_name}; repetitions {exp.repetitions}; on {len(plan.hosts)} hosts "
+              "at once", markup=False, highlight=False)
+    for h in plan.hosts:
+        out.print(f"host {h.name} ({h.describe()}): a run of {exp.name}, lab {exp.lab.kind}",
+                  markup=False, highlight=False)
+    checked = list(plan.hosts)
+    if plan.server is not None:
+        out.print(f"host {plan.server.name} ({plan.server.describe()}): the server role of lab "
+                  f"{exp.lab.kind}, peer of {plan.hosts[0].name}", markup=False, highlight=False)
+        checked.append(plan.server)
+    checks = check_hosts(exp, checked, known_hosts=known_hosts, netns=netns)
+    for c in checks:
+        for problem in c.problems:
+            out.print(Text.assemble(("problem:", "red"), f" {c.host}: {problem}"))
+        if c.ok:
+            out.print(f"host {c.host}: ready", markup=False, highlight=False)
+    return all(c.ok for c in checks)
 
 
 def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,

@@ -12,6 +12,7 @@ stores no credential.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -20,16 +21,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError
 
+from virtbench.contract import PORT_MAX, PORT_MIN
+from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import VirtbenchError
 
-__all__ = ["FleetHost", "InventoryError", "host_from_url", "load_inventory", "parse_inventory"]
+__all__ = ["MAX_HOSTS", "FleetHost", "InventoryError", "host_from_url", "load_inventory",
+           "parse_inventory"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _RANGE = re.compile(r"\[(\d+):(\d+)\]")
+MAX_HOSTS = 10_000
+"""Most hosts one inventory may name (ranges expanded): a fleet run opens an SSH connection and
+a thread per host."""
+MAX_GROUP_DEPTH = 64
+"""Deepest chain of groups (children of children ...)."""
 _SECRET_VARS = ("ansible_password", "ansible_ssh_pass", "ansible_become_password",
                 "ansible_become_pass")
 
@@ -65,25 +72,61 @@ def host_from_url(url: str) -> FleetHost:
         raise InventoryError(f"--host {url!r}: no passwords in URLs; virtbench logs in with "
                              "keys (ssh-agent or an inventory's ansible_ssh_private_key_file)")
     try:
-        port = parts.port or 22
-    except ValueError as exc:
-        raise InventoryError(f"--host {url!r}: {exc}") from exc
+        port = 22 if parts.port is None else parts.port
+    except ValueError as exc:  # not a number, or beyond 65535
+        raise InventoryError(f"--host {url!r}: {exc}; a port is {PORT_MIN}-{PORT_MAX}") from exc
+    if not PORT_MIN <= port <= PORT_MAX:  # ssh://h:0 once meant port 22
+        raise InventoryError(f"--host {url!r}: port {port} is not {PORT_MIN}-{PORT_MAX}")
     name = parts.hostname if port == 22 else f"{parts.hostname}:{port}"
     return FleetHost(name=name, address=parts.hostname, port=port, user=parts.username)
 
 
-def expand_pattern(pattern: str) -> list[str]:
-    """``web[01:03]`` → web01, web02, web03 (zero padding kept); other names unchanged."""
-    match = _RANGE.search(pattern)
-    if match is None:
-        return [pattern]
-    low, high = match.group(1), match.group(2)
-    width = len(low) if low.startswith("0") else 0
-    names = []
-    for number in range(int(low), int(high) + 1):
-        names += expand_pattern(pattern[:match.start()] + str(number).zfill(width)
-                                + pattern[match.end():])
-    return names
+def expand_pattern(pattern: str, limit: int | None = None) -> list[str]:
+    """``web[01:03]`` → web01, web02, web03 (zero padding kept); other names unchanged.
+
+    The number of names is counted before any is made: more than ``limit`` (default
+    MAX_HOSTS), or a range that runs backwards, is a ValueError naming the pattern.
+    """
+    limit = MAX_HOSTS if limit is None else limit
+    count = 1
+    for match in _RANGE.finditer(pattern):
+        low, high = int(match.group(1)), int(match.group(2))
+        if high < low:
+            raise ValueError(f"host range {match.group(0)} in {pattern!r} runs backwards")
+        count *= high - low + 1
+        if count > limit:
+            raise ValueError(f"host pattern {pattern!r} names more than {limit:,} hosts "
+                             f"(an inventory holds at most {MAX_HOSTS:,})")
+    return _expand(pattern)
+
+
+def _expand(pattern: str) -> list[str]:
+    pieces = _RANGE.split(pattern)  # text, low, high, text, low, high, ..., text
+    choices: list[list[str]] = []
+    for index in range(1, len(pieces), 3):
+        low, high = pieces[index], pieces[index + 1]
+        width = len(low) if low.startswith("0") else 0
+        choices.append([str(n).zfill(width) for n in range(int(low), int(high) + 1)])
+    texts = pieces[0::3]
+    return ["".join(t + n for t, n in zip(texts, (*numbers, ""), strict=True))
+            for numbers in itertools.product(*choices)]
+
+
+class _Hosts:
+    """Expands host patterns, counting every host the inventory names against MAX_HOSTS."""
+
+    def __init__(self, source: str) -> None:
+        self.source, self.named = source, 0
+
+    def expand(self, pattern: str, line: int) -> list[str]:
+        try:
+            names = expand_pattern(pattern, MAX_HOSTS - self.named)
+        except ValueError as exc:
+            raise InventoryError(f"{self.source}:{line}: {exc}") from None
+        self.named += len(names)
+        for host in names:
+            _check_name(host, self.source, line)
+        return names
 
 
 @dataclass
@@ -97,9 +140,9 @@ class _Group:
 
 def load_inventory(path: Path) -> list[FleetHost]:
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InventoryError(f"cannot read inventory {path}: {exc.strerror}") from exc
+        text = read_text_file(path, "inventory", "YAML or INI inventory")
+    except YamlInputError as exc:
+        raise InventoryError(str(exc)) from exc
     return parse_inventory(text, str(path))
 
 
@@ -118,22 +161,21 @@ def parse_inventory(text: str, source: str = "<inventory>") -> list[FleetHost]:
 # ---- YAML ------------------------------------------------------------------------------------
 def _parse_yaml(text: str, source: str) -> dict[str, _Group]:
     try:
-        tree = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark is not None else "?"
-        raise InventoryError(f"{source}:{line}: not valid YAML: {exc.problem}") from exc
+        tree = load_yaml(text, source, "YAML inventory")
+    except YamlInputError as exc:
+        raise InventoryError(str(exc)) from exc
     if not isinstance(tree, CommentedMap):
         raise InventoryError(f"{source}: an inventory maps group names to groups "
                              "(e.g. all: {hosts: {...}})")
     groups: dict[str, _Group] = {}
+    hosts = _Hosts(source)
     for name in tree:
-        _yaml_group(str(name), tree[name], tree.lc.key(name)[0] + 1, groups, source)
+        _yaml_group(str(name), tree[name], tree.lc.key(name)[0] + 1, groups, source, hosts)
     return groups
 
 
 def _yaml_group(name: str, node: Any, line: int, groups: dict[str, _Group],
-                source: str) -> None:
+                source: str, hosts: _Hosts) -> None:
     group = groups.setdefault(name, _Group(name))
     if node is None:
         return
@@ -156,14 +198,14 @@ def _yaml_group(name: str, node: Any, line: int, groups: dict[str, _Group],
             for pattern in value:
                 host_line = value.lc.key(pattern)[0] + 1
                 variables = _variables(value[pattern] or {}, source, host_line, str(pattern))
-                for host in expand_pattern(str(pattern)):
-                    _check_name(host, source, host_line)
+                for host in hosts.expand(str(pattern), host_line):
                     group.hosts.setdefault(host, {}).update(variables)
                     group.lines[host] = host_line
         else:
             for child in value:
                 group.children.append(str(child))
-                _yaml_group(str(child), value[child], value.lc.key(child)[0] + 1, groups, source)
+                _yaml_group(str(child), value[child], value.lc.key(child)[0] + 1, groups, source,
+                            hosts)
 
 
 def _variables(node: Any, source: str, line: int, where: str) -> dict[str, str]:
@@ -177,6 +219,7 @@ def _parse_ini(text: str, source: str) -> dict[str, _Group]:
     groups: dict[str, _Group] = {"all": _Group("all"), "ungrouped": _Group("ungrouped")}
     groups["all"].children.append("ungrouped")
     section, kind = "ungrouped", "hosts"
+    hosts = _Hosts(source)
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith(("#", ";")):
@@ -215,8 +258,7 @@ def _parse_ini(text: str, source: str) -> dict[str, _Group]:
                     raise InventoryError(f"{source}:{number}: host {words[0]!r}: expected "
                                          f"key=value, got {word!r}")
                 variables[key] = value
-            for host in expand_pattern(words[0]):
-                _check_name(host, source, number)
+            for host in hosts.expand(words[0], number):
                 group.hosts.setdefault(host, {}).update(variables)
                 group.lines[host] = number
     return groups
@@ -228,25 +270,36 @@ def _check_name(host: str, source: str, line: int) -> None:
         raise InventoryError(f"{source}:{line}: {host!r} is not a host name")
 
 
-def _ancestry(groups: Mapping[str, _Group]) -> dict[str, list[str]]:
-    """Each group's chain of parents, outermost first (the order variables apply in)."""
+def _ancestry(groups: Mapping[str, _Group], source: str) -> dict[str, list[str]]:
+    """Each group's chain of parents, outermost first (the order variables apply in).
+
+    Memoised (a group reached by many paths is walked once) and bounded in depth; a cycle of
+    groups is cut where it closes.
+    """
     parents: dict[str, list[str]] = {name: [] for name in groups}
     for name, group in groups.items():
         for child in group.children:
             parents.setdefault(child, []).append(name)
+    done: dict[str, list[str]] = {}
 
     def chain(name: str, seen: tuple[str, ...]) -> list[str]:
+        if name in done:
+            return done[name]
+        if len(seen) >= MAX_GROUP_DEPTH:
+            raise InventoryError(f"{source}: groups nested deeper than {MAX_GROUP_DEPTH} levels "
+                                 f"(children of children ... of {name!r})")
         order: list[str] = []
         for parent in parents.get(name, []):
             if parent not in seen:
                 order += [g for g in chain(parent, (*seen, name)) if g not in order]
-        return [*order, name]
+        done[name] = [*order, name]
+        return done[name]
 
     return {name: chain(name, ()) for name in groups}
 
 
 def _resolve(groups: Mapping[str, _Group], source: str) -> list[FleetHost]:
-    ancestry = _ancestry(groups)
+    ancestry = _ancestry(groups, source)
     order: list[str] = []
     member_of: dict[str, list[str]] = {}
     host_vars: dict[str, dict[str, str]] = {}
@@ -282,7 +335,7 @@ def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source:
     port_text = variables.get("ansible_port", variables.get("ansible_ssh_port", "22"))
     try:
         port = int(port_text)
-        if not 0 < port < 65536:
+        if not PORT_MIN <= port <= PORT_MAX:
             raise ValueError
     except ValueError:
         raise InventoryError(f"{source}:{line}: host {name}: ansible_port {port_text!r} is "

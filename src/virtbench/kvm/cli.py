@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from virtbench.contract import MAX_SECONDS
+from virtbench.inputs.values import number_parser
 from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, state_key
 from virtbench.kvm.cpumodels import ModelCatalog
@@ -31,6 +33,7 @@ app.add_typer(sandbox_app, name="sandbox")
 ConnectOpt = Annotated[str | None, typer.Option(
     "--connect", "-c", help="libvirt URI (default $LIBVIRT_DEFAULT_URI or qemu:///system)")]
 ShutdownOpt = Annotated[float, typer.Option(
+    parser=number_parser(0, MAX_SECONDS), metavar="SECONDS",
     help="seconds of ACPI shutdown before destroy (0: destroy at once)")]
 
 
@@ -140,7 +143,9 @@ def tune(
     no_verify: Annotated[bool, typer.Option(
         "--no-verify", help="apply without checking inside the guest")] = False,
     shutdown_timeout: ShutdownOpt = 60.0,
-    boot_timeout: Annotated[float, typer.Option(help="seconds to wait for the guest")] = 300.0,
+    boot_timeout: Annotated[float, typer.Option(
+        parser=number_parser(0, MAX_SECONDS, low_open=True), metavar="SECONDS",
+        help="seconds to wait for the guest")] = 300.0,
     connect: ConnectOpt = None,
 ) -> None:
     """Show (and with --apply, apply and verify) a tuned <cpu> for DOMAIN."""

@@ -9,6 +9,7 @@ from typing import Annotated, cast
 
 import typer
 
+from virtbench.inputs.values import port_number
 from virtbench.kvm.sandbox import (
     DEFAULT_DIR,
     DEFAULT_DOMAIN,
@@ -42,10 +43,11 @@ def _show(info: SandboxInfo, as_json: bool) -> None:
 def up(
     directory: DirOpt = DEFAULT_DIR,
     domain: Annotated[str, typer.Option(help="domain name")] = DEFAULT_DOMAIN,
-    port: Annotated[int, typer.Option(help="SSH port on 127.0.0.1")] = DEFAULT_PORT,
+    port: Annotated[int, typer.Option(parser=port_number, metavar="PORT",
+                                      help="SSH port on 127.0.0.1")] = DEFAULT_PORT,
     virt_type: Annotated[str, typer.Option(
         help="auto (KVM when /dev/kvm boots it, else TCG) | kvm | qemu (TCG)")] = "auto",
-    memory: Annotated[int, typer.Option(help="guest memory, MiB")] = 768,
+    memory: Annotated[int, typer.Option(min=64, max=1 << 20, help="guest memory, MiB")] = 768,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Build (once) and boot the guest; prints its SSH access and libvirt URI."""

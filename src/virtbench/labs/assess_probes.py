@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from virtbench.contract import Tool
+from virtbench.contract import Params, Tool
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
@@ -38,9 +38,7 @@ IPERF3_PORT = 5301
 SUBNET = "10.79.0"
 
 
-class ProbeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProbeParams(Params):
     disk: bool = Field(False, description="make the scratch loop device (disk probes)")
     network: bool = Field(False, description="make the namespace pair (network probes)")
     image_size_mib: int = Field(64, ge=16, description="size of the scratch image, MiB")

@@ -32,11 +32,12 @@ CFS_PERIOD_US = 100_000
 class CgroupLimits(BaseModel):
     """Limits of one group; None leaves that resource unlimited (its controller is not used)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     cpus: list[int] | None = Field(None, description="CPU numbers the group may run on (cpuset)")
     cpu_quota_cores: float | None = Field(
-        None, gt=0, description="CPU time per wall second, in cores (CFS quota / period)")
+        None, ge=0.01, le=4096,
+            description="CPU time per wall second, in cores (CFS quota / period)")
     memory_bytes: int | None = Field(
         None, gt=0, description="memory limit in bytes, page cache included")
 

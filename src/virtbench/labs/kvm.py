@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from virtbench.contract import Knob, parsed_by
+from virtbench.contract import MAX_SECONDS, Knob, Params, parsed_by
 from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, GuestProbe
 from virtbench.kvm.cpumodels import ModelCatalog
@@ -32,9 +32,7 @@ from virtbench.targets.libvirt_connection import default_uri, open_connection
 __all__ = ["LABS", "KvmGuestLab"]
 
 
-class KvmGuestParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class KvmGuestParams(Params):
     domain: str = Field(description="the libvirt domain to reconfigure (only this one is touched)")
     connect: str = Field(default_factory=default_uri, description="libvirt URI")
     ssh: str | None = Field(None, description="guest's [user@]host[:port]; workloads run over it")
@@ -44,8 +42,10 @@ class KvmGuestParams(BaseModel):
     console_log: str | None = Field(
         None, description="serial log where the guest prints /proc/cpuinfo (verification only)")
     persistent: bool = Field(False, description="define + restart instead of destroy + create")
-    shutdown_timeout_s: float = Field(60.0, ge=0, description="ACPI shutdown wait before destroy")
-    boot_timeout_s: float = Field(300.0, gt=0, description="wait for the guest to answer")
+    shutdown_timeout_s: float = Field(60.0, ge=0, le=MAX_SECONDS,
+                                      description="ACPI shutdown wait before destroy")
+    boot_timeout_s: float = Field(300.0, ge=1, le=MAX_SECONDS,
+                                  description="wait for the guest to answer")
 
 
 class KvmGuestLab(Lab):

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.contract import Knob, Tool, parsed_by
+from virtbench.contract import Knob, Params, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits, remove_cgroup_dir
 from virtbench.model import VirtbenchError
@@ -46,9 +46,7 @@ PREFIX = "vbfs"
 FS_KINDS = ("dir", "ext4", "xfs", "tmpfs")
 
 
-class StorageParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class StorageParams(Params):
     image_dir: str | None = Field(
         None, description="directory for ext4/xfs image files (default: the lab's work dir)")
     image_size_mib: int = Field(1024, ge=64, description="size of ext4/xfs images, MiB")
@@ -62,7 +60,7 @@ class StorageParams(BaseModel):
 
 
 class VmSize(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     vcpus: int | None = Field(None, ge=1, description="number of CPUs")
     memory_mib: int | None = Field(None, ge=16, description="memory, MiB (page cache included)")

@@ -15,7 +15,7 @@ __all__ = ["Criterion", "SearchSpec"]
 class Criterion(BaseModel):
     """A trial passes when the metric is at most ``max`` (and at least ``min``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     metric: str = Field(description="a metric the workload declares (e.g. loss_ratio)")
     max: float | None = Field(None, description="pass when the value is at most this")
     min: float | None = Field(None, description="pass when the value is at least this")
@@ -41,7 +41,7 @@ class Criterion(BaseModel):
 class SearchSpec(BaseModel):
     """Search the highest load the workload sustains (see docs/capacity.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     load: str = Field(description="the workload parameter that sets the offered load")
     duration: str | None = Field(None, description="the workload parameter that sets the "
                                                     "trial duration in seconds")

@@ -64,7 +64,7 @@ def knob_problems(experiment: Experiment, declarers: Sequence[Declarer],
                 problem = knob.problem(value)
                 if problem is not None:
                     problems.append(f"{locate(loc)}{field} ({use.variants}): knob '{use.name}' "
-                                    f"= {value!r} is refused by {_and(by)} ({knob.accepts}): "
+                                    f"= {_short(value)} is refused by {_and(by)} ({knob.accepts}): "
                                     f"{problem}")
     return problems
 
@@ -76,6 +76,12 @@ def _hint(name: str, declared: dict[str, Any], declarers: Sequence[Declarer]) ->
     close = difflib.get_close_matches(name, declared, n=1)
     guess = f"; did you mean '{close[0]}'?" if close else ""
     return f"{guess} (knobs of {who}: {', '.join(sorted(declared))})"
+
+
+def _short(value: Any) -> str:
+    """A value as written, cut to one readable line (a knob may hold a long list)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _and(items: list[str]) -> str:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
+import types
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
-from ruamel.yaml import YAML
+from pydantic import BaseModel, ValidationError
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
 
+from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import VirtbenchError
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment
@@ -53,13 +54,10 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def parse_experiment(text: str, source: str = "<string>") -> Experiment:
-    yaml = YAML(typ="rt")
     try:
-        tree = yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise SpecError(f"{where}: invalid YAML: {exc.problem}") from exc
+        tree = load_yaml(text, source, "YAML experiment file")
+    except YamlInputError as exc:
+        raise SpecError(str(exc)) from exc
     if not isinstance(tree, CommentedMap):
         raise SpecError(f"{source}:1: an experiment file must be a mapping "
                         "(name:, workloads:, ...)")
@@ -67,7 +65,7 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
         experiment = Experiment.model_validate(tree)
     except ValidationError as exc:
         raise SpecError("invalid experiment:\n  " + "\n  ".join(
-            _describe(exc, tree, source, ()))) from exc
+            _describe(exc, tree, source, (), Experiment))) from exc
     _follow_lab_rename(experiment, tree, source)
     problems = _plugin_problems(experiment, tree, source)
     if problems:
@@ -76,7 +74,8 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
 
 
 def _describe(exc: ValidationError, tree: Any, source: str,
-              prefix: tuple[int | str, ...]) -> list[str]:
+              prefix: tuple[int | str, ...], model: Any = None) -> list[str]:
+    """One line per error: file:line: field: message (an unknown field: the closest known)."""
     lines = []
     for err in exc.errors():
         loc = prefix + tuple(err["loc"])
@@ -84,8 +83,49 @@ def _describe(exc: ValidationError, tree: Any, source: str,
             continue  # the mapping form of a scalar-or-mapping field was meant
         line = _line_of(tree, loc)
         where = f"{source}:{line}" if line else source
-        lines.append(f"{where}: {_field_path(loc)}: {err['msg']}")
+        hint = ""
+        if err["type"] == "extra_forbidden" and model is not None:
+            known = _fields_at(model, tuple(err["loc"])[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            if close:
+                hint = f"; did you mean '{close[0]}'?"
+            elif known:
+                hint = f" (fields: {', '.join(known)})"
+            elif len(err["loc"]) == 1 and not model.model_fields:
+                hint = " (takes no parameters)"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{where}: {_field_path(loc)}: {message}{hint}")
     return lines
+
+
+def _branches(annotation: Any) -> list[Any]:
+    """The types an annotation may hold: Annotated unwrapped, unions split."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _branches(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [b for arg in get_args(annotation) for b in _branches(arg)]
+    return [annotation]
+
+
+def _fields_at(model: Any, loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the model(s) found at ``loc`` inside ``model`` (for a hint)."""
+    current = [model]
+    for key in loc:
+        following: list[Any] = []
+        for branch in (b for tp in current for b in _branches(tp)):
+            if isinstance(key, int) and get_origin(branch) is list:
+                following.append(get_args(branch)[0])
+            elif isinstance(branch, type) and issubclass(branch, BaseModel):
+                if key in branch.model_fields:
+                    following.append(branch.model_fields[str(key)].annotation)
+                elif key == branch.__name__ or str(key).endswith(f" {branch.__name__}]"):
+                    # pydantic names the union member it tried (with its validators)
+                    following.append(branch)
+        current = following
+    return sorted({name for tp in current for b in _branches(tp)
+                   if isinstance(b, type) and issubclass(b, BaseModel)
+                   for name in b.model_fields})
 
 
 def _follow_lab_rename(experiment: Experiment, tree: Any, source: str) -> None:
@@ -121,7 +161,9 @@ def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str
         try:
             cls.Params.model_validate(spec.params)
         except ValidationError as exc:
-            problems += _describe(exc, tree, source, ("workloads", index, "params"))
+            problems += _describe(exc, tree, source, ("workloads", index, "params"),
+                                  cls.Params)
+    problems += _target_problems(experiment, tree, source)
     labs = all_labs()
     lab_cls = labs.get(experiment.lab.kind)
     if lab_cls is None:
@@ -133,11 +175,27 @@ def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str
         try:
             lab_cls.Params.model_validate(experiment.lab.params)
         except ValidationError as exc:
-            problems += _describe(exc, tree, source, ("lab", "params"))
+            problems += _describe(exc, tree, source, ("lab", "params"), lab_cls.Params)
     if len(declarers) == len(experiment.workloads) + 1:  # judge knobs only if all plugins exist
         problems += knob_problems(experiment, declarers,
                                   lambda loc: _where(tree, source, loc) + ": ")
     return problems
+
+
+def _target_problems(experiment: Experiment, tree: Any, source: str) -> list[str]:
+    """The target kind is known and its parameters are its own (``hots:`` is refused)."""
+    from virtbench.targets.factory import TARGET_PARAMS
+
+    kind = experiment.target.kind
+    model = TARGET_PARAMS.get(kind)
+    if model is None:
+        return [f"{_where(tree, source, ('target', 'kind'))}: target.kind: unknown target "
+                f"'{kind}'; known: {', '.join(TARGET_PARAMS)}"]
+    try:
+        model.model_validate(experiment.target.params)
+    except ValidationError as exc:
+        return _describe(exc, tree, source, ("target", "params"), model)
+    return []
 
 
 def _where(tree: Any, source: str, loc: tuple[int | str, ...]) -> str:
@@ -148,10 +206,7 @@ def _where(tree: Any, source: str, loc: tuple[int | str, ...]) -> str:
 def load_experiment(path: Path) -> tuple[Experiment, str]:
     """Return the validated experiment and its original text (stored with the run)."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"cannot read experiment file {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not a YAML experiment file (byte {exc.start} is not UTF-8)"
-                        ) from exc
+        text = read_text_file(path, "experiment file", "YAML experiment file")
+    except YamlInputError as exc:
+        raise SpecError(str(exc)) from exc
     return parse_experiment(text, str(path)), text

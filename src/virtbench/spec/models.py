@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Literal
+import math
+import unicodedata
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from virtbench.contract import MAX_SECONDS
 from virtbench.search.spec import SearchSpec
 
 __all__ = [
@@ -20,8 +30,26 @@ __all__ = [
 ]
 
 
+MAX_VARIANTS = 10_000
+"""Most variants one experiment may define (explicit, matrix grid and factorial subsets)."""
+MAX_REPETITIONS = 100_000
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+"""The store keeps a seed as a signed 64-bit integer."""
+
+
+def _printable(text: str) -> str:
+    """Names are shown in terminals, HTML and file names: no control characters in them."""
+    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        raise ValueError(f"must not contain control characters (found U+{ord(bad):04X})")
+    return text
+
+
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TargetSpec(_Strict):
@@ -35,7 +63,7 @@ class LabSpec(_Strict):
 
 
 class VariantSpec(_Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     knobs: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -45,17 +73,18 @@ class Factorial(_Strict):
     knob: str = "cpu_features"
     factors: list[str] = Field(min_length=1, max_length=12)
     base: list[str] = Field(default_factory=list, description="always included in the set")
-    empty_name: str = Field("default", description="name of the variant with no factor")
+    empty_name: Name = Field("default", description="name of the variant with no factor")
     other_knobs: dict[str, Any] = Field(default_factory=dict)
 
 
 class WorkloadSpec(_Strict):
     name: str
-    id: str | None = Field(None, description="alias when one workload appears twice")
+    id: Name | None = Field(None, description="alias when one workload appears twice")
     params: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(
-        None, gt=0, description="time limit of one trial, s (default: the workload's own); a "
-                                "trial past it is killed and recorded as failed")
+        None, gt=0, le=MAX_SECONDS,
+        description="time limit of one trial, s (default: the workload's own); a trial past "
+                    "it is killed and recorded as failed")
     search: SearchSpec | None = Field(None, description="search the highest load that passes "
                                                         "(docs/capacity.md)")
 
@@ -65,13 +94,14 @@ class WorkloadSpec(_Strict):
 
 
 class Adaptive(_Strict):
-    min: int = Field(5, ge=2)
-    max: int = Field(20, ge=2)
+    min: int = Field(5, ge=2, le=MAX_REPETITIONS)
+    max: int = Field(20, ge=2, le=MAX_REPETITIONS)
     target_rel_ci: float = Field(0.02, gt=0, lt=1,
                                  description="stop when every primary metric's 95 % CI "
                                              "half-width / mean is at most this")
     criterion: Literal["mean", "speedup"] = "mean"
-    budget_s: float | None = Field(None, gt=0, description="stop adding repetitions after this")
+    budget_s: float | None = Field(None, gt=0, le=MAX_SECONDS,
+                                   description="stop adding repetitions after this")
 
     @model_validator(mode="after")
     def _min_le_max(self) -> Adaptive:
@@ -83,7 +113,7 @@ class Adaptive(_Strict):
 class Experiment(_Strict):
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
     description: str = ""
-    seed: int = 1
+    seed: int = Field(1, ge=SEED_MIN, le=SEED_MAX)
     target: TargetSpec = Field(default_factory=TargetSpec)
     lab: LabSpec = Field(default_factory=LabSpec)
     baseline: str | None = None
@@ -101,14 +131,35 @@ class Experiment(_Strict):
     @field_validator("repetitions")
     @classmethod
     def _positive(cls, value: int | Adaptive) -> int | Adaptive:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("repetitions must be at least 1")
+        if isinstance(value, int) and not 1 <= value <= MAX_REPETITIONS:
+            raise ValueError(f"repetitions must be from 1 to {MAX_REPETITIONS:,}")
+        return value
+
+    @field_validator("matrix")
+    @classmethod
+    def _grid(cls, value: dict[str, list[Any]] | None) -> dict[str, list[Any]] | None:
+        if value is None:
+            return value
+        if not value:
+            raise ValueError("an empty matrix makes no variants: give each knob a list of "
+                             "values, e.g. {switch: [linux-bridge, ovs]}, or leave it out")
+        empty = [knob for knob, values in value.items() if not values]
+        if empty:
+            raise ValueError(f"knob {', '.join(map(repr, empty))} has no values: a matrix "
+                             "makes a variant of every combination, so each knob needs at "
+                             "least one value")
         return value
 
     @model_validator(mode="after")
     def _check(self) -> Experiment:
         if not (self.variants or self.matrix or self.factorial):
             self.variants = [VariantSpec(name="default")]
+        count = (len(self.variants)
+                 + (math.prod(len(v) for v in self.matrix.values()) if self.matrix else 0)
+                 + (2 ** len(self.factorial.factors) if self.factorial else 0))
+        if count > MAX_VARIANTS:  # counted before anything is expanded
+            raise ValueError(f"{count:,} variants (variants, matrix and factorial together); "
+                             f"at most {MAX_VARIANTS:,}")
         names = [v.name for v in self.all_variants()]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

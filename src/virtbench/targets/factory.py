@@ -5,11 +5,44 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from pydantic import Field, ValidationError
+
+from virtbench.contract import NoParams, Params, Port
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
 
-__all__ = ["TARGET_KINDS", "make_target"]
+__all__ = ["TARGET_KINDS", "TARGET_PARAMS", "make_target"]
+
+
+class NetnsParams(Params):
+    namespace: str = Field(min_length=1, description="network namespace the workloads run in")
+
+
+class SshParams(Params):
+    host: str = Field(min_length=1, description="host name or address")
+    user: str | None = Field(None, description="login (default: ssh's)")
+    port: Port = 22
+    identity_file: str | None = Field(None, description="private key file")
+    known_hosts: str | None = Field(None, description="known_hosts file for the host's key")
+    connect_timeout_s: int = Field(10, ge=1, le=3600, description="ssh ConnectTimeout, s")
+
+
+class LibvirtGuestParams(Params):
+    domain: str = Field(min_length=1, description="the libvirt domain")
+    connect: str | None = Field(None, description="libvirt URI")
+    ssh_host: str | None = Field(None, description="guest address: run commands over ssh")
+    ssh_user: str | None = None
+    ssh_port: Port = 22
+    identity_file: str | None = None
+    known_hosts: str | None = None
+
+
+TARGET_PARAMS: dict[str, type[Params]] = {
+    "local": NoParams, "netns": NetnsParams, "ssh": SshParams,
+    "libvirt-guest": LibvirtGuestParams,
+}
+"""Each target kind's parameters (an experiment's ``target: {kind, params}``)."""
 
 # kind -> "module:factory"; each factory takes the spec's params as keyword arguments.
 TARGET_KINDS = {
@@ -19,16 +52,20 @@ TARGET_KINDS = {
 
 
 def make_target(spec: Any) -> Target:
-    kind, params = spec.kind, dict(spec.params)
+    kind = spec.kind
+    if kind not in TARGET_PARAMS:
+        raise VirtbenchError(f"target.kind '{kind}' is unknown; known kinds: "
+                             f"{', '.join(TARGET_PARAMS)}")
+    try:
+        params = TARGET_PARAMS[kind].model_validate(dict(spec.params)).model_dump()
+    except ValidationError as exc:  # the experiment loader names the file line; this, the field
+        raise VirtbenchError(f"target ({kind}) params: " + "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}" for e in exc.errors())
+                             ) from exc
     if kind == "local":
         return LocalTarget()
     if kind == "netns":
-        if "namespace" not in params:
-            raise VirtbenchError("target (netns) params: 'namespace' is required")
-        return NetnsTarget(str(params["namespace"]))
-    if kind not in TARGET_KINDS:
-        known = ", ".join(["local", "netns", *TARGET_KINDS])
-        raise VirtbenchError(f"target.kind '{kind}' is unknown; known kinds: {known}")
+        return NetnsTarget(params["namespace"])
     module_name, factory = TARGET_KINDS[kind].split(":")
     try:
         module = import_module(module_name)

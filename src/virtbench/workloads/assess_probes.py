@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from virtbench.contract import Knob, Realisation
+from virtbench.contract import Knob, Params, Realisation
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import parse_fio
@@ -54,12 +54,10 @@ def _service(ctx: TrialContext, name: str, workload: str) -> dict[str, Any]:
     return service
 
 
-class FioProbeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FioProbeParams(Params):
     vary: Literal["io_scheduler", "disk_cache"] = Field(
         description="the one knob this probe follows (the other setting stays as the lab made it)")
-    runtime_s: float = Field(1.0, gt=0, description="seconds of I/O per trial")
+    runtime_s: float = Field(1.0, ge=1, le=3600, description="seconds of I/O per trial")
 
 
 class FioProbe(Workload):
@@ -120,10 +118,9 @@ class FioProbe(Workload):
                            notes)
 
 
-class Iperf3ProbeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    runtime_s: float = Field(1.0, gt=0, description="seconds of traffic per trial")
+class Iperf3ProbeParams(Params):
+    runtime_s: float = Field(1.0, ge=0.1, le=3600,
+                             description="seconds of traffic per trial")
 
 
 class Iperf3Probe(Workload):

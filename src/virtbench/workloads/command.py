@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Better, Measurement, Metric
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "CommandWorkload", "InProcessNoopWorkload"]
 
 
-class CommandParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CommandParams(Params):
     argv: list[str] = Field(min_length=1, description="the command as an argument list")
-    timeout_s: float = Field(3600, gt=0, description="kill the command after this many seconds "
+    timeout_s: float = Field(3600, ge=0.001, le=MAX_SECONDS,
+                             description="kill the command after this many seconds "
                                                      "(the trial then fails)")
 
 

@@ -95,7 +95,7 @@ def test_ssh_urls() -> None:
     ("[web]\nh1 ansible_port\n", r"inv:2: host 'h1': expected key=value"),
     ("[web:bogus]\nh1\n", r"inv:1: \[web:bogus\]"),
     ("all:\n  hosts: {}\n", r"inv: the inventory lists no hosts"),
-    ("all: [\n", r"inv:\d+: not valid YAML"),
+    ("all: [\n", r"inv:\d+: invalid YAML"),
 ])
 def test_bad_inventories_name_the_line(text: str, message: str) -> None:
     with pytest.raises(InventoryError, match=message):

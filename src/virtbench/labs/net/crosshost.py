@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from virtbench.contract import Tool, missing_tools
+from virtbench.contract import Params, Tool, missing_tools
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
@@ -27,8 +27,7 @@ __all__ = ["LABS", "CrossHostLab", "CrossHostParams"]
 ROLES = ("server", "client")
 
 
-class CrossHostParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CrossHostParams(Params):
     roles: dict[str, str] = Field(
         description="inventory host of each role: {server: HOST, client: HOST}")
     iperf3_port: int = Field(5201, ge=1, le=65535, description="iperf3 server port")

@@ -17,9 +17,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, Field, NonNegativeInt
 
-from virtbench.contract import Knob, Tool
+from virtbench.contract import Knob, Params, Tool
 from virtbench.labs.base import LabState
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.daemons import start_recorded
@@ -37,18 +37,18 @@ __all__ = ["LABS", "VnfRouterLab"]
 ROUTER_PORT = 5201
 
 
-class VnfRouterParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class VnfRouterParams(Params):
     neighbour_cpu_cores: float = Field(
-        1.0, gt=0, description="CPU quota of each neighbour's cgroup, in cores (CFS quota)")
+        1.0, ge=0.01, le=4096,
+            description="CPU quota of each neighbour's cgroup, in cores (CFS quota)")
     neighbour_load_pct: int = Field(99, ge=1, le=100,
                                     description="stress-ng --cpu-load of each neighbour (%)")
     neighbour_cpus: list[int] | None = Field(
         None, description="CPUs the neighbours may use (cpuset); None: all")
     max_neighbours: int = Field(16, ge=0, description="refuse larger 'neighbours' knobs")
     router_cpu_cores: float | None = Field(
-        None, gt=0, description="CPU quota of the router's cgroup (router traffic: iperf3 "
+        None, ge=0.01, le=4096,
+            description="CPU quota of the router's cgroup (router traffic: iperf3 "
                                 "sender and receiver), in cores; None: all CPUs (no cap)")
 
 

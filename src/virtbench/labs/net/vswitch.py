@@ -15,9 +15,9 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_validator
+from pydantic import BaseModel, Field, NonNegativeFloat, field_validator
 
-from virtbench.contract import Knob, Tool
+from virtbench.contract import Knob, Params, Tool
 from virtbench.labs.base import LabState
 from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
@@ -42,11 +42,10 @@ IRTT_PORT = 2112
 SUBNET = "10.77.0"
 
 
-class VSwitchParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class VSwitchParams(Params):
     background_settle_s: float = Field(
-        1.0, ge=0, description="seconds to let background traffic run before a variant's trials")
+        1.0, ge=0, le=3600,
+            description="seconds to let background traffic run before a variant's trials")
     offloads: bool = Field(
         True, description="keep TSO/GSO/GRO/checksum offloads on the hosts' interfaces; False "
         "puts MTU-sized packets on the wire (like the study's VMs; slower, but captures at "

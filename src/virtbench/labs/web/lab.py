@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from virtbench.contract import Knob, Tool, parsed_by
+from virtbench.contract import Knob, Params, Port, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.daemons import clean_recorded, start_recorded
 from virtbench.labs.web import nginx as nginx_cfg
@@ -34,9 +34,7 @@ from virtbench.targets.local import LocalTarget
 __all__ = ["WebLab", "WebLabParams"]
 
 
-class WebLabParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WebLabParams(Params):
     origin: Literal["static-multisite", "wordpress-multisite", "external"] = Field(
         "static-multisite", description="what Varnish caches: generated static pages served by "
         "nginx, a WordPress multisite (nginx + php-fpm + MariaDB), or a server you run")
@@ -45,21 +43,24 @@ class WebLabParams(BaseModel):
                                 "(wordpress-multisite: WordPress pages, /siteN/page-M/)")
     page_bytes: int = Field(2_000_000, ge=64, le=1 << 30,
                             description="size of every static page (bytes)")
-    seed: int = Field(1, description="seed of the generated pages")
+    seed: int = Field(1, ge=0, le=2**63 - 1, description="seed of the generated pages")
     cache_max_age_s: int = Field(
         3600, ge=0, description="Cache-Control max-age the origin sends (s); 0 = no-store")
     origin_limit_rate_bps: int = Field(
         0, ge=0, description="slow the origin to this many bytes/s per response (0 = no limit)")
-    external_backend_port: int | None = Field(
+    external_backend_port: Port | None = Field(
         None, description="origin 'external': the port of your server on 127.0.0.1")
     cache_storage: str = Field(
         "malloc", description="storage when a variant gives no cache_storage knob")
     cache_size: str = Field("1G", description="storage size when a variant gives no cache_size")
     disk_dir: Path = Field(
         Path("/var/tmp"), description="directory on a real disk for 'file-disk' storage")
-    connect_timeout_s: float = Field(3.5, gt=0, description="Varnish backend connect timeout")
-    first_byte_timeout_s: float = Field(60.0, gt=0, description="Varnish first-byte timeout")
-    between_bytes_timeout_s: float = Field(60.0, gt=0, description="Varnish between-bytes timeout")
+    connect_timeout_s: float = Field(3.5, ge=0.001, le=3600,
+                                     description="Varnish backend connect timeout")
+    first_byte_timeout_s: float = Field(60.0, ge=0.001, le=3600,
+                                        description="Varnish first-byte timeout")
+    between_bytes_timeout_s: float = Field(60.0, ge=0.001, le=3600,
+                                           description="Varnish between-bytes timeout")
     varnish_params: dict[str, str] = Field(
         default_factory=dict, description="extra varnishd -p NAME=VALUE parameters")
     wordpress_media_bytes: int = Field(

@@ -7,10 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from virtbench.analysis import Analysis
+from virtbench.inputs.yamlfile import YamlInputError, load_yaml
 from virtbench.model import Better, Metric
 from virtbench.packetgen import frame_mix
 from virtbench.report.formatting import fmt_num, fmt_value
@@ -92,9 +91,9 @@ def _search_specs(analysis: Analysis) -> dict[str, SearchSpec]:
     """Each searched workload's ``search:`` block, from the stored experiment files."""
     specs: dict[str, SearchSpec] = {}
     for run in analysis.runs:
-        try:
-            tree = YAML(typ="safe").load(run.spec_yaml)
-        except YAMLError:
+        try:  # bounded: an imported run's text may be hostile (nested aliases)
+            tree = load_yaml(run.spec_yaml, "the stored experiment", typ="safe")
+        except YamlInputError:
             continue
         for item in (tree or {}).get("workloads") or []:
             if not isinstance(item, dict) or not isinstance(item.get("search"), dict):

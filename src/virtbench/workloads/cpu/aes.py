@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, openssl_realisation
@@ -21,8 +22,7 @@ def study_plaintext() -> bytes:
     return files("virtbench.workloads.cpu").joinpath("aes_plaintext.txt").read_bytes().strip()
 
 
-class AesParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AesParams(Params):
     mode: Literal["study", "bulk", "both"] = Field(
         "both", description="study: ~2 KB text, fresh Cipher per op; bulk: 16 KiB chunks")
     ops: int = Field(1000, ge=1, le=10_000_000,
@@ -30,7 +30,8 @@ class AesParams(BaseModel):
     summary: Literal["median", "mean"] = Field(
         "median", description="study mode: how a trial summarises its `ops` timings; the study "
                               "took the mean, the median keeps interrupts out")
-    bulk_mib: float = Field(64, gt=0, le=65536, description="bulk-mode bytes per trial, MiB")
+    bulk_mib: float = Field(64, ge=MIN_SIZE_MIB, le=65536,
+                           description="bulk-mode bytes per trial, MiB (at least 1 KiB)")
     chunk_kib: int = Field(64, ge=1, le=65536,
                            description="bulk-mode bytes per update call, KiB; 64 amortises "
                                        "Python's per-call cost that openssl speed's C loop "

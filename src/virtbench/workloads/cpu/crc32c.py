@@ -6,8 +6,9 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, crc32c_realisation, feature_set
@@ -16,9 +17,9 @@ from virtbench.workloads.probe import run_probe
 __all__ = ["WORKLOADS", "Crc32cWorkload"]
 
 
-class Crc32cParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    size_mib: float = Field(10, gt=0, le=4096, description="buffer size in MiB (study: 10 MB)")
+class Crc32cParams(Params):
+    size_mib: float = Field(10, ge=MIN_SIZE_MIB, le=4096,
+                            description="buffer size in MiB, at least 1 KiB (study: 10 MB)")
     loops: int = Field(5, ge=1, le=100_000,
                        description="timed checksums per trial; the trial reports their median")
 

@@ -6,8 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.workloads.base import Realisation, Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, x265_realisation
@@ -19,8 +20,7 @@ CLIP_PRESETS = {"quick": (640, 360, 25, 2.0), "hd": (1920, 1080, 30, 2.0),
                 "study": (3840, 2160, 30, 10.0)}
 
 
-class X265Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class X265Params(Params):
     clip: Literal["quick", "hd", "study"] = Field(
         "quick", description="clip preset: quick 640x360 25 fps 2 s; hd 1080p 30 fps 2 s; "
                              "study 3840x2160 30 fps 10 s (the study's 4K clip)")
@@ -29,7 +29,7 @@ class X265Params(BaseModel):
     height: int | None = Field(None, ge=16, le=8192,
                                description="clip height in pixels; None: the preset's")
     rate: int | None = Field(None, ge=1, le=240, description="frames per second")
-    duration_s: float | None = Field(None, gt=0, le=600,
+    duration_s: float | None = Field(None, ge=0.1, le=600,
                                      description="clip length in seconds; None: the preset's")
     preset: str = Field("medium", description="x265 preset (study: medium)")
     crf: int = Field(32, ge=0, le=51, description="constant rate factor (study: 32)")

@@ -16,8 +16,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.packetgen import (
     FrameMix,
@@ -64,12 +65,10 @@ PACING_NOTES = {"gap": "gap {gap_us:.1f} µs", "average": "trafgen -b (bursts on
                           "counted in the middle of the run"}
 
 
-class PacketRateParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PacketRateParams(Params):
     rate_pps: float = Field(10_000, ge=1, le=100_000_000,
                             description="offered frames per second (trafgen -b)")
-    duration_s: float = Field(5, gt=0, le=3600, description="sending time in s")
+    duration_s: float = Field(5, ge=0.1, le=3600, description="sending time in s")
     frame_size: int | Literal["imix"] = Field(
         64, description="Ethernet frame size in bytes with FCS (64..1518), or imix "
                         "(7 × 64, 4 × 594, 1 × 1518)")
@@ -85,13 +84,14 @@ class PacketRateParams(BaseModel):
                            "realtime_min_gap_us), steady gaps where a normal process is woken "
                            "late and then sends faster to catch up")
     realtime_min_gap_us: float = Field(
-        0, ge=0, description="below this gap trafgen runs as a normal process. A normal "
+        0, ge=0, le=1e6, description="below this gap trafgen runs as a normal process. A normal "
         "process sleeps at least its 50 µs timer slack per "
         "frame, which caps it near 20 k frames/s; under SCHED_FIFO the slack is 0 (here ~97 k "
         "frames/s at a 2 µs gap), but a small gap then keeps trafgen's CPU busy for the trial")
     latency_probe: bool = Field(False, description="irtt probes beside the frames (needs "
                                 "IPv4 addresses on both ends): RTT, one-way delay, IPDV")
-    probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
+    probe_interval_ms: float = Field(10.0, ge=0.01, le=60_000,
+                                     description="irtt send interval in ms")
     probe_port: int = Field(2113, ge=1024, le=65000, description="UDP port of the irtt server "
                             "this workload starts (the next free one of 20 from here)")
     pacing: Literal["shaper", "gap", "average"] = Field(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from virtbench.contract import Params
 from virtbench.model import Artifact
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
@@ -14,12 +15,11 @@ from virtbench.workloads.net.qos_transfer import service
 __all__ = ["WORKLOADS", "QosProbe"]
 
 
-class QosProbeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    duration_s: float = Field(5.0, gt=0, le=3600, description="probe duration in s")
-    interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
-    length_bytes: int = Field(0, ge=0, description="probe packet length (0: irtt's minimum)")
+class QosProbeParams(Params):
+    duration_s: float = Field(5.0, ge=0.1, le=3600, description="probe duration in s")
+    interval_ms: float = Field(10.0, ge=0.01, le=60_000, description="irtt send interval in ms")
+    length_bytes: int = Field(0, ge=0, le=65_507,
+                              description="probe packet length (0: irtt's minimum)")
 
 
 class QosProbe(Workload):

@@ -8,8 +8,9 @@ import json
 import threading
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.net_qos.grading import emodel, tiphon_index
 from virtbench.net_qos.pcap import read_pcap
@@ -47,9 +48,7 @@ STUDY_METRICS = (
 )
 
 
-class QosTransferParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class QosTransferParams(Params):
     duration_s: int = Field(10, ge=1, le=3600,
                             description="foreground transfer length in s (the study: 20)")
     capture: bool = Field(True, description="capture the flow at the receiver")
@@ -62,7 +61,8 @@ class QosTransferParams(BaseModel):
         "capture at the sender as the studies did (costs throughput); 'none' = no study loss")
     snaplen: int = Field(96, ge=64, le=65535, description="bytes kept per captured packet")
     probe: bool = Field(True, description="run irtt latency probes alongside the transfer")
-    probe_interval_ms: float = Field(10.0, gt=0, description="irtt send interval in ms")
+    probe_interval_ms: float = Field(10.0, ge=0.01, le=60_000,
+                                     description="irtt send interval in ms")
     keep_pcaps: bool = Field(False, description="keep capture files in the trial directory")
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
@@ -18,9 +19,7 @@ _FROM_IPERF3 = frozenset({"tcp_retransmits", "cpu_sender_pct", "cpu_receiver_pct
 """The metrics iperf3's own report gives, declared by its parser."""
 
 
-class RouterThroughputParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RouterThroughputParams(Params):
     duration_s: int = Field(10, ge=1, le=3600, description="TCP transfer length in s")
     streams: int = Field(1, ge=1, le=64, description="parallel TCP streams (iperf3 -P)")
 

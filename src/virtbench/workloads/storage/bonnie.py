@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Artifact, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.bonnie import BONNIE_METRICS, BONNIE_TESTS, parse_bonnie
@@ -23,9 +24,7 @@ from virtbench.workloads.storage.common import (
 __all__ = ["BonnieParams", "BonnieWorkload", "bonnie_plan"]
 
 
-class BonnieParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class BonnieParams(Params):
     size_mib: int | None = Field(
         None, ge=1, description="file size for the sequential tests, MiB (-s); default 2 × "
         "ram_mib. bonnie++ refuses a size below 2 × RAM")
@@ -41,7 +40,8 @@ class BonnieParams(BaseModel):
         None, description="sync and drop the page cache before each trial (needs root); "
         "default: when the lab says the filesystem has a disk behind it")
     user: str = Field("root", description="user bonnie++ runs as when started as root (-u)")
-    timeout_s: float = Field(3600, gt=0, description="give up on one trial after this long")
+    timeout_s: float = Field(3600, ge=1, le=MAX_SECONDS,
+                             description="give up on one trial after this long")
 
 
 def bonnie_plan(params: BonnieParams, ram_mib: int, ram_source: str) -> tuple[int, int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Artifact, Metric, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import FIO_METRICS, parse_fio
@@ -19,21 +20,22 @@ _DEFAULT_PATTERNS: tuple[Pattern, ...] = ("seqwrite", "seqread", "randwrite", "r
 _RW = {"seqread": "read", "seqwrite": "write", "randread": "randread", "randwrite": "randwrite"}
 
 
-class FioParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FioParams(Params):
     patterns: list[Pattern] = Field(
         default_factory=lambda: list(_DEFAULT_PATTERNS),
         min_length=1, description="access patterns, run one after the other (stonewall)")
     seq_block_size: str = Field("1M", description="block size of sequential patterns (fio bs)")
     rand_block_size: str = Field("4k", description="block size of random patterns (fio bs)")
-    iodepth: int = Field(16, ge=1, description="I/Os in flight per job")
+    iodepth: int = Field(16, ge=1, le=65536, description="I/Os in flight per job")
     direct: bool = Field(True, description="O_DIRECT: bypass the page cache")
     ioengine: str = Field("libaio", description="fio ioengine (libaio, io_uring, psync ...)")
-    runtime_s: float = Field(5, gt=0, description="seconds per pattern (time_based)")
-    ramp_s: float = Field(0, ge=0, description="seconds per pattern not counted (ramp_time)")
+    runtime_s: float = Field(5, ge=1, le=MAX_SECONDS,
+                             description="seconds per pattern (time_based)")
+    ramp_s: float = Field(0, ge=0, le=MAX_SECONDS,
+                          description="seconds per pattern not counted (ramp_time)")
     size_mib: int = Field(256, ge=1, description="size of the test file, MiB")
-    numjobs: int = Field(1, ge=1, description="parallel jobs per pattern (group_reporting)")
+    numjobs: int = Field(1, ge=1, le=4096,
+                         description="parallel jobs per pattern (group_reporting)")
     directory: str | None = Field(None, description="where to write; default the fs lab's "
                                   "filesystem, else the trial's work dir")
 

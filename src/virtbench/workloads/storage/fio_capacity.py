@@ -7,6 +7,7 @@ import json
 
 from pydantic import Field
 
+from virtbench.contract import MAX_SECONDS
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.workloads.base import TrialContext, TrialResult
 from virtbench.workloads.storage.fio import FioParams, FioWorkload
@@ -18,9 +19,11 @@ class FioRateParams(FioParams):
     rate_iops: int = Field(0, ge=0, description="I/Os per second per job (fio rate_iops); 0: "
                                                 "as fast as the queue depth allows")
     latency_target_ms: float | None = Field(
-        None, gt=0, description="fio's own search (latency_target): the deepest queue, up to "
+        None, ge=0.001, le=3_600_000,
+            description="fio's own search (latency_target): the deepest queue, up to "
         "iodepth, whose completion-latency percentile stays under this, ms")
-    latency_window_s: float = Field(2.0, gt=0, description="fio latency_window, s")
+    latency_window_s: float = Field(2.0, ge=0.001, le=MAX_SECONDS,
+                                    description="fio latency_window, s")
     latency_percentile: float = Field(99.0, gt=0, le=100, description="fio latency_percentile")
 
 

@@ -9,8 +9,9 @@ import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from virtbench.contract import MAX_SECONDS, Params
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, Summary, read_records, summarise
 from virtbench.model import Artifact, Measurement, VirtbenchError
@@ -24,9 +25,7 @@ from virtbench.workloads.web.urls import resolve_urls
 __all__ = ["WebLoad", "WebLoadParams", "summary_measurements"]
 
 
-class WebLoadParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WebLoadParams(Params):
     model: Literal["open", "closed"] = Field(
         "open", description="open: a fixed arrival rate (the study: 8 req/s); closed: N users")
     engine: Literal["python", "wrk"] = Field(
@@ -39,31 +38,38 @@ class WebLoadParams(BaseModel):
     processes: int = Field(1, ge=1, le=64, description="closed model, engine python: users "
                            "dealt to this many generator processes started together (as wrk's "
                            "threads); records merged")
-    rate_per_s: float = Field(8.0, gt=0, description="open model: requests per second")
+    rate_per_s: float = Field(8.0, ge=0.001, le=10_000_000,
+                              description="open model: requests per second")
     arrival: Literal["constant", "poisson"] = Field(
         "constant", description="open model: constant gaps or Poisson arrivals")
     users: int = Field(8, ge=1, le=10000, description="closed model: concurrent users; open "
                        "model: workers the arrivals are dealt to, each with its own URL stream")
-    think_time_s: float = Field(0.0, ge=0, description="closed model: pause after an answer (s)")
-    duration_s: float = Field(600.0, gt=0, description="sending period per run (s)")
-    timeout_s: float = Field(30.0, gt=0, description="a request fails if not done this long "
+    think_time_s: float = Field(0.0, ge=0, le=3600,
+                                description="closed model: pause after an answer (s)")
+    duration_s: float = Field(600.0, ge=0.1, le=MAX_SECONDS,
+                              description="sending period per run (s)")
+    timeout_s: float = Field(30.0, ge=0.001, le=3600,
+                             description="a request fails if not done this long "
                              "after its send started (s)")
     url_choice: Literal["uniform", "sequential"] = Field(
         "uniform", description="seeded uniform choice per worker, or walk the list")
     urls: list[str] = Field(default_factory=list, description="URLs to load (default: the lab's)")
     url_file: Path | None = Field(None, description="file with one URL per line")
     max_urls: int | None = Field(None, ge=1, description="use only the first N URLs")
-    seed: int = Field(1, description="base seed of arrivals and URL choices; run k uses "
+    seed: int = Field(1, ge=0, le=2**31,
+                      description="base seed of arrivals and URL choices; run k uses "
                       "seed·1000003 + k in every variant (common random numbers)")
-    connections: int = Field(8, ge=1, description="open model: connections opened beforehand")
-    max_connections: int = Field(512, ge=1, description="open model: connection cap")
-    spin_ms: float = Field(0.2, ge=0, description="wake up this long before each send and "
+    connections: int = Field(8, ge=1, le=100_000,
+                             description="open model: connections opened beforehand")
+    max_connections: int = Field(512, ge=1, le=100_000, description="open model: connection cap")
+    spin_ms: float = Field(0.2, ge=0, le=1000, description="wake up this long before each send and "
                            "busy-poll until it is due, for sub-millisecond send accuracy "
                            "(0 = plain epoll sleeps, up to ~1 ms late)")
     scheduling: Literal["auto", "normal", "fifo"] = Field(
         "auto", description="fifo: the generator runs under SCHED_FIFO (root) so a busy "
         "machine delays its sends less; auto: fifo when permitted, else normal")
-    stat_interval_s: float = Field(30.0, gt=0, description="varnishstat sampling period (s)")
+    stat_interval_s: float = Field(30.0, ge=0.1, le=MAX_SECONDS,
+                                   description="varnishstat sampling period (s)")
     per_request_samples: bool = Field(
         True, description="store every request as response_time / time_to_first_byte samples")
     allow_remote: bool = Field(False, description="allow URLs that are not on loopback")
