@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 from virtbench.compressed import DecompressionError, decompress
 from virtbench.model import Measurement, Metric, VirtbenchError
 
-__all__ = ["NOT_MEASURED", "ParseError", "Parsed", "Parser"]
+__all__ = ["MAX_OUTPUT_BYTES", "NOT_MEASURED", "ParseError", "Parsed", "Parser"]
 
+MAX_OUTPUT_BYTES = 256 << 20
+"""The largest tool output read (after decompression): a day of ``iperf3 -J`` at one interval
+a second is ~130 MB; a bound so that a wrong file fails at once, not after minutes."""
 NOT_MEASURED = "not_measured"
 """Measurement status of a value the tool did not measure (gtod_reduce, irtt --tstamp=none)."""
 
@@ -49,6 +52,10 @@ class Parser:
             raw, compression = decompress(data)
         except DecompressionError as exc:
             raise ParseError(str(exc)) from None
+        if len(raw) > MAX_OUTPUT_BYTES:
+            size = f"{len(raw) / 2**20:.0f} MiB" + (" once decompressed" if compression else "")
+            raise ParseError(f"{size} is more than any {self.tool} output virtbench reads "
+                             f"({MAX_OUTPUT_BYTES / 2**20:g} MiB); is it the right file?")
         text = raw.decode("utf-8", errors="replace")
         parsed = (self.parse_full(text) if self.parse_full is not None
                   else Parsed(self.parse(text), self.tool))

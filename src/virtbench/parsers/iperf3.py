@@ -18,7 +18,7 @@ from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
 from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
-from virtbench.parsers.jsontext import find_json
+from virtbench.parsers.jsontext import find_json, loads
 
 __all__ = [
     "IPERF3_DETAIL_METRICS", "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements",
@@ -106,10 +106,10 @@ def _stream_doc(text: str, warnings: list[str]) -> dict[str, Any]:
         if not line:
             continue
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            warnings.append(f"iperf3 --json-stream line {number} is not JSON, ignored: "
-                            f"{line[:80]!r}")
+            event = loads(line)
+        except json.JSONDecodeError as exc:
+            warnings.append(f"iperf3 --json-stream line {number} is not JSON ({exc.msg}), "
+                            f"ignored: {line[:80]!r}")
             continue
         if not isinstance(event, dict) or "event" not in event:
             warnings.append(f"iperf3 --json-stream line {number} is not an event, ignored")

@@ -1,5 +1,14 @@
 """Find a tool's JSON document in text that may carry other lines around it (fio
-``--output-format=json,normal``, iperf3 warnings before its JSON)."""
+``--output-format=json,normal``, iperf3 warnings before its JSON), and read JSON with errors
+that name the tool — in time linear in the text, whatever the text is.
+
+Linear, because a file that is not the tool's output can hold hundreds of thousands of lines
+that start with ``{``: each candidate is decoded from a window of the text just large enough
+for it (the JSON decoder's error counts the lines before its position: on the whole text that
+is a pass over everything before each candidate), and the next candidate is looked for where
+the decoder stopped (text it read as part of one candidate's value is not the start of
+another's). Nesting deeper than the decoder's recursion limit is a ParseError too.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +20,15 @@ from typing import Any
 
 from virtbench.parsers.base import ParseError
 
-__all__ = ["FoundJson", "find_json"]
+__all__ = ["FoundJson", "find_json", "loads", "raw_decode"]
 
 # Tools print their document's opening brace at the start of a line.
 _CANDIDATE = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_BOUNDARY = re.compile(r'[\s,:\[\]{}"]')
+"""What ends a token: a decoder error followed by none of these in its window may be a token
+the window cut (``1e``, ``Infinit``, ``\\u12``, or nothing at all), so the window is doubled
+rather than the error believed."""
+_TOO_DEEP = "nested deeper than the JSON reader allows (about 1000 levels)"
 
 
 @dataclass(frozen=True)
@@ -25,12 +39,70 @@ class FoundJson:
     after: str
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """Where decoding one candidate failed: absolute position and the decoder's reason."""
+
+    pos: int
+    msg: str
+
+
+def _decode_windowed(decoder: json.JSONDecoder, text: str, start: int
+                     ) -> tuple[Any, int] | _Failure:
+    """``decoder.raw_decode(text, start)`` in time proportional to what it reads: the
+    candidate is decoded from a slice (first its line) that grows, doubling, only while the
+    decoder's error could come from the slice's end (a token it cut); so a failing candidate
+    costs what it read, not ``start``."""
+    line_end = text.find("\n", start)
+    end = len(text) if line_end < 0 else line_end + 1
+    shallow = 0  # a prefix of the candidate known not to be nested too deeply
+    while True:
+        window = text[start:end]
+        try:
+            value, used = decoder.raw_decode(window)
+        except RecursionError:
+            return _Failure(start + _too_deep_at(decoder, window, shallow), _TOO_DEEP)
+        except json.JSONDecodeError as exc:
+            if end < len(text) and (exc.msg.startswith("Unterminated string")
+                                    or not _BOUNDARY.search(window, exc.pos)):
+                shallow = len(window)
+                end = min(len(text), start + 2 * len(window))
+                continue
+            return _Failure(start + exc.pos, exc.msg)
+        return value, start + used  # an object is whole once its '}' is read
+
+
+def _too_deep_at(decoder: json.JSONDecoder, window: str, shallow: int) -> int:
+    """Where in ``window`` the decoder passes its nesting limit: the shortest prefix that is
+    too deep (binary search; the first ``shallow`` characters are known not to be). Everything
+    before it is part of the deep value, not a new start."""
+    low = shallow
+    high = len(window)
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            decoder.raw_decode(window[:middle])
+        except RecursionError:
+            high = middle
+        except json.JSONDecodeError:
+            low = middle
+        else:
+            low = middle
+    return high
+
+
+def _where(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"line {line} column {column}"
+
+
 def find_json(text: str, tool: str, expected: str,
               accept: Callable[[dict[str, Any]], bool]) -> FoundJson:
     """The first JSON object starting a line that ``accept`` recognises; else a ParseError
     naming what went wrong with the first candidate (e.g. where the document is cut off)."""
     decoder = json.JSONDecoder()
-    first_error: json.JSONDecodeError | None = None
+    first_error: _Failure | None = None
     other: dict[str, Any] | None = None
     pos = 0
     while True:
@@ -38,23 +110,45 @@ def find_json(text: str, tool: str, expected: str,
         if match is None:
             break
         start = match.end() - 1
-        try:
-            doc, end = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            if first_error is None and isinstance(exc, json.JSONDecodeError):
-                first_error = exc
-            pos = start + 1
+        result = _decode_windowed(decoder, text, start)
+        if isinstance(result, _Failure):
+            if first_error is None:
+                first_error = result
+            # Text the decoder accepted as this candidate's value is not another start.
+            pos = max(start + 1, result.pos)
             continue
+        doc, end = result
         if isinstance(doc, dict) and accept(doc):
             return FoundJson(doc, start, text[:start], text[end:])
         if other is None and isinstance(doc, dict):
             other = doc
         pos = end
     if first_error is not None:
-        raise ParseError(f"{tool}: the JSON is cut off or damaged at line {first_error.lineno} "
-                         f"column {first_error.colno} ({first_error.msg}); expected {expected}")
+        raise ParseError(f"{tool}: the JSON is cut off or damaged at "
+                         f"{_where(text, first_error.pos)} ({first_error.msg}); expected "
+                         f"{expected}")
     if other is not None:
         keys = ", ".join(list(other)[:5])
         raise ParseError(f"not {tool} output: the JSON found has keys {keys}; expected "
                          f"{expected}")
     raise ParseError(f"not {tool} output: no JSON object found; expected {expected}")
+
+
+def raw_decode(decoder: json.JSONDecoder, text: str, pos: int, tool: str) -> tuple[Any, int]:
+    """``decoder.raw_decode(text, pos)``; a damaged or too deeply nested value is a ParseError
+    naming ``tool`` and where (for readers that stop at the first bad value: linear)."""
+    try:
+        return decoder.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{tool}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                         f"{exc.msg}") from None
+    except RecursionError:
+        raise ParseError(f"{tool}: the JSON at {_where(text, pos)} is {_TOO_DEEP}") from None
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` whose too deep nesting is a JSONDecodeError too (callers word it)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None

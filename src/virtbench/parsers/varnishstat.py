@@ -14,11 +14,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.parsers.base import Parsed, ParseError, Parser
+from virtbench.parsers.jsontext import raw_decode
 
 __all__ = [
     "PARSERS",
@@ -112,21 +114,20 @@ def _timestamp(obj: dict[str, object]) -> _dt.datetime | None:
         return None
 
 
+_NOT_SPACE = re.compile(r"\S")
+
+
 def parse_snapshots(text: str) -> list[VarnishSnapshot]:
     """Every ``varnishstat -j`` object in ``text``, in file order."""
     decoder = json.JSONDecoder()
-    pos, n = 0, len(text)
+    pos = 0
     snapshots = []
     while True:
-        while pos < n and text[pos].isspace():
-            pos += 1
-        if pos >= n:
+        next_value = _NOT_SPACE.search(text, pos)
+        if next_value is None:
             break
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise ParseError(
-                f"varnishstat: invalid JSON at character {exc.pos}: {exc.msg}") from None
+        pos = next_value.start()
+        obj, pos = raw_decode(decoder, text, pos, "varnishstat")
         if not isinstance(obj, dict):
             raise ParseError("varnishstat: expected a JSON object per snapshot")
         snapshots.append(VarnishSnapshot(_timestamp(obj), _counters(obj)))
