@@ -44,7 +44,9 @@ def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> Non
             "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
                               "status": m.status, "t": m.t, "labels": m.labels}
                              for m in parsed.measurements]}
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        # Strict JSON: parsers never leave a non-finite value ok (parsers.base.check_figures).
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+                         + "\n")
         return
     from rich.console import Console
     from rich.table import Table

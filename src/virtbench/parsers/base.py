@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from virtbench.compressed import DecompressionError, decompress
-from virtbench.model import Measurement, Metric, VirtbenchError
+from virtbench.model import Domain, Measurement, Metric, VirtbenchError
 
-__all__ = ["MAX_OUTPUT_BYTES", "NOT_MEASURED", "ParseError", "Parsed", "Parser"]
+__all__ = [
+    "INVALID", "MAX_OUTPUT_BYTES", "NOT_MEASURED", "ParseError", "Parsed", "Parser",
+    "check_figures", "checked",
+]
 
 MAX_OUTPUT_BYTES = 256 << 20
 """The largest tool output read (after decompression): a day of ``iperf3 -J`` at one interval
 a second is ~130 MB; a bound so that a wrong file fails at once, not after minutes."""
 NOT_MEASURED = "not_measured"
 """Measurement status of a value the tool did not measure (gtod_reduce, irtt --tstamp=none)."""
+INVALID = "invalid"
+"""Measurement status of a figure the output states but that cannot be a measurement: not a
+finite number (NaN, Infinity, 1e999), or outside its metric's domain (a negative rate, count or
+time; a proportion over 100 %). The value is dropped (None); a warning says what it was."""
 
 
 class ParseError(VirtbenchError, ValueError):
@@ -57,8 +65,47 @@ class Parser:
             raise ParseError(f"{size} is more than any {self.tool} output virtbench reads "
                              f"({MAX_OUTPUT_BYTES / 2**20:g} MiB); is it the right file?")
         text = raw.decode("utf-8", errors="replace")
-        parsed = (self.parse_full(text) if self.parse_full is not None
-                  else Parsed(self.parse(text), self.tool))
+        parsed = checked(self.parse_full(text) if self.parse_full is not None
+                         else Parsed(self.parse(text), self.tool), self.metrics, self.tool)
         if compression:
             parsed.format = f"{parsed.format} ({compression})"
         return parsed
+
+
+def check_figures(measurements: Iterable[Measurement], metrics: Iterable[Metric], tool: str
+                  ) -> tuple[list[Measurement], list[str]]:
+    """Every parser's one rule for the figures it read: an ok value must be a finite number
+    inside its metric's domain (``Metric.domain``: positive, proportion 0-100, real); any other
+    becomes value None with status ``invalid``, and a warning (one line) names the metric and
+    the value. Returns (measurements, warnings)."""
+    domains = {metric.name: metric.value_domain for metric in metrics}
+    out: list[Measurement] = []
+    warnings: list[str] = []
+    for m in measurements:
+        reason = _invalid(m.value, domains.get(m.metric, Domain.REAL)) \
+            if m.value is not None and m.status == "ok" else None
+        if reason is None:
+            out.append(m)
+            continue
+        where = "".join(f" {k}={v}" for k, v in m.labels.items())
+        warnings.append(f"{tool}: {m.metric}{where} is {m.value!r}, {reason}: reported as "
+                        f"{INVALID}, not as a measurement")
+        out.append(replace(m, value=None, status=INVALID))
+    return out, warnings
+
+
+def _invalid(value: float, domain: Domain) -> str | None:
+    if not math.isfinite(value):
+        return "not a finite number"
+    if domain is not Domain.REAL and value < 0:
+        return "negative (it counts or times something)"
+    if domain is Domain.PROPORTION and value > 100:
+        return "over 100 % (a proportion)"
+    return None
+
+
+def checked(parsed: Parsed, metrics: Iterable[Metric], tool: str) -> Parsed:
+    """``parsed`` with :func:`check_figures` applied (its warnings appended)."""
+    parsed.measurements, warnings = check_figures(parsed.measurements, metrics, tool)
+    parsed.warnings.extend(warnings)
+    return parsed

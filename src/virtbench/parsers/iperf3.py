@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
+from virtbench.parsers.base import (
+    NOT_MEASURED,
+    Parsed,
+    ParseError,
+    Parser,
+    check_figures,
+    checked,
+)
 from virtbench.parsers.jsontext import find_json, loads
 
 __all__ = [
@@ -332,7 +339,8 @@ def parse_iperf3_full(text: str) -> Parsed:
         warnings.append(f"iperf3 JSON '{key}' is not mapped")
     if not out:
         raise ParseError(f"{fmt}: end sums hold no rates")
-    return Parsed(out, fmt, warnings, partial=interrupted)
+    return checked(Parsed(out, fmt, warnings, partial=interrupted),
+                   IPERF3_METRICS + IPERF3_DETAIL_METRICS, "iperf3")
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
@@ -387,7 +395,7 @@ def iperf3_measurements(result: Iperf3Result) -> list[Measurement]:
         out.append(Measurement("cpu_sender_pct", result.cpu_sender_pct))
     if result.cpu_receiver_pct is not None:
         out.append(Measurement("cpu_receiver_pct", result.cpu_receiver_pct))
-    return out
+    return check_figures(out, IPERF3_METRICS, "iperf3")[0]
 
 
 def parse_iperf3(text: str) -> list[Measurement]:

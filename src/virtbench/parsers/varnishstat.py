@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
-from virtbench.parsers.base import Parsed, ParseError, Parser
+from virtbench.parsers.base import Parsed, ParseError, Parser, check_figures, checked
 from virtbench.parsers.jsontext import raw_decode
 
 __all__ = [
@@ -186,12 +186,14 @@ def timeline(snapshots: Sequence[VarnishSnapshot], times: Sequence[float] | None
         out.append(Measurement("lru_nuked_total", float(cur.get("MAIN.n_lru_nuked")), t))
         out.append(Measurement("backend_fetches_interval", delta("MAIN.backend_req"), t))
         out.extend(_storage(cur, t))
-    return out
+    # A counter that went down (varnishd restarted) gives negative deltas: invalid, not data.
+    return check_figures(out, VARNISHSTAT_METRICS, "varnishstat")[0]
 
 
 def parse_varnishstat(text: str) -> list[Measurement]:
     """One snapshot → its cumulative counters; several → the timeline between them."""
-    return _measurements(parse_snapshots(text))
+    return check_figures(_measurements(parse_snapshots(text)), VARNISHSTAT_METRICS,
+                         "varnishstat")[0]
 
 
 def _measurements(snapshots: list[VarnishSnapshot]) -> list[Measurement]:
@@ -225,8 +227,9 @@ def parse_varnishstat_full(text: str) -> Parsed:
                                                                               "g_space")))]
     warnings = [f"varnishstat: {len(unmapped)} counters not mapped (read: cache hits and "
                 "misses, LRU nukes, backend requests, storage bytes)"] if unmapped else []
-    return Parsed(_measurements(snapshots),
-                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)", warnings)
+    return checked(Parsed(_measurements(snapshots),
+                          f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)",
+                          warnings), VARNISHSTAT_METRICS, "varnishstat")
 
 
 PARSERS = (
