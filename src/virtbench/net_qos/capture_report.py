@@ -86,5 +86,5 @@ def flow_measurements(report: CaptureReport) -> list[CaptureRow]:
             why = "no_timestamps" if f.first_ns is None else "too_few_packets"
             out += [row(m.name, None, why) for m in QOS_METRIC_SPECS]
         else:
-            out += [row(name, value) for name, value in f.qos.by_metric().items()]
+            out += [row(name, value, status) for name, value, status in f.qos.figures()]
     return out
