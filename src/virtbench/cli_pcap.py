@@ -16,10 +16,11 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     report = analyse_capture(source, flow)
     if report.damage:
         from rich.console import Console
+        from rich.text import Text
 
-        Console(stderr=True).print(
-            f"[yellow]warning:[/] {file}: {report.damage} "
-            f"({report.packets} packets read; every figure below is partial)",
+        Console(stderr=True).print(Text.assemble(  # Text: a file name is no markup
+            ("warning:", "yellow"), f" {file}: {report.damage} ({report.packets} packets "
+                                    "read; every figure below is partial)"),
             highlight=False)
     rows = flow_measurements(report)
     if as_json:
