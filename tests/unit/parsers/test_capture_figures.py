@@ -71,3 +71,22 @@ def test_parse_pcap_json_is_strict(tmp_path: Path) -> None:
     table = subprocess.run([sys.executable, "-m", "virtbench", "parse", "pcap", str(capture)],
                            capture_output=True, text=True, check=False)
     assert table.returncode == 0 and "nan" not in table.stdout.lower(), table.stdout
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", btype, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+
+def test_a_time_before_1970_is_invalid_not_ok() -> None:
+    """A pcapng interface whose if_tsoffset puts its packets before the epoch (found by
+    fuzzing: first_time_s -36119294 s)."""
+    shb = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    options = struct.pack("<HHq", 14, 8, -10**9) + struct.pack("<HH", 0, 0)
+    idb = _block(1, struct.pack("<HHI", 1, 0, 0) + options)  # Ethernet, offset -10^9 s
+    frame = _frame()
+    packets = b"".join(_block(6, struct.pack("<IIIII", 0, 0, us, len(frame), len(frame)) + frame)
+                       for us in (5, 6, 7))
+    rows = {r.metric: r for r in flow_measurements(analyse_capture(shb + idb + packets))}
+    assert (rows["first_time_s"].value, rows["first_time_s"].status) == (None, "invalid")
+    assert rows["packets"].value == 3 and rows["study_delay_ms"].status == "ok"
