@@ -24,6 +24,16 @@ __all__ = ["FoundJson", "find_json", "loads", "raw_decode"]
 
 # Tools print their document's opening brace at the start of a line.
 _CANDIDATE = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_OBJECT_START = re.compile(r"^[ \t]*\{(?=\s*[\"}])", re.MULTILINE)
+"""A candidate that can start an object ('{' then a key or '}'): once the first candidate has
+failed (its error is the one reported), others are only looked for here — a line of junk that
+merely starts with '{' costs a regular-expression step, not a decoder call."""
+MAX_FAILED_CANDIDATES = 10_000
+"""Lines that start like JSON but are not, after which the search stops with the first one's
+error: a tool prints a few lines around its document, not thousands."""
+MAX_TOO_DEEP = 20
+"""Candidates nested past the decoder's limit after which the search stops (each costs the
+decoder a descent of ~1,000 levels)."""
 _BOUNDARY = re.compile(r'[\s,:\[\]{}"]')
 """What ends a token: a decoder error followed by none of these in its window may be a token
 the window cut (``1e``, ``Infinit``, ``\\u12``, or nothing at all), so the window is doubled
@@ -104,9 +114,10 @@ def find_json(text: str, tool: str, expected: str,
     decoder = json.JSONDecoder()
     first_error: _Failure | None = None
     other: dict[str, Any] | None = None
+    failed = too_deep = 0
     pos = 0
     while True:
-        match = _CANDIDATE.search(text, pos)
+        match = (_CANDIDATE if first_error is None else _OBJECT_START).search(text, pos)
         if match is None:
             break
         start = match.end() - 1
@@ -114,6 +125,13 @@ def find_json(text: str, tool: str, expected: str,
         if isinstance(result, _Failure):
             if first_error is None:
                 first_error = result
+            failed += 1
+            too_deep += result.msg == _TOO_DEEP
+            if failed >= MAX_FAILED_CANDIDATES or too_deep >= MAX_TOO_DEEP:
+                raise ParseError(
+                    f"{tool}: the JSON is cut off or damaged at {_where(text, first_error.pos)}"
+                    f" ({first_error.msg}), and {failed:,} lines that start like JSON are not "
+                    f"(search stopped); expected {expected}")
             # Text the decoder accepted as this candidate's value is not another start.
             pos = max(start + 1, result.pos)
             continue

@@ -107,3 +107,14 @@ def test_input_larger_than_any_tool_output_is_refused(
     data = b"{\n" * (1 << 20)
     with pytest.raises(ParseError, match=r"2 MiB.* is more than any fio output .*1 MiB"):
         get_parser("fio").read(gzip.compress(data) if compress else data)
+
+
+def test_the_search_stops_after_many_lines_that_start_like_json() -> None:
+    junk = '{"broken\n' * jsontext.MAX_FAILED_CANDIDATES
+    with pytest.raises(ParseError, match=r"line 1 column 9 .*10,000 lines that start like JSON"
+                                         r" are not \(search stopped\)"):
+        jsontext.find_json(junk + '{"start": 1}\n', "iperf3", "x", lambda d: "start" in d)
+    # Fewer than that, and lines that cannot start an object at all, do not stop it.
+    found = jsontext.find_json('{"broken\n' * 100 + "{\n" * 50_000 + '{"start": 1}\n',
+                               "iperf3", "x", lambda d: "start" in d)
+    assert found.doc == {"start": 1}
