@@ -152,12 +152,13 @@ def _parse_csv_row(row: list[str], labels: dict[str, str]) -> list[Measurement]:
     return out
 
 
+# A CSV result line ('1.98,2.00a,host,...'), found by one scan of the text, not a match per line.
+_CSV_LINE = re.compile(r"^[ \t]*(\d+\.\d+,\d[^\n]*)", re.MULTILINE)
+
+
 def _csv_rows(text: str) -> list[list[str]]:
-    rows = []
-    for line in text.splitlines():
-        if re.match(r"^\d+\.\d+,\d", line.strip()):
-            rows.append(next(csv.reader(io.StringIO(line.strip()))))
-    return rows
+    return [next(csv.reader(io.StringIO(match.group(1).strip())))
+            for match in _CSV_LINE.finditer(text)]
 
 
 def _human_rate(metric: str, raw: str, cpu: str, labels: dict[str, str]) -> Measurement:
