@@ -41,6 +41,8 @@ class Parsed:
     """Sections of the output that were not mapped, and doubts about values (one line each)."""
     partial: bool = False
     """The tool's run was cut short (e.g. iperf3 stopped with Ctrl-C); values cover part of it."""
+    figures_checked: bool = False
+    """:func:`checked` has been applied (Parser.read applies it to a parser that did not)."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class Parser:
             raise ParseError(f"{size} is more than any {self.tool} output virtbench reads "
                              f"({MAX_OUTPUT_BYTES / 2**20:g} MiB); is it the right file?")
         text = raw.decode("utf-8", errors="replace")
-        parsed = checked(self.parse_full(text) if self.parse_full is not None
-                         else Parsed(self.parse(text), self.tool), self.metrics, self.tool)
+        parsed = (self.parse_full(text) if self.parse_full is not None
+                  else Parsed(self.parse(text), self.tool))
+        if not parsed.figures_checked:  # a plugin's parser: the same rule applies
+            checked(parsed, self.metrics, self.tool)
         if compression:
             parsed.format = f"{parsed.format} ({compression})"
         return parsed
@@ -78,12 +82,15 @@ def check_figures(measurements: Iterable[Measurement], metrics: Iterable[Metric]
     inside its metric's domain (``Metric.domain``: positive, proportion 0-100, real); any other
     becomes value None with status ``invalid``, and a warning (one line) names the metric and
     the value. Returns (measurements, warnings)."""
-    domains = {metric.name: metric.value_domain for metric in metrics}
+    domains = _domains(metrics)
     out: list[Measurement] = []
     warnings: list[str] = []
     for m in measurements:
-        reason = _invalid(m.value, domains.get(m.metric, Domain.REAL)) \
-            if m.value is not None and m.status == "ok" else None
+        value = m.value
+        if value is None or m.status != "ok" or 0.0 <= value <= 100.0:
+            out.append(m)  # the common case, sound in every domain: one comparison
+            continue
+        reason = _invalid(value, domains.get(m.metric, Domain.REAL))
         if reason is None:
             out.append(m)
             continue
@@ -92,6 +99,22 @@ def check_figures(measurements: Iterable[Measurement], metrics: Iterable[Metric]
                         f"{INVALID}, not as a measurement")
         out.append(replace(m, value=None, status=INVALID))
     return out, warnings
+
+
+_DOMAINS: dict[int, tuple[object, dict[str, Domain]]] = {}
+
+
+def _domains(metrics: Iterable[Metric]) -> dict[str, Domain]:
+    """Metric name -> domain; remembered per metrics tuple (a parser's is a module constant:
+    fio declares ~300 metrics, and a parse should not rebuild the map each time)."""
+    if not isinstance(metrics, tuple):
+        return {metric.name: metric.value_domain for metric in metrics}
+    known = _DOMAINS.get(id(metrics))
+    if known is None or known[0] is not metrics:  # the tuple is kept: its id is not reused
+        known = (metrics, {metric.name: metric.value_domain for metric in metrics})
+        if len(_DOMAINS) < 64:
+            _DOMAINS[id(metrics)] = known
+    return known[1]
 
 
 def _invalid(value: float, domain: Domain) -> str | None:
@@ -108,4 +131,5 @@ def checked(parsed: Parsed, metrics: Iterable[Metric], tool: str) -> Parsed:
     """``parsed`` with :func:`check_figures` applied (its warnings appended)."""
     parsed.measurements, warnings = check_figures(parsed.measurements, metrics, tool)
     parsed.warnings.extend(warnings)
+    parsed.figures_checked = True
     return parsed

@@ -64,6 +64,7 @@ IPERF3_DETAIL_METRICS = (
     Metric("tcp_rtt_max_ms", "ms", Better.LOWER,
            "largest smoothed TCP RTT the sender's kernel reported (iperf3 max_rtt), ms"),
 )
+_ALL_METRICS = IPERF3_METRICS + IPERF3_DETAIL_METRICS
 _MAPPED_END = {
     "streams", "sum", "sum_sent", "sum_received", "sum_bidir_reverse", "sum_sent_bidir_reverse",
     "sum_received_bidir_reverse", "cpu_utilization_percent", "sender_tcp_congestion",
@@ -340,7 +341,7 @@ def parse_iperf3_full(text: str) -> Parsed:
     if not out:
         raise ParseError(f"{fmt}: end sums hold no rates")
     return checked(Parsed(out, fmt, warnings, partial=interrupted),
-                   IPERF3_METRICS + IPERF3_DETAIL_METRICS, "iperf3")
+                   _ALL_METRICS, "iperf3")
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
@@ -404,5 +405,5 @@ def parse_iperf3(text: str) -> list[Measurement]:
 
 PARSERS = (
     Parser("iperf3", "iperf3 -J or --json-stream (TCP/UDP, -R, --bidir, -P; 3.x)",
-           IPERF3_METRICS + IPERF3_DETAIL_METRICS, parse_iperf3, parse_iperf3_full),
+           _ALL_METRICS, parse_iperf3, parse_iperf3_full),
 )

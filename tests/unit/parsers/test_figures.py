@@ -123,3 +123,14 @@ def test_parse_json_output_is_strict_json(tmp_path: Path) -> None:
     assert rows == [{"metric": "throughput_mbps", "value": None, "unit": "Mbit/s",
                      "status": INVALID, "t": None, "labels": {}}]
     assert "throughput_mbps is nan" in done.stderr
+
+
+def test_a_plugin_parser_gets_the_same_rule_from_read() -> None:
+    from virtbench.parsers.base import Parser
+
+    metric = Metric("rate_Bps", "B/s", "higher", "a rate")  # type: ignore[arg-type]
+    plugin = Parser("plugin", "a plugin's parser", (metric,),
+                    lambda text: [Measurement("rate_Bps", float(text))])
+    parsed = plugin.read(b"-inf")
+    assert [(m.value, m.status) for m in parsed.measurements] == [(None, INVALID)]
+    assert parsed.warnings and parsed.figures_checked
