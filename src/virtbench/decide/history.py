@@ -156,9 +156,10 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]], domai
         half = t * np.sqrt(var / n)
         low, high = mean - half, mean + half
         if domain is not Domain.REAL:
-            # positive means: the interval of the log of the mean, never below 0
+            # positive means: the interval of the log of the mean, never below 0; a mean of 0
+            # or below (values that contradict the domain) keeps t, as the report falls back
             rel = half / mean
-            low = np.where(mean > 0, mean * np.exp(-rel), np.maximum(low, 0.0))
+            low = np.where(mean > 0, mean * np.exp(-rel), low)
             high = np.where(mean > 0, mean * np.exp(rel), high)
         if domain is Domain.PROPORTION:
             wilson_low, wilson_high = _wilson(mean, var, n, t)
