@@ -153,12 +153,16 @@ def _parse_csv_row(row: list[str], labels: dict[str, str]) -> list[Measurement]:
 
 
 # A CSV result line ('1.98,2.00a,host,...'), found by one scan of the text, not a match per line.
-_CSV_LINE = re.compile(r"^[ \t]*(\d+\.\d+,\d[^\n]*)", re.MULTILINE)
+# Lines end at \n or \r, as csv reads them (a \r inside a field is an error to csv).
+_CSV_LINE = re.compile(r"(?:^|\r)[ \t]*(\d+\.\d+,\d[^\r\n]*)", re.MULTILINE)
 
 
 def _csv_rows(text: str) -> list[list[str]]:
-    return [next(csv.reader(io.StringIO(match.group(1).strip())))
-            for match in _CSV_LINE.finditer(text)]
+    try:
+        return [next(csv.reader(io.StringIO(match.group(1).strip())))
+                for match in _CSV_LINE.finditer(text)]
+    except csv.Error as exc:  # a field over csv's 128 KiB limit: no bonnie++ line has one
+        raise ParseError(f"bonnie++ CSV: a line that starts like one is not ({exc})") from None
 
 
 def _human_rate(metric: str, raw: str, cpu: str, labels: dict[str, str]) -> Measurement:

@@ -376,7 +376,7 @@ def parse_iperf3_json(text: str) -> Iperf3Result:
             cpu_sender_pct=cpu_sender,
             cpu_receiver_pct=cpu_receiver,
         )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise ParseError(f"{fmt}: a sum field is not a number ({exc})") from None
 
 

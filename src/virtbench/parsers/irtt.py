@@ -18,7 +18,15 @@ from typing import Any
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser, check_figures, checked
+from virtbench.parsers.base import (
+    NOT_MEASURED,
+    Parsed,
+    ParseError,
+    Parser,
+    check_figures,
+    checked,
+)
+from virtbench.parsers.jsontext import loads
 
 __all__ = [
     "IRTT_METRICS", "PARSERS", "IrttResult", "irtt_measurements", "parse_irtt",
@@ -144,13 +152,10 @@ def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, s
 
 def _load(text: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
+        doc = loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"irtt: not the JSON written by 'irtt client -o' (line {exc.lineno} "
                          f"column {exc.colno}: {exc.msg}); expected a complete JSON document"
-                         ) from None
-    except RecursionError:
-        raise ParseError("irtt: JSON nested too deeply; expected 'irtt client -o' output"
                          ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
         raise ParseError("irtt JSON: missing 'stats' (is this 'irtt client -o FILE' output?)")

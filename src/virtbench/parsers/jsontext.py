@@ -20,7 +20,7 @@ from typing import Any
 
 from virtbench.parsers.base import ParseError
 
-__all__ = ["FoundJson", "find_json", "loads", "raw_decode"]
+__all__ = ["FoundJson", "decoder_for", "find_json", "loads", "raw_decode"]
 
 # Tools print their document's opening brace at the start of a line.
 _CANDIDATE = re.compile(r"^[ \t]*\{", re.MULTILINE)
@@ -39,6 +39,25 @@ _BOUNDARY = re.compile(r'[\s,:\[\]{}"]')
 the window cut (``1e``, ``Infinit``, ``\\u12``, or nothing at all), so the window is doubled
 rather than the error believed."""
 _TOO_DEEP = "nested deeper than the JSON reader allows (about 1000 levels)"
+_LONG_INTEGER = re.compile(r"(?<!\d)\d{300}")  # from a run's start only: linear
+_PLAIN = json.JSONDecoder()
+
+
+def _parse_int(digits: str) -> int | float:
+    """A JSON integer as an int while a float can hold it, else as a float (inf beyond ~10^308):
+    never an int of 4,300 digits (a ValueError) nor one float() cannot convert (OverflowError);
+    the parsers' figure check then calls it what it is."""
+    return int(digits) if len(digits) < 300 else float(digits)
+
+
+_LONG_INTEGERS = json.JSONDecoder(parse_int=_parse_int)
+
+
+def decoder_for(text: str) -> json.JSONDecoder:
+    """The JSON decoder for ``text``: the plain one, or — when the text holds an integer of 300
+    digits or more (one scan) — one that reads such integers as floats. (Not always the
+    second: a Python call per integer would slow every parse.)"""
+    return _LONG_INTEGERS if _LONG_INTEGER.search(text) else _PLAIN
 
 
 @dataclass(frozen=True)
@@ -111,7 +130,7 @@ def find_json(text: str, tool: str, expected: str,
               accept: Callable[[dict[str, Any]], bool]) -> FoundJson:
     """The first JSON object starting a line that ``accept`` recognises; else a ParseError
     naming what went wrong with the first candidate (e.g. where the document is cut off)."""
-    decoder = json.JSONDecoder()
+    decoder = decoder_for(text)
     first_error: _Failure | None = None
     other: dict[str, Any] | None = None
     failed = too_deep = 0
@@ -165,8 +184,9 @@ def raw_decode(decoder: json.JSONDecoder, text: str, pos: int, tool: str) -> tup
 
 
 def loads(text: str) -> Any:
-    """``json.loads`` whose too deep nesting is a JSONDecodeError too (callers word it)."""
+    """``json.loads`` whose too deep nesting is a JSONDecodeError too (callers word it), and
+    whose integers too large for a float are floats (:func:`decoder_for`)."""
     try:
-        return json.loads(text)
+        return decoder_for(text).decode(text)
     except RecursionError:
         raise json.JSONDecodeError(_TOO_DEEP, text, 0) from None

@@ -12,7 +12,6 @@ per interval between two snapshots and cumulative since the first snapshot.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.parsers.base import Parsed, ParseError, Parser, check_figures, checked
-from virtbench.parsers.jsontext import raw_decode
+from virtbench.parsers.jsontext import decoder_for, raw_decode
 
 __all__ = [
     "PARSERS",
@@ -119,7 +118,7 @@ _NOT_SPACE = re.compile(r"\S")
 
 def parse_snapshots(text: str) -> list[VarnishSnapshot]:
     """Every ``varnishstat -j`` object in ``text``, in file order."""
-    decoder = json.JSONDecoder()
+    decoder = decoder_for(text)
     pos = 0
     snapshots = []
     while True:

@@ -134,3 +134,22 @@ def test_a_plugin_parser_gets_the_same_rule_from_read() -> None:
     parsed = plugin.read(b"-inf")
     assert [(m.value, m.status) for m in parsed.measurements] == [(None, INVALID)]
     assert parsed.warnings and parsed.figures_checked
+
+
+@pytest.mark.parametrize(("tool", "data"), [
+    ("bonnie++", b"1.98,2" + b"x" * 200_000 + b"\n"),  # csv.Error: field over csv's limit
+    ("bonnie++", b"1.98,2.00a,h\r1,2\n"),  # csv.Error: a \r inside a line
+    ("iperf3", b'{"start": {"test_start": {}}, "end": {"sum_sent": {"bits_per_second": 1'
+               + b"0" * 400 + b', "bytes": 1}}}\n'),  # OverflowError: int beyond a float
+    ("irtt", b'{"stats": {"packets_sent": ' + b"9" * 5000 + b"}}"),  # ValueError: 4,300 digits
+    ("varnishstat", b'{"MAIN.cache_hit": {"value": 1' + b"0" * 400 + b"}}"),
+])
+def test_inputs_that_raised_other_exceptions_are_parse_errors_or_invalid(
+        tool: str, data: bytes) -> None:
+    from virtbench.parsers.base import ParseError
+
+    try:
+        parsed = get_parser(tool).read(data)
+    except ParseError:
+        return
+    assert all(m.status != "ok" or math.isfinite(m.value or 0.0) for m in parsed.measurements)

@@ -72,7 +72,8 @@ _NUMBER = re.compile(rb"-?\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b")
 _NUMBERS = {tool: [[m.span() for m in _NUMBER.finditer(text)] for text in texts]
             for tool, texts in _TEXTS.items()}
 _BAD_NUMBERS = [b"NaN", b"Infinity", b"-Infinity", b"1e308", b"-1e308", b"1e999", b"-1", b"-5",
-                b"0", b"nan", b"inf", b"+++++", b"1.7976931348623157e309"]
+                b"0", b"nan", b"inf", b"+++++", b"1.7976931348623157e309",
+                b"1" + b"0" * 400, b"9" * 5000]  # beyond a float; beyond int()'s 4,300 digits
 
 
 @pytest.mark.parametrize("tool", _TOOLS)
