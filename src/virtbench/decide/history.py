@@ -33,6 +33,8 @@ class RunPoint:
     """95 % CI of the run's mean inside the metric's domain (see ``_points``); nan with fewer
     than MIN_INTERVAL_VALUES values, as in the report"""
     ci_high: float
+    no_ci_reason: str = ""
+    """Why there is no interval (the report's words), empty when there is one."""
 
 
 @dataclass(frozen=True)
@@ -170,8 +172,15 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]], domai
     low = np.where(enough, low, math.nan)
     high = np.where(enough, high, math.nan)
     started = {r.id: r.started_at for r in runs}
-    return [RunPoint(i, started[i], int(n[k]), float(mean[k]), float(low[k]), float(high[k]))
+    return [RunPoint(i, started[i], int(n[k]), float(mean[k]), float(low[k]), float(high[k]),
+                     _no_ci_reason(int(n[k])))
             for k, i in enumerate(ids)]
+
+
+def _no_ci_reason(n: int) -> str:
+    if n >= MIN_INTERVAL_VALUES:
+        return ""
+    return f"{n} value{'s' if n != 1 else ''}: an interval needs at least {MIN_INTERVAL_VALUES}"
 
 
 def _wilson(mean: FloatArray, var: FloatArray, n: FloatArray, z: FloatArray

@@ -41,6 +41,7 @@ def test_two_values_give_no_interval_as_in_the_report(sqlite_store: Store, metri
     assert math.isnan(point.ci_low) and math.isnan(point.ci_high)
     report = mean_interval(np.array(values), 0.95, metric.value_domain)
     assert math.isnan(report.low) and report.why_none  # the report shows none either
+    assert point.no_ci_reason == report.why_none == "2 values: an interval needs at least 3"
 
 
 def test_proportion_interval_is_the_reports_wilson(sqlite_store: Store) -> None:
