@@ -9,11 +9,22 @@ only what a parse needs is imported here; rich only for a table or a warning.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["parse_command", "print_notes"]
+__all__ = ["parse_command", "print_notes", "shown"]
+
+# C0 controls but tab, DEL, C1 controls: an escape sequence from a file would drive the terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Text from a file as it may reach a terminal: control characters made visible
+    (``\x1b``), so a job name or a warning cannot retitle the window or hide text. (Rich
+    markup is not interpreted either: callers print it as a ``rich.text.Text``.)"""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> None:
@@ -44,15 +55,21 @@ def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> Non
             "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
                               "status": m.status, "t": m.t, "labels": m.labels}
                              for m in parsed.measurements]}
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        # Strict JSON: parsers never leave a non-finite value ok (parsers.base.check_figures).
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+                         + "\n")
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table("metric", "value", "unit", "status", "labels", title=parsed.format)
+    # Every cell is Text: names and labels come from the file ('[/]' is no markup here).
+    table = Table("metric", "value", "unit", "status", "labels",
+                  title=Text(shown(parsed.format)))
     for m in parsed.measurements:
-        table.add_row(m.metric, "–" if m.value is None else f"{m.value:.6g}", unit(m.metric),
-                      m.status, ",".join(f"{k}={v}" for k, v in m.labels.items()))
+        table.add_row(Text(shown(m.metric)), "–" if m.value is None else f"{m.value:.6g}",
+                      unit(m.metric), m.status,
+                      Text(shown(",".join(f"{k}={v}" for k, v in m.labels.items()))))
     Console().print(table)
 
 
@@ -60,11 +77,11 @@ def print_notes(notes: list[tuple[str, str]]) -> None:
     """(kind, text) notes on stderr: in colour for a person, as plain unwrapped lines (no rich
     to import) for a log or a pipe."""
     if not sys.stderr.isatty():
-        sys.stderr.write("".join(f"{kind}: {text}\n" for kind, text in notes))
+        sys.stderr.write("".join(f"{kind}: {shown(text)}\n" for kind, text in notes))
         return
     from rich.console import Console
     from rich.text import Text
 
     err = Console(stderr=True)
     for kind, text in notes:
-        err.print(Text.assemble((f"{kind}:", "yellow"), f" {text}"))
+        err.print(Text.assemble((f"{kind}:", "yellow"), f" {shown(text)}"))

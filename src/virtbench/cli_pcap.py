@@ -16,17 +16,18 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     report = analyse_capture(source, flow)
     if report.damage:
         from rich.console import Console
+        from rich.text import Text
 
-        Console(stderr=True).print(
-            f"[yellow]warning:[/] {file}: {report.damage} "
-            f"({report.packets} packets read; every figure below is partial)",
+        Console(stderr=True).print(Text.assemble(  # Text: a file name is no markup
+            ("warning:", "yellow"), f" {file}: {report.damage} ({report.packets} packets "
+                                    "read; every figure below is partial)"),
             highlight=False)
     rows = flow_measurements(report)
     if as_json:
         units = {m.name: m.unit for m in CAPTURE_METRICS}
         print(json.dumps([{"metric": m.metric, "value": m.value, "unit": units[m.metric],
                            "status": m.status, "t": m.t, "labels": m.labels} for m in rows],
-                          indent=1))
+                         indent=1, allow_nan=False))  # strict JSON: no value is NaN
         return
     from rich.console import Console  # the table only: JSON output is a parse's fast path
     from rich.table import Table
@@ -48,7 +49,8 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
                       _utc(f.first_ns)[11:], _utc(f.last_ns)[11:],
                       "–" if q is None else f"{q.delay_ms:.6g}",
                       "–" if q is None else f"{q.jitter_ms:.6g}",
-                      "–" if q is None else f"{q.throughput_mbps:.6g}")
+                      "–" if q is None or q.throughput_mbps is None
+                      else f"{q.throughput_mbps:.6g}")
     console.print(table)
 
 

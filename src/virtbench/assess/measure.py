@@ -1,7 +1,11 @@
 """Measured effects, all in one run of experiment ``assess`` through the normal runner.
 
-Two variants, ``as-found`` (the baseline) and ``recommended``; each workload answers to exactly
-one of their knobs, so each speedup is what one fix buys:
+Two variants, a baseline and the changed one, each named by what it measures
+(:meth:`Plan.variant_names`): ``as-found`` against ``recommended`` when the findings propose
+changes; ``without-flags`` (this machine with its CPU flags masked) against ``as-found`` when the
+machine already has the flags and the what-if shows what they buy (``recommended`` when probes
+change other settings in that variant too). Each workload answers to exactly one of their knobs,
+so each speedup is what one fix buys:
 
 - the CPU-flag what-if, study 000's preview with this host's real masks (OPENSSL_ia32cap for
   AES, CRC32C_SW_MODE for crc32c, x265's asm level): ``cpu_features`` without the flags the
@@ -31,11 +35,13 @@ from virtbench.spec.models import Adaptive
 from virtbench.store import Store
 from virtbench.workloads.cpu.features import KNOWN_FEATURES
 
-__all__ = ["AS_FOUND", "EXPERIMENT_NAME", "RECOMMENDED", "Effect", "Plan", "WhatIf",
-           "plan_whatif", "run_plan"]
+__all__ = ["AS_FOUND", "EXPERIMENT_NAME", "RECOMMENDED", "WITHOUT_FLAGS", "Effect", "Plan",
+           "WhatIf", "plan_whatif", "run_plan"]
 
 EXPERIMENT_NAME = "assess"
 AS_FOUND, RECOMMENDED = "as-found", "recommended"
+WITHOUT_FLAGS = "without-flags"
+"""This machine with the CPU flags in question masked: a configuration it does not have."""
 CPU_TRIAL_S = 0.5
 """What one CPU trial costs here (a fresh Python process and ~30 ms of work), for planning."""
 # libvirt flag names -> the names the cpu_features knob uses
@@ -70,6 +76,12 @@ class WhatIf:
     skipped: tuple[str, ...] = ()
     """Why an affected workload is not measured."""
 
+    @property
+    def with_is_as_found(self) -> bool:
+        """The side with the flags is this machine as it is (``with_`` None: all it has), so
+        the side without them is the hypothetical one (the machine masked), not as found."""
+        return self.with_ is None
+
     def flags(self) -> list[str]:
         if self.with_ is None:
             return [f for f in KNOWN_FEATURES if f not in self.without]
@@ -98,22 +110,34 @@ class Plan:
         cpu = len(self.cpu.workloads) * CPU_TRIAL_S if self.cpu else 0.0
         return 2 * (cpu + len(self.probes) * PROBE_TRIAL_S)
 
+    def variant_names(self) -> tuple[str, str]:
+        """(baseline, changed): names that say what each variant is. The CPU what-if of a
+        machine that has the flags measures it masked (``without-flags``) against itself
+        (``as-found``, or ``recommended`` when probes apply their changes in that variant);
+        otherwise the findings' settings (``as-found``) against their changes."""
+        if self.cpu is not None and self.cpu.workloads and self.cpu.with_is_as_found:
+            return WITHOUT_FLAGS, (RECOMMENDED if self.probes else AS_FOUND)
+        return AS_FOUND, RECOMMENDED
+
     def variant_knobs(self) -> tuple[dict[str, object], dict[str, object]]:
-        found: dict[str, object] = {}
-        fixed: dict[str, object] = {}
+        """The knobs of the (baseline, changed) variants: the CPU without and with the flags;
+        each probe's setting as found and as recommended."""
+        baseline: dict[str, object] = {}
+        changed: dict[str, object] = {}
         if self.cpu is not None and self.cpu.workloads:
-            found["cpu_features"] = list(self.cpu.without)
-            fixed["cpu_features"] = list(self.cpu.with_) if self.cpu.with_ is not None \
+            baseline["cpu_features"] = list(self.cpu.without)
+            changed["cpu_features"] = list(self.cpu.with_) if self.cpu.with_ is not None \
                 else "host"
         for probe in self.probes:
-            found[probe.knob], fixed[probe.knob] = probe.as_found, probe.recommended
-        return found, fixed
+            baseline[probe.knob], changed[probe.knob] = probe.as_found, probe.recommended
+        return baseline, changed
 
     def experiment_text(self) -> str:
         """The run's experiment file. The same subject with the same findings gives the same
         text (no time budget in it: the runner gets that separately), so ``history`` and
         ``compare`` take the assessments of one subject as runs of one experiment file."""
-        found, fixed = self.variant_knobs()
+        baseline_knobs, changed_knobs = self.variant_knobs()
+        baseline, changed = self.variant_names()
         workloads = [*(self.cpu.workloads if self.cpu else ()), *(p.spec() for p in self.probes)]
         what = [f"CPU flags ({', '.join(self.cpu.flags()) or 'host'})"] if self.cpu else []
         what += [f"{p.knob} {p.as_found} → {p.recommended}" for p in self.probes]
@@ -121,9 +145,9 @@ class Plan:
             "name": EXPERIMENT_NAME,
             "description": "virtbench assess: " + "; ".join(what),
             "seed": 1,
-            "baseline": AS_FOUND,
-            "variants": [{"name": AS_FOUND, "knobs": found},
-                         {"name": RECOMMENDED, "knobs": fixed}],
+            "baseline": baseline,
+            "variants": [{"name": baseline, "knobs": baseline_knobs},
+                         {"name": changed, "knobs": changed_knobs}],
             "workloads": workloads,
             "repetitions": {"min": MIN_REPETITIONS, "max": 400, "target_rel_ci": TARGET_REL_CI,
                             "criterion": "speedup"},
@@ -138,7 +162,8 @@ class Plan:
 
 @dataclass(frozen=True)
 class Effect:
-    """One measured speedup of the recommended setting over the one found."""
+    """One measured speedup of the changed variant over the baseline (the recommended setting
+    over the one found, or the flags this machine has over the machine without them)."""
 
     workload: str
     metric: str
@@ -216,7 +241,7 @@ def _where(store: Store, run_id: str) -> dict[str, str]:
 def run_plan(store: Store, plan: Plan, budget_s: float,
              progress: ProgressHook | None = None) -> tuple[str, list[Effect]]:
     """Run the plan as a normal stored run; returns the run id and each workload's primary
-    speedup of ``recommended`` over ``as-found``."""
+    speedup of the changed variant over the baseline (``Plan.variant_names``)."""
     text = plan.experiment_text()
     experiment = parse_experiment(text, "<assess>")
     assert isinstance(experiment.repetitions, Adaptive)
@@ -225,11 +250,12 @@ def run_plan(store: Store, plan: Plan, budget_s: float,
                                f"{experiment.repetitions.budget_s:g} s)")
     outcome = Runner(store, experiment, text, "virtbench assess", progress=progress).run()
     analysis = analyse(store, [outcome.run_id])
+    changed = plan.variant_names()[1]
     probes = {p.id: p for p in plan.probes}
     where = _where(store, outcome.run_id) if probes else {}
     effects = []
     for row in analysis.rows:
-        if row.variant != RECOMMENDED or not row.metric.primary or row.speedup is None:
+        if row.variant != changed or not row.metric.primary or row.speedup is None:
             continue
         n = row.summary.n if row.summary is not None else 0
         probe = probes.get(row.workload_id)

@@ -8,16 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy import special
 
 from virtbench.decide.runs import experiment_digest, host_fingerprint
-from virtbench.model import Better, Metric, VirtbenchError
+from virtbench.model import Better, Domain, Metric, VirtbenchError
 from virtbench.stats.changepoints import change_points
+from virtbench.stats.intervals import MIN_INTERVAL_VALUES
 from virtbench.stats.verdict import ratio_verdict
 
 __all__ = ["History", "MetricHistory", "RunPoint", "Step", "build_history", "select_runs"]
 
 CONFIDENCE = 0.95
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,11 @@ class RunPoint:
     n: int
     mean: float
     ci_low: float
-    """95 % CI of the run's mean: log scale for positive means (never below 0); nan if n < 2"""
+    """95 % CI of the run's mean inside the metric's domain (see ``_points``); nan with fewer
+    than MIN_INTERVAL_VALUES values, as in the report"""
     ci_high: float
+    no_ci_reason: str = ""
+    """Why there is no interval (the report's words), empty when there is one."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,13 @@ def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
                            dict(excluded), [])
 
 
-def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]]) -> list[RunPoint]:
+def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]], domain: Domain
+            ) -> list[RunPoint]:
+    """Each run's mean and CI from the moments of its per-trial values, by the report's rule
+    (virtbench.stats.intervals.mean_interval): no interval below MIN_INTERVAL_VALUES values,
+    and never outside the metric's domain — proportions by the same Wilson interval (effective
+    n) as the report, positive quantities on the log scale (delta method: the report's Cox
+    interval needs the values' logs), real ones by Student t."""
     ids = [r.id for r in runs if r.id in moments]
     if not ids:
         return []
@@ -140,19 +152,51 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]]) -> li
     total = np.array([moments[i][1] for i in ids])
     squares = np.array([moments[i][2] for i in ids])
     mean = total / n
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         var = np.maximum(0.0, (squares - total * mean) / (n - 1))
         t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
         half = t * np.sqrt(var / n)
-        # positive means: the interval of the log of the mean (delta method), never below 0
-        rel = half / mean
-        low = np.where(mean > 0, mean * np.exp(-rel), mean - half)
-        high = np.where(mean > 0, mean * np.exp(rel), mean + half)
-    low = np.where(n >= 2, low, math.nan)
-    high = np.where(n >= 2, high, math.nan)
+        low, high = mean - half, mean + half
+        if domain is not Domain.REAL:
+            # positive means: the interval of the log of the mean, never below 0; a mean of 0
+            # or below (values that contradict the domain) keeps t, as the report falls back
+            rel = half / mean
+            low = np.where(mean > 0, mean * np.exp(-rel), low)
+            high = np.where(mean > 0, mean * np.exp(rel), high)
+        if domain is Domain.PROPORTION:
+            wilson_low, wilson_high = _wilson(mean, var, n, t)
+            inside = (mean >= 0) & (mean <= 100)
+            low = np.where(inside, wilson_low, low)
+            high = np.where(inside, wilson_high, high)
+    enough = n >= MIN_INTERVAL_VALUES
+    low = np.where(enough, low, math.nan)
+    high = np.where(enough, high, math.nan)
     started = {r.id: r.started_at for r in runs}
-    return [RunPoint(i, started[i], int(n[k]), float(mean[k]), float(low[k]), float(high[k]))
+    return [RunPoint(i, started[i], int(n[k]), float(mean[k]), float(low[k]), float(high[k]),
+                     _no_ci_reason(int(n[k])))
             for k, i in enumerate(ids)]
+
+
+def _no_ci_reason(n: int) -> str:
+    if n >= MIN_INTERVAL_VALUES:
+        return ""
+    return f"{n} value{'s' if n != 1 else ''}: an interval needs at least {MIN_INTERVAL_VALUES}"
+
+
+def _wilson(mean: FloatArray, var: FloatArray, n: FloatArray, z: FloatArray
+            ) -> tuple[FloatArray, FloatArray]:
+    """The report's Wilson score interval with the effective sample size (stats.intervals),
+    in percent, from the mean and variance of per-trial percentages; t for z as there."""
+    p = mean / 100.0
+    var_mean = var / 1e4 / n
+    n_eff = p * (1.0 - p) / var_mean
+    denom = 1.0 + z * z / n_eff
+    centre = (p + z * z / (2.0 * n_eff)) / denom
+    half = z / denom * np.sqrt(p * (1.0 - p) / n_eff + z * z / (4.0 * n_eff * n_eff))
+    low = 100.0 * np.maximum(0.0, centre - half)
+    high = 100.0 * np.minimum(1.0, centre + half)
+    constant = var_mean == 0.0  # every trial gave the same percentage
+    return np.where(constant, mean, low), np.where(constant, mean, high)
 
 
 def _steps(series: MetricHistory) -> list[Step]:
@@ -199,7 +243,8 @@ def build_history(st: Any, experiment: str | None = None, host: str | None = Non
         if metric is None or (wanted and mname not in wanted and f"{wid}.{mname}" not in wanted):
             continue
         series = MetricHistory(variant, wid, names.get(wid, wid), metric,
-                               _points(runs, grouped[(variant, wid, mname)]))
+                               _points(runs, grouped[(variant, wid, mname)],
+                                       metric.value_domain))
         series.steps = _steps(series)
         history.series.append(series)
     return history

@@ -8,6 +8,7 @@ fields of a virtbench.model.Measurement.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,6 +74,10 @@ def flow_measurements(report: CaptureReport) -> list[CaptureRow]:
 
         def row(metric: str, value: float | None, status: str = "ok",
                 labels: dict[str, str] = labels) -> CaptureRow:
+            if value is not None and not 0.0 <= value < math.inf:
+                # Every capture figure counts or times something: a time before 1970 (a
+                # pcapng if_tsoffset) is no measurement (parsers.base.INVALID, same rule).
+                value, status = None, "invalid"
             return CaptureRow(metric, value, labels,
                               "partial" if partial and status == "ok" else status)
 
@@ -86,5 +91,5 @@ def flow_measurements(report: CaptureReport) -> list[CaptureRow]:
             why = "no_timestamps" if f.first_ns is None else "too_few_packets"
             out += [row(m.name, None, why) for m in QOS_METRIC_SPECS]
         else:
-            out += [row(name, value) for name, value in f.qos.by_metric().items()]
+            out += [row(name, value, status) for name, value, status in f.qos.figures()]
     return out

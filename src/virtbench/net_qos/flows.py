@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from virtbench.errors import VirtbenchError
-from virtbench.net_qos.qos_figures import CaptureQos
+from virtbench.net_qos.qos_figures import CaptureQos, capture_throughput_mbps
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,7 +114,7 @@ def _qos_from_sums(n: int, nbytes: int, gap_sum: int, dgap_sum: int) -> CaptureQ
     return CaptureQos(
         delay_ms=gap_sum / (n - 1) / 1e6,
         jitter_ms=dgap_sum / (n - 2) / 1e6,
-        throughput_mbps=(nbytes * 8 / capture_s / 1e6) if capture_s > 0 else float("nan"),
+        throughput_mbps=capture_throughput_mbps(nbytes, capture_s),
         packets=n, bytes=nbytes, capture_s=capture_s)
 
 

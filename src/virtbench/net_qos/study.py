@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.model import Better, Metric
-from virtbench.net_qos.qos_figures import QOS_METRIC_SPECS, CaptureQos
+from virtbench.net_qos.qos_figures import QOS_METRIC_SPECS, CaptureQos, capture_throughput_mbps
 
 __all__ = ["CAPTURE_QOS_METRICS", "CaptureQos", "capture_qos", "study_loss_percent"]
 
@@ -37,7 +37,7 @@ def capture_qos(ts_ns: npt.NDArray[np.int64], wire_len: npt.NDArray[np.int64]) -
     return CaptureQos(
         delay_ms=float(gaps.mean()) / 1e6,
         jitter_ms=float(np.abs(np.diff(gaps)).mean()) / 1e6,
-        throughput_mbps=(total * 8 / capture_s / 1e6) if capture_s > 0 else float("nan"),
+        throughput_mbps=capture_throughput_mbps(total, capture_s),
         packets=n,
         bytes=total,
         capture_s=capture_s,

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 from virtbench.compressed import DecompressionError, decompress
-from virtbench.model import Measurement, Metric, VirtbenchError
+from virtbench.model import Domain, Measurement, Metric, VirtbenchError
 
-__all__ = ["NOT_MEASURED", "ParseError", "Parsed", "Parser"]
+__all__ = [
+    "INVALID", "MAX_OUTPUT_BYTES", "NOT_MEASURED", "ParseError", "Parsed", "Parser",
+    "check_figures", "checked",
+]
 
+MAX_OUTPUT_BYTES = 256 << 20
+"""The largest tool output read (after decompression): a day of ``iperf3 -J`` at one interval
+a second is ~130 MB; a bound so that a wrong file fails at once, not after minutes."""
 NOT_MEASURED = "not_measured"
 """Measurement status of a value the tool did not measure (gtod_reduce, irtt --tstamp=none)."""
+INVALID = "invalid"
+"""Measurement status of a figure the output states but that cannot be a measurement: not a
+finite number (NaN, Infinity, 1e999), or outside its metric's domain (a negative rate, count or
+time; a proportion over 100 %). The value is dropped (None); a warning says what it was."""
 
 
 class ParseError(VirtbenchError, ValueError):
@@ -30,6 +41,8 @@ class Parsed:
     """Sections of the output that were not mapped, and doubts about values (one line each)."""
     partial: bool = False
     """The tool's run was cut short (e.g. iperf3 stopped with Ctrl-C); values cover part of it."""
+    figures_checked: bool = False
+    """:func:`checked` has been applied (Parser.read applies it to a parser that did not)."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +62,74 @@ class Parser:
             raw, compression = decompress(data)
         except DecompressionError as exc:
             raise ParseError(str(exc)) from None
+        if len(raw) > MAX_OUTPUT_BYTES:
+            size = f"{len(raw) / 2**20:.0f} MiB" + (" once decompressed" if compression else "")
+            raise ParseError(f"{size} is more than any {self.tool} output virtbench reads "
+                             f"({MAX_OUTPUT_BYTES / 2**20:g} MiB); is it the right file?")
         text = raw.decode("utf-8", errors="replace")
         parsed = (self.parse_full(text) if self.parse_full is not None
                   else Parsed(self.parse(text), self.tool))
+        if not parsed.figures_checked:  # a plugin's parser: the same rule applies
+            checked(parsed, self.metrics, self.tool)
         if compression:
             parsed.format = f"{parsed.format} ({compression})"
         return parsed
+
+
+def check_figures(measurements: Iterable[Measurement], metrics: Iterable[Metric], tool: str
+                  ) -> tuple[list[Measurement], list[str]]:
+    """Every parser's one rule for the figures it read: an ok value must be a finite number
+    inside its metric's domain (``Metric.domain``: positive, proportion 0-100, real); any other
+    becomes value None with status ``invalid``, and a warning (one line) names the metric and
+    the value. Returns (measurements, warnings)."""
+    domains = _domains(metrics)
+    out: list[Measurement] = []
+    warnings: list[str] = []
+    for m in measurements:
+        value = m.value
+        if value is None or m.status != "ok" or 0.0 <= value <= 100.0:
+            out.append(m)  # the common case, sound in every domain: one comparison
+            continue
+        reason = _invalid(value, domains.get(m.metric, Domain.REAL))
+        if reason is None:
+            out.append(m)
+            continue
+        where = "".join(f" {k}={v}" for k, v in m.labels.items())
+        warnings.append(f"{tool}: {m.metric}{where} is {m.value!r}, {reason}: reported as "
+                        f"{INVALID}, not as a measurement")
+        out.append(replace(m, value=None, status=INVALID))
+    return out, warnings
+
+
+_DOMAINS: dict[int, tuple[object, dict[str, Domain]]] = {}
+
+
+def _domains(metrics: Iterable[Metric]) -> dict[str, Domain]:
+    """Metric name -> domain; remembered per metrics tuple (a parser's is a module constant:
+    fio declares ~300 metrics, and a parse should not rebuild the map each time)."""
+    if not isinstance(metrics, tuple):
+        return {metric.name: metric.value_domain for metric in metrics}
+    known = _DOMAINS.get(id(metrics))
+    if known is None or known[0] is not metrics:  # the tuple is kept: its id is not reused
+        known = (metrics, {metric.name: metric.value_domain for metric in metrics})
+        if len(_DOMAINS) < 64:
+            _DOMAINS[id(metrics)] = known
+    return known[1]
+
+
+def _invalid(value: float, domain: Domain) -> str | None:
+    if not math.isfinite(value):
+        return "not a finite number"
+    if domain is not Domain.REAL and value < 0:
+        return "negative (it counts or times something)"
+    if domain is Domain.PROPORTION and value > 100:
+        return "over 100 % (a proportion)"
+    return None
+
+
+def checked(parsed: Parsed, metrics: Iterable[Metric], tool: str) -> Parsed:
+    """``parsed`` with :func:`check_figures` applied (its warnings appended)."""
+    parsed.measurements, warnings = check_figures(parsed.measurements, metrics, tool)
+    parsed.warnings.extend(warnings)
+    parsed.figures_checked = True
+    return parsed

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import Parsed, ParseError, Parser
+from virtbench.parsers.base import Parsed, ParseError, Parser, checked
 
 __all__ = [
     "BONNIE_METRICS", "BONNIE_TESTS", "PARSERS", "BonnieTest", "parse_bonnie", "parse_bonnie_full",
@@ -152,12 +152,17 @@ def _parse_csv_row(row: list[str], labels: dict[str, str]) -> list[Measurement]:
     return out
 
 
+# A CSV result line ('1.98,2.00a,host,...'), found by one scan of the text, not a match per line.
+# Lines end at \n or \r, as csv reads them (a \r inside a field is an error to csv).
+_CSV_LINE = re.compile(r"(?:^|\r)[ \t]*(\d+\.\d+,\d[^\r\n]*)", re.MULTILINE)
+
+
 def _csv_rows(text: str) -> list[list[str]]:
-    rows = []
-    for line in text.splitlines():
-        if re.match(r"^\d+\.\d+,\d", line.strip()):
-            rows.append(next(csv.reader(io.StringIO(line.strip()))))
-    return rows
+    try:
+        return [next(csv.reader(io.StringIO(match.group(1).strip())))
+                for match in _CSV_LINE.finditer(text)]
+    except csv.Error as exc:  # a field over csv's 128 KiB limit: no bonnie++ line has one
+        raise ParseError(f"bonnie++ CSV: a line that starts like one is not ({exc})") from None
 
 
 def _human_rate(metric: str, raw: str, cpu: str, labels: dict[str, str]) -> Measurement:
@@ -256,8 +261,9 @@ def parse_bonnie_full(text: str) -> Parsed:
             for i, row in enumerate(rows):
                 labels = {"loop": str(i + 1)} if len(rows) > 1 else {}
                 out.extend(_parse_csv_row(row, labels))
-            return Parsed(out, f"bonnie++ {rows[0][1] if len(rows[0]) > 1 else '?'} CSV "
-                          f"(format {rows[0][0]})", warnings)
+            return checked(Parsed(out, f"bonnie++ {rows[0][1] if len(rows[0]) > 1 else '?'} "
+                                  f"CSV (format {rows[0][0]})", warnings), BONNIE_METRICS,
+                           "bonnie++")
         except ParseError as exc:
             if not has_table:
                 raise
@@ -267,7 +273,7 @@ def parse_bonnie_full(text: str) -> Parsed:
         if not any("Latency" in line for line in text.splitlines()):
             warnings.append(f"{fmt} has no Latency rows (bonnie++ before 1.96): latencies "
                             "are not reported")
-        return Parsed(out, fmt, warnings)
+        return checked(Parsed(out, fmt, warnings), BONNIE_METRICS, "bonnie++")
     raise ParseError("not a bonnie++ output: no CSV line (starting '1.96,', '1.97,' or '1.98,')"
                      " and no results table ('/sec %CP' header rows)")
 

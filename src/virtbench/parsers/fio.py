@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
+from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser, checked
 from virtbench.parsers.jsontext import find_json
 
 __all__ = ["FIO_METRICS", "FIO_SERIES", "PARSERS", "fio_series", "parse_fio", "parse_fio_full"]
@@ -334,7 +334,7 @@ def parse_fio_full(text: str) -> Parsed:
     if not out:
         raise ParseError(f"{fmt} contains no read, write or trim I/O; expected at least one job "
                          "that did I/O")
-    return Parsed(out, fmt, warnings)
+    return checked(Parsed(out, fmt, warnings), FIO_METRICS, version)
 
 
 def parse_fio(text: str) -> list[Measurement]:

@@ -17,8 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
-from virtbench.parsers.jsontext import find_json
+from virtbench.parsers.base import (
+    NOT_MEASURED,
+    Parsed,
+    ParseError,
+    Parser,
+    check_figures,
+    checked,
+)
+from virtbench.parsers.jsontext import find_json, loads
 
 __all__ = [
     "IPERF3_DETAIL_METRICS", "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements",
@@ -57,6 +64,7 @@ IPERF3_DETAIL_METRICS = (
     Metric("tcp_rtt_max_ms", "ms", Better.LOWER,
            "largest smoothed TCP RTT the sender's kernel reported (iperf3 max_rtt), ms"),
 )
+_ALL_METRICS = IPERF3_METRICS + IPERF3_DETAIL_METRICS
 _MAPPED_END = {
     "streams", "sum", "sum_sent", "sum_received", "sum_bidir_reverse", "sum_sent_bidir_reverse",
     "sum_received_bidir_reverse", "cpu_utilization_percent", "sender_tcp_congestion",
@@ -106,10 +114,10 @@ def _stream_doc(text: str, warnings: list[str]) -> dict[str, Any]:
         if not line:
             continue
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            warnings.append(f"iperf3 --json-stream line {number} is not JSON, ignored: "
-                            f"{line[:80]!r}")
+            event = loads(line)
+        except json.JSONDecodeError as exc:
+            warnings.append(f"iperf3 --json-stream line {number} is not JSON ({exc.msg}), "
+                            f"ignored: {line[:80]!r}")
             continue
         if not isinstance(event, dict) or "event" not in event:
             warnings.append(f"iperf3 --json-stream line {number} is not an event, ignored")
@@ -332,7 +340,8 @@ def parse_iperf3_full(text: str) -> Parsed:
         warnings.append(f"iperf3 JSON '{key}' is not mapped")
     if not out:
         raise ParseError(f"{fmt}: end sums hold no rates")
-    return Parsed(out, fmt, warnings, partial=interrupted)
+    return checked(Parsed(out, fmt, warnings, partial=interrupted),
+                   _ALL_METRICS, "iperf3")
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
@@ -367,7 +376,7 @@ def parse_iperf3_json(text: str) -> Iperf3Result:
             cpu_sender_pct=cpu_sender,
             cpu_receiver_pct=cpu_receiver,
         )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise ParseError(f"{fmt}: a sum field is not a number ({exc})") from None
 
 
@@ -387,7 +396,7 @@ def iperf3_measurements(result: Iperf3Result) -> list[Measurement]:
         out.append(Measurement("cpu_sender_pct", result.cpu_sender_pct))
     if result.cpu_receiver_pct is not None:
         out.append(Measurement("cpu_receiver_pct", result.cpu_receiver_pct))
-    return out
+    return check_figures(out, IPERF3_METRICS, "iperf3")[0]
 
 
 def parse_iperf3(text: str) -> list[Measurement]:
@@ -396,5 +405,5 @@ def parse_iperf3(text: str) -> list[Measurement]:
 
 PARSERS = (
     Parser("iperf3", "iperf3 -J or --json-stream (TCP/UDP, -R, --bidir, -P; 3.x)",
-           IPERF3_METRICS + IPERF3_DETAIL_METRICS, parse_iperf3, parse_iperf3_full),
+           _ALL_METRICS, parse_iperf3, parse_iperf3_full),
 )

@@ -18,7 +18,15 @@ from typing import Any
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser
+from virtbench.parsers.base import (
+    NOT_MEASURED,
+    Parsed,
+    ParseError,
+    Parser,
+    check_figures,
+    checked,
+)
+from virtbench.parsers.jsontext import loads
 
 __all__ = [
     "IRTT_METRICS", "PARSERS", "IrttResult", "irtt_measurements", "parse_irtt",
@@ -144,13 +152,10 @@ def _jitter(round_trips: list[Any], send: tuple[str, str], receive: tuple[str, s
 
 def _load(text: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
+        doc = loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"irtt: not the JSON written by 'irtt client -o' (line {exc.lineno} "
                          f"column {exc.colno}: {exc.msg}); expected a complete JSON document"
-                         ) from None
-    except RecursionError:
-        raise ParseError("irtt: JSON nested too deeply; expected 'irtt client -o' output"
                          ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
         raise ParseError("irtt JSON: missing 'stats' (is this 'irtt client -o FILE' output?)")
@@ -211,8 +216,9 @@ def irtt_measurements(result: IrttResult) -> list[Measurement]:
         "packets_duplicate": float(result.duplicates),
         "packets_lost": float(result.packets_lost),
     }
-    return [Measurement(name, value, status="ok" if value is not None else NOT_MEASURED)
-            for name, value in values.items()]
+    return check_figures([Measurement(name, value,
+                                      status="ok" if value is not None else NOT_MEASURED)
+                          for name, value in values.items()], IRTT_METRICS, "irtt")[0]
 
 
 def parse_irtt_full(text: str) -> Parsed:
@@ -236,7 +242,8 @@ def parse_irtt_full(text: str) -> Parsed:
                       and isinstance(v, dict) and v.get("n"))
     if unmapped:
         warnings.append(f"irtt stats not mapped: {', '.join(unmapped)}")
-    return Parsed(irtt_measurements(result), f"{name} JSON", warnings)
+    return checked(Parsed(irtt_measurements(result), f"{name} JSON", warnings), IRTT_METRICS,
+                   name)
 
 
 def parse_irtt(text: str) -> list[Measurement]:

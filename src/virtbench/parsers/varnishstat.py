@@ -12,13 +12,14 @@ per interval between two snapshots and cumulative since the first snapshot.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
-from virtbench.parsers.base import Parsed, ParseError, Parser
+from virtbench.parsers.base import Parsed, ParseError, Parser, check_figures, checked
+from virtbench.parsers.jsontext import decoder_for, raw_decode
 
 __all__ = [
     "PARSERS",
@@ -112,21 +113,20 @@ def _timestamp(obj: dict[str, object]) -> _dt.datetime | None:
         return None
 
 
+_NOT_SPACE = re.compile(r"\S")
+
+
 def parse_snapshots(text: str) -> list[VarnishSnapshot]:
     """Every ``varnishstat -j`` object in ``text``, in file order."""
-    decoder = json.JSONDecoder()
-    pos, n = 0, len(text)
+    decoder = decoder_for(text)
+    pos = 0
     snapshots = []
     while True:
-        while pos < n and text[pos].isspace():
-            pos += 1
-        if pos >= n:
+        next_value = _NOT_SPACE.search(text, pos)
+        if next_value is None:
             break
-        try:
-            obj, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise ParseError(
-                f"varnishstat: invalid JSON at character {exc.pos}: {exc.msg}") from None
+        pos = next_value.start()
+        obj, pos = raw_decode(decoder, text, pos, "varnishstat")
         if not isinstance(obj, dict):
             raise ParseError("varnishstat: expected a JSON object per snapshot")
         snapshots.append(VarnishSnapshot(_timestamp(obj), _counters(obj)))
@@ -185,12 +185,14 @@ def timeline(snapshots: Sequence[VarnishSnapshot], times: Sequence[float] | None
         out.append(Measurement("lru_nuked_total", float(cur.get("MAIN.n_lru_nuked")), t))
         out.append(Measurement("backend_fetches_interval", delta("MAIN.backend_req"), t))
         out.extend(_storage(cur, t))
-    return out
+    # A counter that went down (varnishd restarted) gives negative deltas: invalid, not data.
+    return check_figures(out, VARNISHSTAT_METRICS, "varnishstat")[0]
 
 
 def parse_varnishstat(text: str) -> list[Measurement]:
     """One snapshot → its cumulative counters; several → the timeline between them."""
-    return _measurements(parse_snapshots(text))
+    return check_figures(_measurements(parse_snapshots(text)), VARNISHSTAT_METRICS,
+                         "varnishstat")[0]
 
 
 def _measurements(snapshots: list[VarnishSnapshot]) -> list[Measurement]:
@@ -224,8 +226,9 @@ def parse_varnishstat_full(text: str) -> Parsed:
                                                                               "g_space")))]
     warnings = [f"varnishstat: {len(unmapped)} counters not mapped (read: cache hits and "
                 "misses, LRU nukes, backend requests, storage bytes)"] if unmapped else []
-    return Parsed(_measurements(snapshots),
-                  f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)", warnings)
+    return checked(Parsed(_measurements(snapshots),
+                          f"varnishstat -j, {_layout(text)}, {len(snapshots)} snapshot(s)",
+                          warnings), VARNISHSTAT_METRICS, "varnishstat")
 
 
 PARSERS = (

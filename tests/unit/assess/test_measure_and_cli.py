@@ -12,7 +12,14 @@ from typer.testing import CliRunner
 from virtbench.assess.cli import parse_budget
 from virtbench.assess.engine import _attach, measurement_budget
 from virtbench.assess.findings import Finding, Gain
-from virtbench.assess.measure import AS_FOUND, RECOMMENDED, Effect, Plan, plan_whatif
+from virtbench.assess.measure import (
+    AS_FOUND,
+    RECOMMENDED,
+    WITHOUT_FLAGS,
+    Effect,
+    Plan,
+    plan_whatif,
+)
 from virtbench.assess.probes import probe_problems, probes_for
 from virtbench.cli import app
 from virtbench.model import VirtbenchError
@@ -39,10 +46,11 @@ def test_machine_whatif_is_qemu64_against_the_unmasked_host() -> None:
     names = [w["name"] for w in whatif.workloads]
     assert {"cpu.crc32c", "cpu.aes"} <= set(names)
     experiment = parse_experiment(Plan(whatif).experiment_text(), "<test>")
-    assert experiment.baseline == AS_FOUND
+    # The machine has the flags: as found is the unmasked host; the baseline is it masked.
+    assert experiment.baseline == WITHOUT_FLAGS
     assert experiment.lab.kind == "host"  # no probe: no scratch loop device or namespaces
     knobs = {v.name: v.knobs for v in experiment.all_variants()}
-    assert knobs == {AS_FOUND: {"cpu_features": []}, RECOMMENDED: {"cpu_features": "host"}}
+    assert knobs == {WITHOUT_FLAGS: {"cpu_features": []}, AS_FOUND: {"cpu_features": "host"}}
 
 
 def test_domain_whatif_adds_only_the_proposed_flags() -> None:
@@ -51,6 +59,9 @@ def test_domain_whatif_adds_only_the_proposed_flags() -> None:
     assert whatif.without == ("ssse3", "sse4.1", "sse4.2")
     assert whatif.with_ == ("ssse3", "sse4.1", "sse4.2", "aes", "pclmulqdq")
     assert [w["name"] for w in whatif.workloads] == ["cpu.aes"]  # nothing else uses aes
+    # The guest as found lacks the flags: it is the baseline, the proposed tune the other.
+    assert not whatif.with_is_as_found
+    assert Plan(whatif).variant_names() == (AS_FOUND, RECOMMENDED)
     assert plan_whatif(["aes"], ["popcnt"]) is None  # no workload of ours uses popcnt
 
 
@@ -118,10 +129,13 @@ def test_probes_vary_one_knob_each_and_share_the_two_variants() -> None:
     assert experiment.lab.kind == "assess-probes"
     assert experiment.lab.params == {"disk": True, "network": True}
     knobs = {v.name: v.knobs for v in experiment.all_variants()}
-    assert knobs[AS_FOUND] == {"cpu_features": [], "disk_cache": "writethrough",
-                               "io_scheduler": "bfq", "nic_offloads": "off"}
+    # The CPU masked beside the probes as found; the CPU as found beside their changes.
+    assert experiment.baseline == WITHOUT_FLAGS
+    assert knobs[WITHOUT_FLAGS] == {"cpu_features": [], "disk_cache": "writethrough",
+                                    "io_scheduler": "bfq", "nic_offloads": "off"}
     assert knobs[RECOMMENDED] == {"cpu_features": "host", "disk_cache": "none",
                                   "io_scheduler": "none", "nic_offloads": "on"}
+    assert Plan(None, tuple(probes)).variant_names() == (AS_FOUND, RECOMMENDED)
     ids = [w.workload_id for w in experiment.workloads]
     assert ids[-3:] == ["disk.cache.writethrough", "disk.scheduler.bfq", "net.offloads"]
     assert plan.min_cost_s() > Plan(plan.cpu).min_cost_s()
@@ -146,3 +160,27 @@ def test_a_measured_probe_replaces_the_cited_gain_and_keeps_what_stays_cited() -
     assert "/dev/loop7" in sources["measured (this run)"]
     assert "disk-cache helps [a guide]" in sources["cited (not measured)"]
     assert other.gain is not None and other.gain.basis == "cited"  # no effect of its own
+
+
+def test_a_machine_with_the_flags_is_stored_as_found_unmasked(tmp_path: Path) -> None:
+    """The run of `assess` on a machine that has the flags: its report must not call the
+    masked CPU 'as-found' (it told the reader the machine was 12x too slow as found)."""
+    if " sse4_2 " not in Path("/proc/cpuinfo").read_text():
+        pytest.skip("this CPU has no SSE4.2 to mask")
+    from virtbench.assess.measure import WhatIf, run_plan
+    from virtbench.store import Store
+
+    crc = {"name": "cpu.crc32c", "params": {"size_mib": 0.25, "loops": 4}}
+    plan = Plan(WhatIf((), None, (crc,)))
+    store = Store(str(tmp_path / "a.db"))
+    try:
+        run_id, effects = run_plan(store, plan, budget_s=1.0)
+        variants = {name: knobs for name, knobs, _baseline in store.variants(run_id)}
+        baseline = [name for name, _k, is_baseline in store.variants(run_id) if is_baseline]
+    finally:
+        store.close()
+    assert variants == {WITHOUT_FLAGS: {"cpu_features": []}, AS_FOUND: {"cpu_features": "host"}}
+    assert baseline == [WITHOUT_FLAGS]
+    # The speedup is the machine as found over it without the flags (hardware CRC32C wins).
+    (effect,) = effects
+    assert effect.workload == "cpu.crc32c" and effect.speedup > 1.0

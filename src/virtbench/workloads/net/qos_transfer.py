@@ -197,7 +197,7 @@ class QosTransfer(Workload):
         if received.packets < 3:
             return [*out, Measurement("study_delay_ms", None, status="too_few_packets")]
         qos = capture_qos(received.ts_ns, received.orig_len)
-        out += [Measurement(name, value) for name, value in qos.by_metric().items()]
+        out += [Measurement(name, value, status=status) for name, value, status in qos.figures()]
         if len(captures) > 1:
             sent = read_pcap(captures[1].path).packets
         if sent is not None and sent > 0:
