@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = ["console", "csv_cell", "csv_document", "dumps", "finite_or_reason", "json_safe",
-           "markup", "markdown_cell", "text", "visible"]
+           "markdown_cell", "markup", "text", "visible"]
 
 # Kept as they are: a line break and a tab lay text out and cannot act on the terminal.
 _KEPT = frozenset("\n\t")

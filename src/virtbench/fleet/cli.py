@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from virtbench import safetext
 from virtbench.fleet.drive import FleetOutcome, FleetRunner, latest_fleet
 from virtbench.fleet.inventory import FleetHost, host_from_url, load_inventory
 from virtbench.model import VirtbenchError
@@ -20,7 +20,8 @@ from virtbench.store import Store
 
 __all__ = ["fleet_hosts", "hosts_app", "run_fleet"]
 
-err = Console(stderr=True)
+# Host names, remote errors and facts are text from elsewhere: printed through safetext.
+err = safetext.console(stderr=True)
 
 
 def fleet_hosts(inventory: Path | None, urls: Sequence[str]) -> list[FleetHost]:
@@ -41,7 +42,8 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
     def say(host: str, text: str) -> None:
         if not quiet:
             with lock:
-                err.print(f"[bold]{host}[/]: {text}", highlight=False)
+                err.print(f"[bold]{safetext.markup(host)}[/]: {safetext.markup(text)}",
+                          highlight=False)
 
     if resume == "latest":
         st = Store(store)
@@ -51,28 +53,30 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
             st.close()
     fleet = FleetRunner(store, exp, spec_yaml, spec_path, hosts, known_hosts=known_hosts,
                         netns=netns, say=say)
-    err.print(f"fleet run on {len(hosts)} hosts"
-              + (f" (resuming {resume})" if resume else "") + f"; store {store}")
+    err.print(safetext.text(f"fleet run on {len(hosts)} hosts"
+                            + (f" (resuming {resume})" if resume else "") + f"; store {store}"))
     outcome = fleet.run(resume_fleet_id=resume)
-    table = Table(title=f"fleet {outcome.fleet_id}: {exp.name}, {outcome.wall_s:.1f} s")
+    table = Table(title=safetext.markup(f"fleet {outcome.fleet_id}: {exp.name}, "
+                                        f"{outcome.wall_s:.1f} s"))
     for column in ("host", "run", "status", "trials", "failed", "reason"):
         table.add_column(column)
     for h in outcome.hosts:
         colour = "green" if h.status == "complete" else "red"
-        table.add_row(h.host, h.run_id, f"[{colour}]{h.status}[/]", str(h.trials),
-                      str(h.failures), h.reason)
+        table.add_row(safetext.text(h.host), safetext.text(h.run_id),
+                      safetext.text(h.status, style=colour), str(h.trials), str(h.failures),
+                      safetext.text(h.reason))
     err.print(table)
-    err.print(f"fleet id {outcome.fleet_id} (`virtbench hosts runs {outcome.fleet_id}` lists "
-              "its runs)", highlight=False)
+    err.print(safetext.text(f"fleet id {outcome.fleet_id} (`virtbench hosts runs "
+                            f"{outcome.fleet_id}` lists its runs)"), highlight=False)
     if any(h.status != "complete" for h in outcome.hosts):
-        err.print(f"continue the unfinished hosts with `virtbench run {spec_path} --hosts ... "
-                  f"--resume {outcome.fleet_id}`", highlight=False)
+        err.print(safetext.text(f"continue the unfinished hosts with `virtbench run {spec_path} "
+                                f"--hosts ... --resume {outcome.fleet_id}`"), highlight=False)
     return outcome
 
 
 hosts_app = typer.Typer(help="Fleet hosts: check them against an experiment, write a playbook.",
                         no_args_is_help=True)
-out = Console()
+out = safetext.console()
 
 
 @hosts_app.command("check")
@@ -95,27 +99,28 @@ def hosts_check(
     checks = check_hosts(exp, load_inventory(inventory), known_hosts=known_hosts, netns=netns)
     diff = comparability_diff({c.host: c.facts for c in checks if c.reachable})
     if as_json:
-        out.print_json(data={"hosts": [{"host": c.host, "reachable": c.reachable,
-                                        "ready": c.ok, "problems": c.problems}
-                                       for c in checks],
-                             "differing_facts": diff})
+        sys.stdout.write(safetext.dumps({"hosts": [{"host": c.host, "reachable": c.reachable,
+                                                    "ready": c.ok, "problems": c.problems}
+                                                   for c in checks],
+                                         "differing_facts": diff}, indent=2) + "\n")
     else:
-        table = Table(title=f"hosts for {exp.name}")
+        table = Table(title=f"hosts for {safetext.markup(exp.name)}")
         for column in ("host", "reachable", "ready", "problems"):
             table.add_column(column)
         for c in checks:
-            table.add_row(c.host, "yes" if c.reachable else "[red]no[/]",
-                          "yes" if c.ok else "[red]no[/]", "\n".join(c.problems) or "–")
+            table.add_row(safetext.text(c.host), "yes" if c.reachable else "[red]no[/]",
+                          "yes" if c.ok else "[red]no[/]",
+                          safetext.text("\n".join(c.problems) or "–"))
         out.print(table)
         if diff:
             facts = Table(title="facts that differ between hosts (results may not be comparable)")
             facts.add_column("fact")
             for c in checks:
                 if c.reachable:
-                    facts.add_column(c.host)
+                    facts.add_column(safetext.text(c.host))
             for key, values in diff.items():
-                facts.add_row(key, *[str(values.get(c.host, "–")) for c in checks
-                                     if c.reachable])
+                facts.add_row(safetext.text(key), *[safetext.text(values.get(c.host, "–"))
+                                                    for c in checks if c.reachable])
             out.print(facts)
         else:
             out.print("hosts agree on every compared fact (CPU model and count, hypervisor, "
@@ -141,7 +146,7 @@ def hosts_playbook(
         sys.stdout.write(text)
     else:
         output.write_text(text)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {safetext.markup(output)}")
 
 
 @hosts_app.command("runs")
@@ -160,4 +165,5 @@ def hosts_runs(
     finally:
         st.close()
     for name, entry in record["hosts"].items():
-        sys.stdout.write(f"{entry['run_id']}\t{name}\t{entry['target']}\n")
+        sys.stdout.write(safetext.visible(f"{entry['run_id']}\t{name}\t{entry['target']}")
+                         + "\n")
