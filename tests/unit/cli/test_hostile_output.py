@@ -226,3 +226,30 @@ def test_a_failing_command_with_markup_in_stderr_ends_as_a_failed_run(tmp_path: 
     runs = _invoke(["runs", "--store", location])
     assert runs.exit_code == 0 and "failed" in runs.stdout
     assert "MarkupError" not in runs.stdout
+
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -5.0])
+def test_parse_json_is_strict_for_a_tool_output_with_non_finite_figures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: float) -> None:
+    """`parse --json` printed a bare NaN (not JSON) for such a file. Either the parser refuses
+    the figure (exit 2) or the JSON is strict and every missing value's status says why."""
+    from virtbench.cli_entry import _run, plain_parse
+
+    document = json.loads((DATA / "iperf3" / "iperf3.12-tcp-loopback.json").read_text())
+    document["end"]["sum_received"]["bits_per_second"] = bad
+    document["end"]["sum_sent"]["bits_per_second"] = bad
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(document))  # Python writes NaN / Infinity as iperf3 could
+    call = plain_parse(["parse", "iperf3", str(damaged), "--json"], "")
+    assert call is not None
+    code = _run(call)
+    out, err = capsys.readouterr()
+    assert code in (0, 2), err
+    if code == 0:
+        measurements = _strict(out)["measurements"]
+        assert measurements
+        assert all(m["status"] != "ok" for m in measurements if m["value"] is None)
+        assert all(m["value"] is None or math.isfinite(m["value"]) for m in measurements)
