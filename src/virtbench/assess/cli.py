@@ -13,6 +13,7 @@ from virtbench.assess.render import findings_section, render_json, render_text
 from virtbench.kvm.access import parse_ssh_spec
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
+from virtbench.safetext import visible
 from virtbench.store import Store
 from virtbench.targets.ssh import SSHTarget
 
@@ -58,8 +59,9 @@ def assess(
     st = Store(store)
     progress = ProgressHook()
     if not as_json:  # a JSON reader gets one document on stdout and nothing else
-        typer.echo(f"assessing {'domain ' + domain if domain else 'this machine'} within "
-                   f"{seconds:g} s (measurements are stored in {store})", err=True)
+        typer.echo(visible(f"assessing {'domain ' + domain if domain else 'this machine'} "
+                           f"within {seconds:g} s (measurements are stored in {store})"),
+                   err=True)
     if ssh and not domain:
         raise VirtbenchError("--ssh reads a domain's guest: give --domain too (without it, "
                              "virtbench assesses the machine it runs on)")
