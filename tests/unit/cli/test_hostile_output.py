@@ -253,3 +253,36 @@ def test_parse_json_is_strict_for_a_tool_output_with_non_finite_figures(
         assert measurements
         assert all(m["status"] != "ok" for m in measurements if m["value"] is None)
         assert all(m["value"] is None or math.isfinite(m["value"]) for m in measurements)
+
+
+def test_serve_downloads_neutralise_formulas_and_are_strict_json(
+        hostile_store: tuple[str, str, str]) -> None:
+    """/runs.csv, a run's, a comparison's and the history's downloads (CSV and JSON) over the
+    same hostile store: no live formula in any CSV cell, every JSON strict."""
+    from starlette.testclient import TestClient
+
+    from virtbench.serve import create_app
+
+    location, first, second = hostile_store
+    store = Store(location)
+    csv_cells = 0
+    try:
+        with TestClient(create_app(store), base_url="http://127.0.0.1:8023") as client:
+            for path in ("/runs.{fmt}", f"/runs/{first}/download/{{fmt}}",
+                         f"/compare.{{fmt}}?run={first}&run={second}",
+                         "/history.{fmt}?experiment=hostile"):
+                for fmt in ("csv", "json"):
+                    response = client.get(path.format(fmt=fmt))
+                    assert response.status_code == 200, (path, response.text[:300])
+                    body = response.content.decode()
+                    assert _acting(body.replace("\r", "")) == [], path
+                    if fmt == "json":
+                        _strict(body)
+                        continue
+                    for row in csv.reader(io.StringIO(body)):
+                        for cell in row:
+                            csv_cells += 1
+                            assert not _live_formula(cell), (path, cell)
+    finally:
+        store.close()
+    assert csv_cells > 100
