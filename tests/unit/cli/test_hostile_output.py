@@ -286,3 +286,33 @@ def test_serve_downloads_neutralise_formulas_and_are_strict_json(
     finally:
         store.close()
     assert csv_cells > 100
+
+
+def test_html_report_and_pages_show_control_characters_as_escapes(
+        hostile_store: tuple[str, str, str], tmp_path: Path) -> None:
+    """The HTML report (and serve's pages, same templates) escaped markup but let ESC, BEL and
+    U+202E through: a bidi override reverses the name a reader sees."""
+    from starlette.testclient import TestClient
+
+    from virtbench.serve import create_app
+
+    location, first, second = hostile_store
+    out = tmp_path / "report.html"
+    assert _invoke(["report", first, second, "--store", location, "-f", "html", "-o",
+                    str(out)]).exit_code == 0
+    html = out.read_text()
+    assert _acting(html) == []
+    assert "evil\\u202eexe" in html and "\\x1b]0;title\\x07t" in html
+    assert _invoke(["history", second, "--store", location, "-f", "html", "-o",
+                    str(tmp_path / "history.html")]).exit_code == 0
+    assert _acting((tmp_path / "history.html").read_text()) == []
+    store = Store(location)
+    try:
+        with TestClient(create_app(store), base_url="http://127.0.0.1:8023") as client:
+            for path in ("/runs", f"/runs/{first}", f"/compare?run={first}&run={second}",
+                         "/history?experiment=hostile"):
+                response = client.get(path)
+                assert response.status_code == 200, path
+                assert _acting(response.text) == [], path
+    finally:
+        store.close()
