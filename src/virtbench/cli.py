@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import warnings
@@ -11,10 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from virtbench import safetext
 from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
 from virtbench.cli_options import (
@@ -44,14 +42,16 @@ app = typer.Typer(help="virtbench: reproducible, statistically rigorous experime
                          "usage, 3 a bug in virtbench, 130 interrupted (docs/cli.md).")
 lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
-console = Console()
-err = Console(stderr=True)
+# Stored and user text reaches these consoles only through virtbench.safetext (markup() in a
+# markup string, text() for a cell or a line): shown as written, control characters as escapes.
+console = safetext.console()
+err = safetext.console(stderr=True)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
     """Deprecation notices (e.g. a renamed lab kind) as one line, not Python's source dump."""
-    err.print(f"[yellow]warning:[/] {message}", highlight=False)
+    err.print(f"[yellow]warning:[/] {safetext.markup(message)}", highlight=False)
 
 
 warnings.showwarning = _show_warning
@@ -134,10 +134,11 @@ def run(
     if check:
         problems = check_experiment(exp)
         variants = exp.all_variants()
-        console.print(f"{exp.name}: {len(variants)} variants × {len(exp.workloads)} workloads; "
-                      f"baseline {exp.baseline_name}; repetitions {exp.repetitions}")
+        console.print(f"{safetext.markup(exp.name)}: {len(variants)} variants × "
+                      f"{len(exp.workloads)} workloads; baseline "
+                      f"{safetext.markup(exp.baseline_name)}; repetitions {exp.repetitions}")
         for problem in problems:
-            console.print(f"[red]problem:[/] {problem}")
+            console.print(f"[red]problem:[/] {safetext.markup(problem)}")
         raise typer.Exit(1 if problems else 0)
     st = _store(store, create=True)
     if resume == "latest":
@@ -164,12 +165,13 @@ def run(
             outcome = runner.run(resume_run_id=resume)
     except KeyboardInterrupt as exc:
         # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
-        err.print(f"[yellow]interrupted[/] ({str(exc) or 'SIGINT'}): the samples measured so "
-                  f"far are stored in {store}; continue with "
-                  f"`virtbench run {experiment} --resume latest`", highlight=False)
+        err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'}): the samples "
+                  f"measured so far are stored in {safetext.markup(store)}; continue with "
+                  f"`virtbench run {safetext.markup(experiment)} --resume latest`",
+                  highlight=False)
         raise typer.Exit(130) from exc
-    err.print(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
-              f"{outcome.trials} trials, {outcome.failures} failed; store {store}",
+    err.print(safetext.text(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
+                            f"{outcome.trials} trials, {outcome.failures} failed; store {store}"),
               highlight=False)
     _report([outcome.run_id], st, "table", None)
     if report is not None:
@@ -186,11 +188,12 @@ def _preflight_gate(noise: NoiseWatch, strict: bool, quiet: bool) -> list[Check]
     if not quiet and noteworthy:  # all ok: the run's progress messages say so in one line
         err.print(checks_table(noteworthy, "noise preflight: checks that warn or fail"))
     elif not quiet:
-        err.print(summary_line("before the run", checks), highlight=False)
+        err.print(safetext.text(summary_line("before the run", checks)), highlight=False)
     bad = failed(checks)
     if strict and bad:
         err.print("[red]refusing to start (--strict):[/] "
-                  + "; ".join(f"{c.name} failed: {c.value}" for c in bad), highlight=False)
+                  + "; ".join(f"{c.name} failed: {safetext.markup(c.value)}" for c in bad),
+                  highlight=False)
         raise typer.Exit(1)
     return checks
 
@@ -209,7 +212,7 @@ def preflight(
 
     checks = NoiseWatch().checks(window)
     if as_json:
-        sys.stdout.write(json.dumps([c.as_dict() for c in checks], indent=2) + "\n")
+        sys.stdout.write(safetext.dumps([c.as_dict() for c in checks], indent=2) + "\n")
     else:
         console.print(checks_table(checks))
     raise typer.Exit(1 if failed(checks) else 0)
@@ -235,7 +238,8 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
 
         rendered = render_html(analysis)
     elif fmt == "table":
-        file_console = Console(record=True, width=160, file=open(os.devnull, "w"))  # noqa: SIM115
+        file_console = safetext.console(record=True, width=160,
+                                        file=open(os.devnull, "w"))  # noqa: SIM115
         text.render_terminal(analysis, file_console, details)
         rendered = file_console.export_text()
     else:
@@ -245,7 +249,7 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
         sys.stdout.write(rendered)
     else:
         output.write_text(rendered)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {safetext.markup(output)}")
 
 
 def _distinct_runs(st: Any, refs: list[str]) -> list[str]:
@@ -302,11 +306,12 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
         if r.status == "abandoned":  # the resume command goes below the table, unwrapped
             abandoned.append(f"run {r.id}: {r.stop_reason}")
             reason = "its process is gone (see below)"
-        table.add_row(r.experiment, r.status, started, r.host, str(st.sample_count(r.id)),
-                      reason, r.id)
+        # Stored text, imported from anywhere: cells as Text (never markup), shown by safetext.
+        table.add_row(*map(safetext.text, (r.experiment, r.status, started, r.host,
+                                           st.sample_count(r.id), reason, r.id)))
     console.print(table)
     for line in abandoned:
-        console.print(Text(line), soft_wrap=True)
+        console.print(safetext.text(line), soft_wrap=True)
 
 
 @app.command()
@@ -317,21 +322,21 @@ def facts(as_json: JsonOpt = False) -> None:
 
     data = collect_facts(LocalTarget())
     if as_json:
-        console.print_json(json.dumps(data))
+        sys.stdout.write(safetext.dumps(data, indent=2) + "\n")
         return
     hv = data["hypervisor"]
-    console.print(f"CPU        {data['cpu'].get('model')} ({data['cpu'].get('logical_cpus')} "
-                  f"logical CPUs)", highlight=False)
-    console.print(f"in a VM    {'yes' if hv.get('in_vm') else 'no'}; hypervisor "
-                  f"{hv.get('cpuid_vendor') or '-'} (CPUID leaf), systemd-detect-virt: "
-                  f"{hv.get('systemd_detect_virt', 'n/a')}", highlight=False)
-    console.print(f"kernel     {data['kernel']}", highlight=False)
-    console.print(f"OS         {data.get('os', '')}", highlight=False)
-    console.print(f"memory     {data['memory'].get('MemTotal', 0) / 2**30:.1f} GiB",
-                  highlight=False)
-    console.print(f"CPU flags  {' '.join(data['cpu'].get('flags', []))}", highlight=False)
-    for tool, version in data["tools"].items():
-        console.print(f"{tool:<10} {version}", highlight=False)
+    lines = [f"CPU        {data['cpu'].get('model')} ({data['cpu'].get('logical_cpus')} "
+             "logical CPUs)",
+             f"in a VM    {'yes' if hv.get('in_vm') else 'no'}; hypervisor "
+             f"{hv.get('cpuid_vendor') or '-'} (CPUID leaf), systemd-detect-virt: "
+             f"{hv.get('systemd_detect_virt', 'n/a')}",
+             f"kernel     {data['kernel']}",
+             f"OS         {data.get('os', '')}",
+             f"memory     {data['memory'].get('MemTotal', 0) / 2**30:.1f} GiB",
+             f"CPU flags  {' '.join(data['cpu'].get('flags', []))}"]
+    lines += [f"{tool:<10} {version}" for tool, version in data["tools"].items()]
+    for line in lines:  # what the machine and its tools say: text, never markup
+        console.print(safetext.text(line), highlight=False)
 
 
 @app.command()
@@ -352,14 +357,15 @@ def workloads(as_json: JsonOpt = False) -> None:
             "python_modules": [{"module": m, "pip": p} for m, p in cls.python_modules],
         })
     if as_json:
-        console.print_json(json.dumps(described))
+        sys.stdout.write(safetext.dumps(described, indent=2) + "\n")
         return
-    for w in described:
-        console.print(f"[bold]{w['name']}[/] — {w['description']}")
+    for w in described:  # plugins' text (entry points too): shown as written
+        console.print(f"[bold]{safetext.markup(w['name'])}[/] — "
+                      f"{safetext.markup(w['description'])}")
         for m in w["metrics"]:
             star = " (primary)" if m["primary"] else ""
-            console.print(f"  metric {m['name']} [{m['unit']}, {m['better']} is better]{star}: "
-                          f"{m['description']}", highlight=False)
+            console.print(safetext.text(f"  metric {m['name']} [{m['unit']}, {m['better']} is "
+                                        f"better]{star}: {m['description']}"), highlight=False)
         _print_params_and_tools(w)
 
 
@@ -388,14 +394,14 @@ def _tools_of(tools: Sequence[Tool]) -> list[dict[str, str]]:
 
 
 def _print_params_and_tools(entry: dict[str, Any]) -> None:
-    for name, knob in entry["knobs"].items():
-        console.print(f"  knob   {name} ({knob['values']}): {knob['meaning']}",
-                      highlight=False, markup=False)
-    for key, p in entry["params"].items():
-        console.print(f"  param  {key} = {p['default']!r}: {p['description']}", highlight=False)
-    for t in entry["tools"]:
-        console.print(f"  tool   {t['binary']} (Debian package {t['debian_package']})",
-                      highlight=False)
+    lines = [f"  knob   {name} ({knob['values']}): {knob['meaning']}"
+             for name, knob in entry["knobs"].items()]
+    lines += [f"  param  {key} = {p['default']!r}: {p['description']}"
+              for key, p in entry["params"].items()]
+    lines += [f"  tool   {t['binary']} (Debian package {t['debian_package']})"
+              for t in entry["tools"]]
+    for line in lines:
+        console.print(safetext.text(line), highlight=False)
 
 
 @app.command()
@@ -411,11 +417,12 @@ def labs(as_json: JsonOpt = False) -> None:
             "tools": _tools_of(cls.tools),
         })
     if as_json:
-        console.print_json(json.dumps(described))
+        sys.stdout.write(safetext.dumps(described, indent=2) + "\n")
         return
     for lab in described:
-        console.print(f"[bold]{lab['name']}[/] — {lab['description']} "
-                      f"(switch cost: {lab['switch_cost']})")
+        console.print(f"[bold]{safetext.markup(lab['name'])}[/] — "
+                      f"{safetext.markup(lab['description'])} "
+                      f"(switch cost: {safetext.markup(lab['switch_cost'])})")
         _print_params_and_tools(lab)
 
 
@@ -446,7 +453,8 @@ def export_cmd(
     st = _store(store)
     info = st.run(run_ref)
     count = export_run(st, info.id, output)
-    err.print(f"exported run {info.id} ({count} samples) to {output}")
+    err.print(f"exported run {safetext.markup(info.id)} ({count} samples) to "
+              f"{safetext.markup(output)}")
 
 
 @app.command("import")
@@ -460,7 +468,7 @@ def import_cmd(
 
     tables = tables_to_import(file)  # a refused file creates no store
     run_id = import_tables(_store(store, create=True), file, tables, replace=replace)
-    err.print(f"imported run {run_id}")
+    err.print(f"imported run {safetext.markup(run_id)}")
 
 
 def _register_decide() -> None:
@@ -498,7 +506,7 @@ def lab_clean() -> None:
 
     outcome = clean_leftovers()
     for event in outcome.events:  # Text: paths and object lists are never read as markup
-        console.print(Text(event.text, style="yellow" if event.kind == "kept" else ""))
+        console.print(safetext.text(event.text, style="yellow" if event.kind == "kept" else ""))
     console.print(outcome.summary())
     if not outcome.complete:
         raise typer.Exit(1)

@@ -3,7 +3,6 @@ terminal, JSON or HTML. Exit codes of compare: 0 no regression, 1 regression, 2 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,13 +10,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from virtbench import safetext
 from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.model import VirtbenchError
 
 __all__ = ["compare", "history", "warn_if_not_comparable"]
 
-console = Console()
-err = Console(stderr=True)
+console = safetext.console()
+err = safetext.console(stderr=True)
 
 
 def _opener(location: str) -> Any:
@@ -35,9 +35,7 @@ def _opener(location: str) -> Any:
 
 
 def _dumps(document: Any) -> str:
-    from virtbench.report.formatting import json_safe
-
-    return json.dumps(json_safe(document), indent=2, default=str, allow_nan=False) + "\n"
+    return safetext.dumps(document, indent=2) + "\n"
 
 
 def _refuse_strict(diffs: list[Any], what: str) -> None:
@@ -165,11 +163,12 @@ def history(
         if output is None:
             render_history(result, console)
             return
-        file_console = Console(record=True, width=100, file=open("/dev/null", "w"))  # noqa: SIM115
+        file_console = safetext.console(record=True, width=100,
+                                        file=open("/dev/null", "w"))  # noqa: SIM115
         render_history(result, file_console)
         rendered = file_console.export_text()
     if output is None:
         sys.stdout.write(rendered)
     else:
         output.write_text(rendered)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {safetext.markup(output)}")

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperGroup
 
+from virtbench import safetext
 from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
 from virtbench.targets.base import CommandFailed
 
@@ -33,7 +32,7 @@ EXIT_INTERRUPTED = 130
 # Errors of the disk or the device, not of what the user named: the command failed (1).
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
-_err = Console(stderr=True)
+_err = safetext.console(stderr=True)
 
 
 @dataclass(frozen=True)
@@ -77,21 +76,23 @@ def report(exc: BaseException, debug: bool) -> int:
     if isinstance(exc, KeyboardInterrupt):
         if debug:
             traceback.print_exception(exc)
-        _err.print(f"[yellow]interrupted[/] ({escape(str(exc)) or 'SIGINT'})", highlight=False,
+        _err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'})", highlight=False,
                    soft_wrap=True)
         return EXIT_INTERRUPTED
     failure = classify(exc)
     if failure is None:
         traceback.print_exception(exc)
         _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
-                   f"{escape(str(exc))}\nPlease report it with the traceback above.",
+                   f"{safetext.markup(exc)}\nPlease report it with the traceback above.",
                    highlight=False, soft_wrap=True)
         return EXIT_INTERNAL
     if debug:
         traceback.print_exception(exc)
     # Not wrapped: paths and commands in the message stay copyable.
-    # Escaped: brackets in a message (an IPv6 address, a list) are text, not rich markup.
-    _err.print(f"[red]error:[/] {escape(failure.message)}", highlight=False, soft_wrap=True)
+    # Shown as written (safetext.markup): brackets in a message (an IPv6 address, a list, a
+    # command's stderr) are text, not rich markup; control characters show as escapes.
+    _err.print(f"[red]error:[/] {safetext.markup(failure.message)}", highlight=False,
+               soft_wrap=True)
     return failure.exit_code
 
 

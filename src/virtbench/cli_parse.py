@@ -8,23 +8,13 @@ only what a parse needs is imported here; rich only for a table or a warning.
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["parse_command", "print_notes", "shown"]
+from virtbench import safetext
 
-# C0 controls but tab, DEL, C1 controls: an escape sequence from a file would drive the terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-
-
-def shown(text: str) -> str:
-    """Text from a file as it may reach a terminal: control characters made visible
-    (``\x1b``), so a job name or a warning cannot retitle the window or hide text. (Rich
-    markup is not interpreted either: callers print it as a ``rich.text.Text``.)"""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+__all__ = ["measurement_json", "parse_command", "print_notes"]
 
 
 def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> None:
@@ -52,36 +42,38 @@ def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> Non
         document: dict[str, Any] = {
             "tool": tool, "format": parsed.format, "partial": parsed.partial,
             "warnings": parsed.warnings,
-            "measurements": [{"metric": m.metric, "value": m.value, "unit": unit(m.metric),
-                              "status": m.status, "t": m.t, "labels": m.labels}
-                             for m in parsed.measurements]}
-        # Strict JSON: parsers never leave a non-finite value ok (parsers.base.check_figures).
-        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
-                         + "\n")
+            "measurements": [measurement_json(m.metric, m.value, unit(m.metric), m.status, m.t,
+                                              m.labels) for m in parsed.measurements]}
+        sys.stdout.write(safetext.dumps(document, indent=2) + "\n")
         return
-    from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
 
-    # Every cell is Text: names and labels come from the file ('[/]' is no markup here).
     table = Table("metric", "value", "unit", "status", "labels",
-                  title=Text(shown(parsed.format)))
-    for m in parsed.measurements:
-        table.add_row(Text(shown(m.metric)), "–" if m.value is None else f"{m.value:.6g}",
-                      unit(m.metric), m.status,
-                      Text(shown(",".join(f"{k}={v}" for k, v in m.labels.items()))))
-    Console().print(table)
+                  title=safetext.markup(parsed.format))
+    for m in parsed.measurements:  # labels and statuses are the tool's text: never markup
+        table.add_row(*map(safetext.text, (
+            m.metric, "–" if m.value is None else f"{m.value:.6g}", unit(m.metric), m.status,
+            ",".join(f"{k}={v}" for k, v in m.labels.items()))))
+    safetext.console().print(table)
+
+
+def measurement_json(metric: str, value: float | None, unit: str, status: str,
+                     t: float | None, labels: dict[str, str]) -> dict[str, Any]:
+    """One measurement as ``parse --json`` prints it: a NaN or infinite value is null and its
+    status says why (``not_finite`` where the parser said ok)."""
+    value, status = safetext.finite_or_reason(value, status)
+    return {"metric": metric, "value": value, "unit": unit, "status": status, "t": t,
+            "labels": labels}
 
 
 def print_notes(notes: list[tuple[str, str]]) -> None:
     """(kind, text) notes on stderr: in colour for a person, as plain unwrapped lines (no rich
     to import) for a log or a pipe."""
-    if not sys.stderr.isatty():
-        sys.stderr.write("".join(f"{kind}: {shown(text)}\n" for kind, text in notes))
+    if not sys.stderr.isatty():  # the tool's text, shown as written (safetext.visible)
+        sys.stderr.write("".join(f"{kind}: {safetext.visible(text)}\n" for kind, text in notes))
         return
-    from rich.console import Console
     from rich.text import Text
 
-    err = Console(stderr=True)
+    err = safetext.console(stderr=True)
     for kind, text in notes:
-        err.print(Text.assemble((f"{kind}:", "yellow"), f" {shown(text)}"))
+        err.print(Text.assemble((f"{kind}:", "yellow"), " ", safetext.text(text)))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from virtbench import safetext
 from virtbench.net_qos.capture_report import CAPTURE_METRICS, analyse_capture, flow_measurements
 
 __all__ = ["parse_pcap_command"]
@@ -15,38 +15,38 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
     source: Path | bytes = sys.stdin.buffer.read() if str(file) == "-" else file
     report = analyse_capture(source, flow)
     if report.damage:
-        from rich.console import Console
-        from rich.text import Text
-
-        Console(stderr=True).print(Text.assemble(  # Text: a file name is no markup
-            ("warning:", "yellow"), f" {file}: {report.damage} ({report.packets} packets "
-                                    "read; every figure below is partial)"),
+        safetext.console(stderr=True).print(
+            f"[yellow]warning:[/] {safetext.markup(file)}: {safetext.markup(report.damage)} "
+            f"({report.packets} packets read; every figure below is partial)",
             highlight=False)
     rows = flow_measurements(report)
     if as_json:
         units = {m.name: m.unit for m in CAPTURE_METRICS}
-        print(json.dumps([{"metric": m.metric, "value": m.value, "unit": units[m.metric],
-                           "status": m.status, "t": m.t, "labels": m.labels} for m in rows],
-                         indent=1, allow_nan=False))  # strict JSON: no value is NaN
+        document = []
+        for m in rows:  # a NaN or infinite figure: null, its status says why
+            value, status = safetext.finite_or_reason(m.value, m.status)
+            document.append({"metric": m.metric, "value": value, "unit": units[m.metric],
+                             "status": status, "t": m.t, "labels": m.labels})
+        print(safetext.dumps(document, indent=1))
         return
-    from rich.console import Console  # the table only: JSON output is a parse's fast path
-    from rich.table import Table
+    from rich.table import Table  # the table only: JSON output is a parse's fast path
     from rich.text import Text
 
-    console = Console()
+    console = safetext.console()
     if not console.is_terminal:  # a pipe or file: never wrap a 5-tuple over lines
-        console = Console(width=240)
+        console = safetext.console(width=240)
     times = [t for f in report.flows for t in (f.first_ns, f.last_ns) if t is not None]
     day = f", {_utc(min(times))[:10]} UTC" if times else ""
-    console.print(Text(f"{file}: {report.format}, {report.packets:,} packets, {report.total_flows} "
-                       f"flows" + (f", {len(report.flows)} selected" if flow else "") + day
-                       + (" — PARTIAL (damaged file)" if report.damage else "")))
+    console.print(safetext.text(
+        f"{file}: {report.format}, {report.packets:,} packets, {report.total_flows} flows"
+        + (f", {len(report.flows)} selected" if flow else "") + day
+        + (" — PARTIAL (damaged file)" if report.damage else "")))
     table = Table("flow", "packets", "bytes", "first", "last", "delay ms", "jitter ms",
                   "Mbit/s")
     for f in report.flows:
         q = f.qos
-        table.add_row(Text(str(f.flow), no_wrap=True), f"{f.packets:,}", f"{f.bytes:,}",
-                      _utc(f.first_ns)[11:], _utc(f.last_ns)[11:],
+        table.add_row(Text(safetext.visible(f.flow), no_wrap=True), f"{f.packets:,}",
+                      f"{f.bytes:,}", _utc(f.first_ns)[11:], _utc(f.last_ns)[11:],
                       "–" if q is None else f"{q.delay_ms:.6g}",
                       "–" if q is None else f"{q.jitter_ms:.6g}",
                       "–" if q is None or q.throughput_mbps is None

@@ -15,6 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from virtbench import safetext
 from virtbench.runner.engine import ProgressHook
 
 __all__ = ["RichProgress"]
@@ -38,12 +39,15 @@ class RichProgress(ProgressHook):
         self.progress.update(self.task, total=total)
 
     def advance(self, key: Any, ok: bool) -> None:
-        self.progress.update(self.task, advance=1,
-                             description=f"{key.variant} · {key.workload_id}")
+        # The description column is rich markup: names are shown as written (safetext).
+        self.progress.update(self.task, advance=1, description=(
+            f"{safetext.markup(key.variant)} · {safetext.markup(key.workload_id)}"))
 
     def message(self, text: str) -> None:
+        """A runner message (a failed trial's error, a command's stderr) as plain text: never
+        read as markup (`[/dev/sdz]` crashed the run), control characters shown as escapes."""
         if not self.progress.disable:
-            self.progress.console.print(text, highlight=False)
+            self.progress.console.print(safetext.text(text), highlight=False)
 
     def stop(self) -> None:
         self.progress.stop()

@@ -14,6 +14,7 @@ from virtbench.contract import MAX_SECONDS
 from virtbench.kvm.access import parse_ssh_spec
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
+from virtbench.safetext import visible
 from virtbench.store import Store
 from virtbench.targets.ssh import SSHTarget
 
@@ -63,8 +64,9 @@ def assess(
     st = Store(store)
     progress = ProgressHook()
     if not as_json:  # a JSON reader gets one document on stdout and nothing else
-        typer.echo(f"assessing {'domain ' + domain if domain else 'this machine'} within "
-                   f"{seconds:g} s (measurements are stored in {store})", err=True)
+        typer.echo(visible(f"assessing {'domain ' + domain if domain else 'this machine'} "
+                           f"within {seconds:g} s (measurements are stored in {store})"),
+                   err=True)
     if ssh and not domain:
         raise VirtbenchError("--ssh reads a domain's guest: give --domain too (without it, "
                              "virtbench assesses the machine it runs on)")

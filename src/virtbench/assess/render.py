@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import textwrap
 
+from virtbench import safetext
 from virtbench.assess.engine import Assessment
 from virtbench.assess.findings import Finding, Gain
 from virtbench.report.sections import Section
@@ -41,6 +41,8 @@ def _finding_text(rank: int, finding: Finding) -> list[str]:
 
 
 def render_text(assessment: Assessment) -> str:
+    """The findings as terminal text. Evidence (a guest's domain XML, /proc, a tool's output)
+    is text from the machine assessed: control characters show as escapes (safetext)."""
     lines = [f"assessment of {assessment.subject}: {len(assessment.findings)} findings, "
              f"ranked by measured (then cited) gain; {assessment.elapsed_s:.0f} s of a "
              f"{assessment.budget_s:g} s budget"]
@@ -52,11 +54,12 @@ def render_text(assessment: Assessment) -> str:
     for rank, finding in enumerate(assessment.findings, 1):
         lines.append("")
         lines += _finding_text(rank, finding)
-    return "\n".join(lines) + "\n"
+    return safetext.visible("\n".join(lines)) + "\n"
 
 
 def render_json(assessment: Assessment) -> str:
-    return json.dumps(assessment.as_dict(), indent=1, default=str) + "\n"
+    """Strict JSON: a gain without a finite figure is null (safetext.dumps)."""
+    return safetext.dumps(assessment.as_dict(), indent=1) + "\n"
 
 
 def findings_section(assessment: Assessment) -> Section:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from virtbench import safetext
 from virtbench.fleet.drive import FleetOutcome, FleetRunner, latest_fleet
 from virtbench.fleet.inventory import FleetHost, host_from_url, load_inventory
 from virtbench.model import VirtbenchError
@@ -21,7 +22,8 @@ from virtbench.store import Store
 
 __all__ = ["check_fleet", "fleet_hosts", "hosts_app", "run_fleet"]
 
-err = Console(stderr=True)
+# Host names, remote errors and facts are text from elsewhere: printed through safetext.
+err = safetext.console(stderr=True)
 
 
 def fleet_hosts(inventory: Path | None, urls: Sequence[str]) -> list[FleetHost]:
@@ -42,23 +44,26 @@ def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[Fle
 
     plan = FleetRunner(store, exp, "", spec_path, hosts, known_hosts=known_hosts, netns=netns)
     variants = exp.all_variants()
-    out.print(f"{exp.name}: {len(variants)} variants × {len(exp.workloads)} workloads; baseline "
-              f"{exp.baseline_name}; repetitions {exp.repetitions}; on {len(plan.hosts)} hosts "
-              "at once", markup=False, highlight=False)
+
+    def say(line: str) -> None:  # names from the file and the inventory: shown literally
+        out.print(safetext.text(line))
+
+    say(f"{exp.name}: {len(variants)} variants × {len(exp.workloads)} workloads; baseline "
+        f"{exp.baseline_name}; repetitions {exp.repetitions}; on {len(plan.hosts)} hosts at once")
     for h in plan.hosts:
-        out.print(f"host {h.name} ({h.describe()}): a run of {exp.name}, lab {exp.lab.kind}",
-                  markup=False, highlight=False)
+        say(f"host {h.name} ({h.describe()}): a run of {exp.name}, lab {exp.lab.kind}")
     checked = list(plan.hosts)
     if plan.server is not None:
-        out.print(f"host {plan.server.name} ({plan.server.describe()}): the server role of lab "
-                  f"{exp.lab.kind}, peer of {plan.hosts[0].name}", markup=False, highlight=False)
+        say(f"host {plan.server.name} ({plan.server.describe()}): the server role of lab "
+            f"{exp.lab.kind}, peer of {plan.hosts[0].name}")
         checked.append(plan.server)
     checks = check_hosts(exp, checked, known_hosts=known_hosts, netns=netns)
     for c in checks:
         for problem in c.problems:
-            out.print(Text.assemble(("problem:", "red"), f" {c.host}: {problem}"))
+            out.print(Text.assemble(("problem:", "red"), " ",
+                                    safetext.text(f"{c.host}: {problem}")))
         if c.ok:
-            out.print(f"host {c.host}: ready", markup=False, highlight=False)
+            say(f"host {c.host}: ready")
     return all(c.ok for c in checks)
 
 
@@ -71,7 +76,8 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
     def say(host: str, text: str) -> None:
         if not quiet:
             with lock:
-                err.print(f"[bold]{host}[/]: {text}", highlight=False)
+                err.print(f"[bold]{safetext.markup(host)}[/]: {safetext.markup(text)}",
+                          highlight=False)
 
     if resume == "latest":
         st = Store(store)
@@ -81,28 +87,30 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
             st.close()
     fleet = FleetRunner(store, exp, spec_yaml, spec_path, hosts, known_hosts=known_hosts,
                         netns=netns, say=say)
-    err.print(f"fleet run on {len(hosts)} hosts"
-              + (f" (resuming {resume})" if resume else "") + f"; store {store}")
+    err.print(safetext.text(f"fleet run on {len(hosts)} hosts"
+                            + (f" (resuming {resume})" if resume else "") + f"; store {store}"))
     outcome = fleet.run(resume_fleet_id=resume)
-    table = Table(title=f"fleet {outcome.fleet_id}: {exp.name}, {outcome.wall_s:.1f} s")
+    table = Table(title=safetext.markup(f"fleet {outcome.fleet_id}: {exp.name}, "
+                                        f"{outcome.wall_s:.1f} s"))
     for column in ("host", "run", "status", "trials", "failed", "reason"):
         table.add_column(column)
     for h in outcome.hosts:
         colour = "green" if h.status == "complete" else "red"
-        table.add_row(h.host, h.run_id, f"[{colour}]{h.status}[/]", str(h.trials),
-                      str(h.failures), h.reason)
+        table.add_row(safetext.text(h.host), safetext.text(h.run_id),
+                      safetext.text(h.status, style=colour), str(h.trials), str(h.failures),
+                      safetext.text(h.reason))
     err.print(table)
-    err.print(f"fleet id {outcome.fleet_id} (`virtbench hosts runs {outcome.fleet_id}` lists "
-              "its runs)", highlight=False)
+    err.print(safetext.text(f"fleet id {outcome.fleet_id} (`virtbench hosts runs "
+                            f"{outcome.fleet_id}` lists its runs)"), highlight=False)
     if any(h.status != "complete" for h in outcome.hosts):
-        err.print(f"continue the unfinished hosts with `virtbench run {spec_path} --hosts ... "
-                  f"--resume {outcome.fleet_id}`", highlight=False)
+        err.print(safetext.text(f"continue the unfinished hosts with `virtbench run {spec_path} "
+                                f"--hosts ... --resume {outcome.fleet_id}`"), highlight=False)
     return outcome
 
 
 hosts_app = typer.Typer(help="Fleet hosts: check them against an experiment, write a playbook.",
                         no_args_is_help=True)
-out = Console()
+out = safetext.console()
 
 
 @hosts_app.command("check")
@@ -125,27 +133,28 @@ def hosts_check(
     checks = check_hosts(exp, load_inventory(inventory), known_hosts=known_hosts, netns=netns)
     diff = comparability_diff({c.host: c.facts for c in checks if c.reachable})
     if as_json:
-        out.print_json(data={"hosts": [{"host": c.host, "reachable": c.reachable,
-                                        "ready": c.ok, "problems": c.problems}
-                                       for c in checks],
-                             "differing_facts": diff})
+        sys.stdout.write(safetext.dumps({"hosts": [{"host": c.host, "reachable": c.reachable,
+                                                    "ready": c.ok, "problems": c.problems}
+                                                   for c in checks],
+                                         "differing_facts": diff}, indent=2) + "\n")
     else:
-        table = Table(title=f"hosts for {exp.name}")
+        table = Table(title=f"hosts for {safetext.markup(exp.name)}")
         for column in ("host", "reachable", "ready", "problems"):
             table.add_column(column)
         for c in checks:
-            table.add_row(c.host, "yes" if c.reachable else "[red]no[/]",
-                          "yes" if c.ok else "[red]no[/]", "\n".join(c.problems) or "–")
+            table.add_row(safetext.text(c.host), "yes" if c.reachable else "[red]no[/]",
+                          "yes" if c.ok else "[red]no[/]",
+                          safetext.text("\n".join(c.problems) or "–"))
         out.print(table)
         if diff:
             facts = Table(title="facts that differ between hosts (results may not be comparable)")
             facts.add_column("fact")
             for c in checks:
                 if c.reachable:
-                    facts.add_column(c.host)
+                    facts.add_column(safetext.text(c.host))
             for key, values in diff.items():
-                facts.add_row(key, *[str(values.get(c.host, "–")) for c in checks
-                                     if c.reachable])
+                facts.add_row(safetext.text(key), *[safetext.text(values.get(c.host, "–"))
+                                                    for c in checks if c.reachable])
             out.print(facts)
         else:
             out.print("hosts agree on every compared fact (CPU model and count, hypervisor, "
@@ -171,7 +180,7 @@ def hosts_playbook(
         sys.stdout.write(text)
     else:
         output.write_text(text)
-        err.print(f"wrote {output}")
+        err.print(f"wrote {safetext.markup(output)}")
 
 
 @hosts_app.command("runs")
@@ -190,4 +199,5 @@ def hosts_runs(
     finally:
         st.close()
     for name, entry in record["hosts"].items():
-        sys.stdout.write(f"{entry['run_id']}\t{name}\t{entry['target']}\n")
+        sys.stdout.write(safetext.visible(f"{entry['run_id']}\t{name}\t{entry['target']}")
+                         + "\n")

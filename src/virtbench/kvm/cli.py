@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from virtbench import safetext
 from virtbench.contract import MAX_SECONDS
 from virtbench.inputs.values import number_parser
 from virtbench.kvm.access import GuestAccess
@@ -37,8 +37,14 @@ ShutdownOpt = Annotated[float, typer.Option(
     help="seconds of ACPI shutdown before destroy (0: destroy at once)")]
 
 
+def _echo(message: str, err: bool = False) -> None:
+    """A line of libvirt's, the guest's or the user's text, shown as written: control
+    characters in a domain name, a CPU model or an XML diff appear as escapes (safetext)."""
+    typer.echo(safetext.visible(message), err=err)
+
+
 def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
+    _echo(f"error: {exc}", err=True)
     return typer.Exit(2)
 
 
@@ -86,38 +92,38 @@ def inventory(
                              "notes": guest.notes,
                              "missing": [m.__dict__ for m in missing],
                              "migration_note": migration_note(guest.config)}
-        typer.echo(json.dumps(data, indent=1))
+        typer.echo(safetext.dumps(data, indent=1))
         return
-    typer.echo(f"libvirt: {host.uri}")
-    typer.echo(f"host CPU: {host.vendor or '?'} {host.model or '?'} ({host.arch}), "
+    _echo(f"libvirt: {host.uri}")
+    _echo(f"host CPU: {host.vendor or '?'} {host.model or '?'} ({host.arch}), "
                f"{len(host.flags)} flags (libvirt capabilities)")
     if host.cpuinfo is not None:
-        typer.echo(f"/proc/cpuinfo of this machine: {len(host.cpuinfo)} flags"
+        _echo(f"/proc/cpuinfo of this machine: {len(host.cpuinfo)} flags"
                    + ("; this machine is itself a guest (hypervisor flag)"
                       if host.runs_in_guest else ""))
     if host.host_model:
-        typer.echo(f"host-model for {host.virttype}: {host.host_model.summary()}")
+        _echo(f"host-model for {host.virttype}: {host.host_model.summary()}")
     if host.passthrough_supported is not None:
-        typer.echo(f"host-passthrough for {host.virttype}: "
+        _echo(f"host-passthrough for {host.virttype}: "
                    f"{'supported' if host.passthrough_supported else 'NOT supported'}")
     for note in host.notes:
-        typer.echo(f"note: {note}")
+        _echo(f"note: {note}")
     if host.runs_in_guest and host.cpuinfo is not None:
         hidden = sorted(host.caps_flags - host.cpuinfo) if host.model else []
-        typer.echo("flags visible to virtbench here: " + " ".join(sorted(host.cpuinfo)))
+        _echo("flags visible to virtbench here: " + " ".join(sorted(host.cpuinfo)))
         if hidden:
-            typer.echo("in libvirt's host view but not in /proc/cpuinfo: " + " ".join(hidden))
+            _echo("in libvirt's host view but not in /proc/cpuinfo: " + " ".join(hidden))
     if guest is None:
-        typer.echo("\nhost flags: " + " ".join(sorted(host.flags)))
+        _echo("\nhost flags: " + " ".join(sorted(host.flags)))
         return
-    typer.echo(f"\nguest {guest.domain}: {guest.config.summary()} (resolved from {guest.source}"
+    _echo(f"\nguest {guest.domain}: {guest.config.summary()} (resolved from {guest.source}"
                f" XML), {len(guest.flags)} flags")
     for note in guest.notes:
-        typer.echo(f"note: {note}")
-    typer.echo(f"\nflags the host has and {guest.domain} lacks ({len(missing)}):")
+        _echo(f"note: {note}")
+    _echo(f"\nflags the host has and {guest.domain} lacks ({len(missing)}):")
     for item in missing:
-        typer.echo(f"  {item.flag:<16} {item.use}" if item.use else f"  {item.flag}")
-    typer.echo(f"\nmigration: {migration_note(guest.config)}")
+        _echo(f"  {item.flag:<16} {item.use}" if item.use else f"  {item.flag}")
+    _echo(f"\nmigration: {migration_note(guest.config)}")
 
 
 @app.command()
@@ -159,7 +165,7 @@ def tune(
         dom = _lookup(conn, domain)
         state = default_state()
         tuner = DomainTuner(conn, domain, state, shutdown_timeout=shutdown_timeout,
-                            boot_timeout=boot_timeout, log=lambda line: typer.echo(f"> {line}"))
+                            boot_timeout=boot_timeout, log=lambda line: _echo(f"> {line}"))
         saved = tuner.original()
         # Tune from the saved original, so repeated tunes never stack on each other.
         base = str(saved["live_xml"] or saved["inactive_xml"]) if saved else (
@@ -170,16 +176,16 @@ def tune(
         plan = make_plan(domain, base, change, host, ModelCatalog(conn, host.arch or "x86_64"))
     except VirtbenchError as exc:
         raise _fail(exc) from exc
-    typer.echo(plan.diff or "(no change to the XML)")
+    _echo(plan.diff or "(no change to the XML)")
     for warning in plan.warnings:
-        typer.echo(f"warning: {warning}")
-    typer.echo("\nCloudStack (/etc/cloudstack/agent/agent.properties on each KVM host):")
-    typer.echo(plan.cloudstack())
-    typer.echo("\nOpenStack (nova.conf on each compute node):")
-    typer.echo(plan.nova())
-    typer.echo(f"\nmigration: {migration_note(plan.cpu)}")
+        _echo(f"warning: {warning}")
+    _echo("\nCloudStack (/etc/cloudstack/agent/agent.properties on each KVM host):")
+    _echo(plan.cloudstack())
+    _echo("\nOpenStack (nova.conf on each compute node):")
+    _echo(plan.nova())
+    _echo(f"\nmigration: {migration_note(plan.cpu)}")
     if not apply:
-        typer.echo("\ndry run: nothing changed (add --apply)")
+        _echo("\ndry run: nothing changed (add --apply)")
         return
     access = GuestAccess(ssh=ssh, known_hosts=known_hosts, identity_file=identity, agent=agent,
                          console_log=console_log)
@@ -197,7 +203,7 @@ def tune(
                              expect_absent=plan.change.disable)
     except VirtbenchError as exc:
         raise _fail(exc) from exc
-    typer.echo(f"applied ({result.mode}); verified by {result.verified_by}. "
+    _echo(f"applied ({result.mode}); verified by {result.verified_by}. "
                f"Undo with: virtbench kvm rollback {domain}"
                + (f" --connect {connect}" if connect else ""))
 
@@ -214,13 +220,13 @@ def rollback(
     if list_saved or domain is None:
         for key in state.keys("kvm-original:"):
             saved = state.load(key) or {}
-            typer.echo(f"{saved.get('domain')}  {saved.get('uri')}  saved {saved.get('saved_at')}"
+            _echo(f"{saved.get('domain')}  {saved.get('uri')}  saved {saved.get('saved_at')}"
                        f"  phase {saved.get('phase')}")
         return
     try:
         conn = open_connection(connect)
         tuner = DomainTuner(conn, domain, state, shutdown_timeout=shutdown_timeout,
-                            log=lambda line: typer.echo(f"> {line}"))
+                            log=lambda line: _echo(f"> {line}"))
         if not tuner.rollback():
             raise VirtbenchError(f"no saved original for '{domain}' on {conn.getURI()} "
                                  f"(key {state_key(conn.getURI(), tuner.uuid)})")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, cast
 
 import typer
 
+from virtbench import safetext
 from virtbench.inputs.values import port_number
 from virtbench.kvm.sandbox import (
     DEFAULT_DIR,
@@ -31,7 +31,7 @@ DirOpt = Annotated[Path, typer.Option(
 
 def _show(info: SandboxInfo, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(asdict(info), indent=1))
+        typer.echo(safetext.dumps(asdict(info), indent=1))
         return
     typer.echo(f"domain {info.domain} ({info.virt_type}) answers over ssh {info.ssh}\n"
                f"  known_hosts {info.known_hosts}\n  identity    {info.identity}\n"

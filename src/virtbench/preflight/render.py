@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from virtbench import safetext
 from virtbench.preflight.checks import Check, Status
 
 __all__ = ["checks_table"]
@@ -20,6 +21,8 @@ def checks_table(checks: list[Check], title: str = "noise preflight") -> Table:
     table.add_column("threshold", overflow="fold", ratio=1)
     table.add_column("advice", overflow="fold", ratio=2)
     for c in checks:
-        table.add_row(c.name, Text(c.status.value, style=_STYLE[c.status]), Text(c.value),
-                      Text(c.threshold), Text(c.advice if c.status != Status.OK else ""))
+        # What /proc, /sys and other processes report: shown as written (safetext).
+        table.add_row(safetext.text(c.name), Text(c.status.value, style=_STYLE[c.status]),
+                      safetext.text(c.value), safetext.text(c.threshold),
+                      safetext.text(c.advice if c.status != Status.OK else ""))
     return table

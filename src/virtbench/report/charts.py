@@ -23,6 +23,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
+from virtbench import safetext
 from virtbench.analysis.views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
 from virtbench.model import Better
 from virtbench.report.formatting import _PREFIXES, _SCALABLE, fmt_value
@@ -152,14 +153,16 @@ def _categories(ax: Any, labels: Sequence[str]) -> None:
     ax.set_yticks([])
     ax.set_ylim(-0.6, len(labels) - 0.4)
     where = ax.get_yaxis_transform(which="grid")  # x in axes fraction, y in data
-    for i, label in enumerate(labels):
-        ax.text(-0.012, i, label, transform=where, ha="right", va="center", fontsize=8.5)
+    for i, label in enumerate(labels):  # stored names: control characters as escapes
+        ax.text(-0.012, i, safetext.visible(label), transform=where, ha="right", va="center",
+                fontsize=8.5)
 
 
 def _title(ax: Any, text: str, from_figure_left: bool = False) -> None:
     """The chart's title above the axes; ``from_figure_left`` starts it at the figure's left
     edge rather than the axes' (bar charts, whose long row labels push the axes right)."""
     # A plain text: Axes.set_title re-measures every tick label to place itself.
+    text = safetext.visible(text)
     if from_figure_left:
         where = blended_transform_factory(ax.figure.transFigure, ax.transAxes)
         ax.text(0.015, 1.025, text, transform=where, ha="left", va="bottom", fontsize=10)
@@ -189,7 +192,9 @@ def _finite(x: float | None) -> bool:
 
 def _short(label: str, limit: int = 34) -> str:
     """At most ``limit`` characters, cut in the middle: compared runs' variants
-    ('kvm-host/neighbours=3') share long beginnings and differ at both ends."""
+    ('kvm-host/neighbours=3') share long beginnings and differ at both ends. Control
+    characters of a stored name show as escapes (safetext)."""
+    label = safetext.visible(label)
     if len(label) <= limit:
         return label
     head = limit // 2

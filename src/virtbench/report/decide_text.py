@@ -6,13 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from virtbench import safetext
 from virtbench.report.formatting import fmt_value
 
 if TYPE_CHECKING:  # history pulls in the change-point library: only `history` needs it
@@ -52,23 +53,25 @@ def _when(timestamp: float) -> str:
 
 
 def _run_line(role: str, run: RunData) -> str:
+    """One run as plain text (print it with safetext.text: every part is stored text)."""
     where = "" if run.source == "store" else f", file {run.source}"
     return (f"{role}  {run.id}  {run.experiment} on {run.host or '?'}, "
             f"{_when(run.started_at)}{where}")
 
 
 def render_differences(diffs: list[Difference], console: Console, title: str) -> None:
-    """A short block naming each differing fact or setting (strict ones marked)."""
+    """A short block naming each differing fact or setting (strict ones marked). Facts and
+    settings are stored text: shown as written (safetext), never as markup."""
     if not diffs:
-        console.print(f"{title}: none found (facts, experiment file, lab, workloads, variants)",
-                      highlight=False)
+        console.print(safetext.text(f"{title}: none found (facts, experiment file, lab, "
+                                    "workloads, variants)"), highlight=False)
         return
-    console.print(f"[yellow]{title}[/] ({len(diffs)}; * = refused by --strict):",
-                  highlight=False)
+    console.print(f"[yellow]{safetext.markup(title)}[/] ({len(diffs)}; * = refused by "
+                  "--strict):", highlight=False)
     for d in diffs:
         mark = "*" if d.strict else " "
-        console.print(f" {mark} {d.what}: {_short(d.base)} → {_short(d.new)}", highlight=False,
-                      soft_wrap=False, overflow="fold")
+        console.print(safetext.text(f" {mark} {d.what}: {_short(d.base)} → {_short(d.new)}"),
+                      highlight=False, soft_wrap=False, overflow="fold")
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -97,13 +100,16 @@ def _verdict(row: ComparisonRow) -> str:
         more = "many" if math.isinf(r.more_repetitions) else f"~{int(r.more_repetitions)}"
         text += f": {more} more reps/side"
     style = _VERDICT_STYLE.get(r.verdict)
-    return f"[{style}]{text}[/]" if style else text
+    return f"[{style}]{safetext.markup(text)}[/]" if style else safetext.markup(text)
 
 
 def render_comparison(comparison: Comparison, console: Console) -> None:
-    """Runs, differences, one row per workload · metric · variant, and the gate's outcome."""
-    console.print(_run_line("BASE", comparison.base), highlight=False, overflow="fold")
-    console.print(_run_line("NEW ", comparison.new), highlight=False, overflow="fold")
+    """Runs, differences, one row per workload · metric · variant, and the gate's outcome.
+    Names come from the store or an exported file: cells are safetext.text, never markup."""
+    console.print(safetext.text(_run_line("BASE", comparison.base)), highlight=False,
+                  overflow="fold")
+    console.print(safetext.text(_run_line("NEW ", comparison.new)), highlight=False,
+                  overflow="fold")
     render_differences(comparison.differences, console, "differences")
     several = len({row.variant for row in comparison.rows}) > 1
     gate = comparison.fail_pct is not None
@@ -121,25 +127,27 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         table.add_column("gate", overflow="fold", min_width=4)
     for row in comparison.rows:
         arrow = "↓" if row.metric.better.value == "lower" else "↑"
-        cells = [row.workload_id, f"{row.metric.name} {arrow}"]
+        cells: list[Any] = [safetext.text(row.workload_id),
+                            safetext.text(f"{row.metric.name} {arrow}")]
         if several:
-            cells.append(row.variant)
+            cells.append(safetext.text(row.variant))
         cells += [_ratio(row), _verdict(row)]
         if gate:
             cells.append("[red]FAIL[/]" if row.regression else "ok")
         table.add_row(*cells)
     console.print(table)
     if not several and comparison.rows:
-        console.print(f"variant: {comparison.rows[0].variant}", highlight=False)
+        console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
     if gate:
         bad = comparison.regressions
         pct = f"{comparison.fail_pct:g} %"
         if bad:
             console.print(f"[red]regression[/]: NEW worse than BASE by more than {pct} "
                           f"(one-sided α = 5 %, Holm over {len(comparison.rows)} metrics) on "
-                          + "; ".join(f"{r.workload_id} · {r.metric.name}"
-                                      + (f" ({r.variant})" if several else "")
-                                      + f", p = {r.p_worse_holm:.2g}" for r in bad),
+                          + safetext.markup("; ".join(
+                              f"{r.workload_id} · {r.metric.name}"
+                              + (f" ({r.variant})" if several else "")
+                              + f", p = {r.p_worse_holm:.2g}" for r in bad)),
                           highlight=False)
         else:
             console.print(f"no regression beyond {pct} shown (one-sided α = 5 %, Holm over "
@@ -158,10 +166,10 @@ def render_history(history: History, console: Console) -> None:
     scope = (f"experiment file {history.experiment_hash}" if history.experiment_hash
              else "any experiment file")
     host = f"host {history.host}" if history.host else "any host"
-    console.print(f"{history.experiment}: {len(history.run_ids)} runs ({scope}, {host})",
-                  highlight=False)
+    console.print(safetext.text(f"{history.experiment}: {len(history.run_ids)} runs ({scope}, "
+                                f"{host})"), highlight=False)
     for why, count in history.excluded.items():
-        console.print(f"  left out: {count} run(s), {why}", highlight=False)
+        console.print(safetext.text(f"  left out: {count} run(s), {why}"), highlight=False)
     console.print("latest = mean of the latest run; cp = change points, listed below",
                   highlight=False)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
@@ -174,7 +182,8 @@ def render_history(history: History, console: Console) -> None:
     table.add_column("cp", justify="right")
     for s in history.series:
         last = s.points[-1] if s.points else None
-        table.add_row(f"{s.workload_id} · {s.metric.name}", s.variant, str(len(s.points)),
+        table.add_row(safetext.text(f"{s.workload_id} · {s.metric.name}"),
+                      safetext.text(s.variant), str(len(s.points)),
                       fmt_value(last.mean, s.metric.unit) if last else "–",
                       _relative_ci(last.mean, last.ci_low, last.ci_high) if last else "–",
                       sparkline([p.mean for p in s.points]), str(len(s.steps)))
@@ -184,10 +193,10 @@ def render_history(history: History, console: Console) -> None:
             direction = "higher" if step.ratio > 1 else "lower"
             verdict = ("better" if (step.ratio > 1) == (s.metric.better.value == "higher")
                        else "worse")
-            console.print(
+            console.print(safetext.text(
                 f"change: {s.workload_id} · {s.metric.name} · {s.variant}: "
                 f"{step.change_pct:+.2f} % [{100 * (step.ci_low - 1):+.2f}, "
                 f"{100 * (step.ci_high - 1):+.2f}] ({direction}, {verdict}; p = "
                 f"{step.p_value:.1g}) between run {step.last_before} and {step.first_after} "
-                f"({step.runs_before} runs before, {step.runs_after} after)",
+                f"({step.runs_before} runs before, {step.runs_after} after)"),
                 highlight=False, overflow="fold")

@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from virtbench import safetext
 from virtbench.analysis import VariantInfo
 
 __all__ = ["Identity", "fit_tables", "identity_of"]
@@ -69,9 +70,17 @@ def fit_tables(width: int, identity_headers: list[str], identity_cells: list[lis
     ``columns`` are in order of importance; the first ``keep`` always stay in the first table,
     the rest stay while they fit beside the identity columns at their natural width and
     otherwise go to a second table that repeats the identity columns.
+
+    Headers, cells, title and caption are data (knob names, variant names, a metric's
+    description from the store), never markup: shown as written by :mod:`virtbench.safetext`.
     """
+    cells = [{c: safetext.text(v) if isinstance(v, str) else v for c, v in row.items()}
+             for row in cells]
+    for key in ("title", "caption"):
+        if isinstance(table_args.get(key), str):
+            table_args[key] = safetext.markup(table_args[key])
     # A long knob name in the header breaks after each '_' ('background_' / 'mbps').
-    headers = [h.replace("_", "_\n") for h in identity_headers]
+    headers = [safetext.visible(h).replace("_", "_\n") for h in identity_headers]
     ident_natural = [_width(max(h.split("\n"), key=len), [row[i].plain for row in identity_cells])
                      for i, h in enumerate(headers)]
     ident_min = [min(w, _NARROWEST_FOLD) for w in ident_natural]
@@ -108,10 +117,11 @@ def _table(identity_headers: list[str], identity_cells: list[list[Text]], ident_
            wrappable: set[str], **table_args: Any) -> Table:
     table = Table(show_lines=wraps, **table_args)  # ruled rows when a name wraps
     for header, least in zip(identity_headers, ident_min, strict=True):
-        table.add_column(header, justify="left", overflow="fold", min_width=least)
+        table.add_column(safetext.text(header), justify="left", overflow="fold",
+                         min_width=least)
     for column in columns:
-        table.add_column(column, justify="right", no_wrap=column not in wrappable,
-                         overflow="fold")
+        table.add_column(safetext.text(column), justify="right",
+                         no_wrap=column not in wrappable, overflow="fold")
     for ident, row in zip(identity_cells, cells, strict=True):
         table.add_row(*ident, *(row[c] for c in columns))
     return table

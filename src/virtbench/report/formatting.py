@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from virtbench.safetext import json_safe  # the one rule for JSON numbers (kept importable here)
 
 __all__ = ["fmt_no_ci", "fmt_num", "fmt_p", "fmt_ratio", "fmt_value", "json_safe"]
 
@@ -56,14 +57,3 @@ def fmt_no_ci(n: int, minimum: float, maximum: float, unit: str) -> str:
         return (f"values {fmt_value(minimum, unit)}, {fmt_value(maximum, unit)}; no CI from "
                 "2 values")
     return "–"
-
-
-def json_safe(value: Any) -> Any:
-    """NaN and infinity (e.g. an undefined CI for n=1) become null: JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from virtbench import safetext
 from virtbench.decide.history import History, MetricHistory
 from virtbench.report.charts import BAR_COLOUR, WORSE_COLOUR, _markup, _new, axis_scale, chart_style
 
@@ -44,35 +45,40 @@ def history_chart(series: MetricHistory) -> str | None:
                 transform=ax.get_xaxis_transform(), va="top", fontsize=8)
     ax.set_xlabel("run (oldest first)")
     ax.set_ylabel(unit)
-    title = f"{series.workload_id} · {series.metric.name} · {series.variant}"
+    title = safetext.visible(f"{series.workload_id} · {series.metric.name} · {series.variant}")
     ax.text(0.0, 1.025, title, transform=ax.transAxes, ha="left", va="bottom", fontsize=10)
     return _markup(fig, title)
+
+
+def _esc(text: str) -> str:
+    """Stored text in the page: control and bidi characters as escapes, then HTML-escaped."""
+    return html.escape(safetext.visible(text))
 
 
 def _cell(value: float, unit: str) -> str:
     from virtbench.report.formatting import fmt_value
 
-    return "–" if math.isnan(value) else html.escape(fmt_value(value, unit))
+    return "–" if math.isnan(value) else _esc(fmt_value(value, unit))
 
 
 def render_history_html(history: History) -> str:
-    parts = [f"<h1>History of {html.escape(history.experiment)}</h1>",
+    parts = [f"<h1>History of {_esc(history.experiment)}</h1>",
              f"<p>{len(history.run_ids)} runs; experiment file "
-             f"{html.escape(history.experiment_hash or 'any')}; host "
-             f"{html.escape(history.host or 'any')}.</p>"]
+             f"{_esc(history.experiment_hash or 'any')}; host "
+             f"{_esc(history.host or 'any')}.</p>"]
     for why, count in history.excluded.items():
-        parts.append(f"<p>Left out: {count} run(s), {html.escape(why)}.</p>")
+        parts.append(f"<p>Left out: {count} run(s), {_esc(why)}.</p>")
     with chart_style():
         for s in history.series:
-            parts.append(f"<h2>{html.escape(s.workload_id)} · {html.escape(s.metric.name)} · "
-                         f"{html.escape(s.variant)}</h2>")
+            parts.append(f"<h2>{_esc(s.workload_id)} · {_esc(s.metric.name)} · "
+                         f"{_esc(s.variant)}</h2>")
             chart = history_chart(s)
             if chart:
                 parts.append(chart)
             if s.steps:
                 rows = "".join(
-                    f"<tr><td>{st.index + 1}</td><td>{html.escape(st.last_before)}</td>"
-                    f"<td>{html.escape(st.first_after)}</td><td>{st.runs_before}</td>"
+                    f"<tr><td>{st.index + 1}</td><td>{_esc(st.last_before)}</td>"
+                    f"<td>{_esc(st.first_after)}</td><td>{st.runs_before}</td>"
                     f"<td>{st.runs_after}</td><td>{st.change_pct:+.2f} % "
                     f"[{100 * (st.ci_low - 1):+.2f}, {100 * (st.ci_high - 1):+.2f}]</td>"
                     f"<td>{st.p_value:.1g}</td></tr>" for st in s.steps)
@@ -83,7 +89,7 @@ def render_history_html(history: History) -> str:
             else:
                 parts.append("<p>No change point.</p>")
             last = s.points[-1]
-            parts.append(f"<p>Latest run {html.escape(last.run_id)} "
+            parts.append(f"<p>Latest run {_esc(last.run_id)} "
                          f"({dt.datetime.fromtimestamp(last.started_at):%Y-%m-%d %H:%M}): "
                          f"{_cell(last.mean, s.metric.unit)} "
                          f"[{_cell(last.ci_low, s.metric.unit)}, "

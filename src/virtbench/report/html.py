@@ -16,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 import virtbench
+from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
 from virtbench.analysis.views import (
     MetricView,
@@ -48,9 +49,19 @@ def report_environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        finalize=_shown,
     )
     env.filters["anchor"] = lambda text: anchor(str(text))
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every ``{{ }}`` of a page: stored text with its control and bidi characters shown as
+    escapes (safetext.visible; a U+202E in a variant name would reverse what the reader sees),
+    then HTML-escaped. Markup (charts, rendered parts) is already safe HTML."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return safetext.visible(value)
+    return value
 
 
 def _time(epoch: float | None) -> str:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
-import json
 import math
 from typing import Any
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
 from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
-from virtbench.report.formatting import json_safe as _json_safe
 from virtbench.report.sections import build_sections
 from virtbench.report.tables import COLUMNS, table_records
 
@@ -55,10 +51,13 @@ def _header(analysis: Analysis) -> list[str]:
 
 def render_terminal(analysis: Analysis, console: Console | None = None,
                     details: bool = False) -> None:
-    """The result tables; ``details`` adds per-repetition tables, first-vs-rest and notes."""
-    console = console or Console()
+    """The result tables; ``details`` adds per-repetition tables, first-vs-rest and notes.
+
+    Every name, reason, error and note comes from the store (an import may carry anything):
+    it is printed as :func:`safetext.text` or :func:`safetext.markup`, never as markup."""
+    console = console or safetext.console()
     for line in _header(analysis):
-        console.print(line, highlight=False)
+        console.print(safetext.text(line), highlight=False)
     wl_names = {w[0]: w[1] for w in analysis.workloads}
     identity = identity_of(analysis.variants)
     for wid, _name, _params in analysis.workloads:
@@ -73,35 +72,38 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
             if effects:
                 lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
                          f"{fmt_num(e.ci_high, 3)}] over {e.pairs} pairs" for e in effects]
-                console.print(Group(Text(f"main effect of each {analysis.factor_knob} flag "
-                                         f"on {metric.name} (speedup with vs without):"),
-                                    *map(Text, lines)))
+                console.print(Group(safetext.text(f"main effect of each "
+                                                  f"{analysis.factor_knob} flag on "
+                                                  f"{metric.name} (speedup with vs without):"),
+                                    *map(safetext.text, lines)))
             best = analysis.best.get((wid, metric.name), (None, 0))[0]
             if best:
-                console.print(f"best configuration for {metric.name}: {best}", highlight=False)
+                console.print(safetext.text(f"best configuration for {metric.name}: {best}"),
+                              highlight=False)
             if details:
                 _details(analysis, console, wid, metric, identity)
     for section in build_sections(analysis):
         # Section text is data, not rich markup: a "[x]" in it must print as written.
-        console.print(Text("\n" + section.title, style="bold"))
+        console.print(Text("\n") + safetext.text(section.title, style="bold"))
         for paragraph in section.paragraphs:
-            console.print(Text(paragraph))
+            console.print(safetext.text(paragraph))
         if section.columns:
             for table in section_tables(section.columns, section.rows, console.width):
                 console.print(table)
         for warning in section.warnings:
-            console.print(Text("warning: ", style="yellow") + Text(warning))
+            console.print(Text("warning: ", style="yellow") + safetext.text(warning))
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
               for item in r["limitations"]]
     if limits:
         console.print("\nwhat the variants could not express:")
         for variant, wid, item in sorted(limits):
-            console.print(f"  {variant} / {wl_names.get(wid, wid)}: {item}", highlight=False)
+            console.print(safetext.text(f"  {variant} / {wl_names.get(wid, wid)}: {item}"),
+                          highlight=False)
     if analysis.failures:
         console.print(f"\n{len(analysis.failures)} failed trials (kept in the store):")
         for f in analysis.failures[:10]:
-            console.print(f"  {f['variant']} / {f['workload_id']} #{f['repetition']}: "
-                          f"{f['error']}", highlight=False)
+            console.print(safetext.text(f"  {f['variant']} / {f['workload_id']} "
+                                        f"#{f['repetition']}: {f['error']}"), highlight=False)
 
 
 # In order of importance: the first KEPT_COLUMNS always stay beside the variant; the rest move
@@ -122,7 +124,7 @@ def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric:
                    else r.reference is None)
         style = "bold" if r.variant == best else ""
         names = identity.cells.get(r.variant, [r.variant])
-        ident = [Text(c, style=style) for c in names]
+        ident = [safetext.text(c, style=style) for c in names]
         if is_base and not analysis.compare_knob:  # with compare_by, column vs says "base"
             ident[-1].append(" (base)")
         ident_cells.append(ident)
@@ -153,11 +155,9 @@ def section_tables(columns: list[str], rows: list[list[str]], width: int) -> lis
     while (labels < min(2, len(columns) - 1)
            and all(not row[labels][:1].isdigit() and row[labels][:1] not in "+-–" for row in rows)):
         labels += 1
-    ident = [[Text(c) for c in row[:labels]] for row in rows]
-    cells = [{escape(c): Text(v) for c, v in zip(columns[labels:], row[labels:], strict=True)}
-             for row in rows]
-    return fit_tables(width, [escape(c) for c in columns[:labels]], ident,
-                      [escape(c) for c in columns[labels:]], cells, 1)
+    ident = [[safetext.text(c) for c in row[:labels]] for row in rows]
+    cells = [dict(zip(columns[labels:], row[labels:], strict=True)) for row in rows]
+    return fit_tables(width, columns[:labels], ident, columns[labels:], cells, 1)
 
 
 TERMINAL_MAX_REPETITIONS = 12  # wider tables do not fit a terminal; the HTML report has them
@@ -175,7 +175,7 @@ def _details(analysis: Analysis, console: Console, wid: str, metric: Metric,
         ident, cells = [], []
         for variant, values in per_rep.items():
             by_rep = dict(values)
-            ident.append([Text(c) for c in identity.cells[variant]])
+            ident.append([safetext.text(c) for c in identity.cells[variant]])
             cells.append({"mean": fmt_value(sum(by_rep.values()) / len(by_rep), metric.unit)}
                          | {f"rep {r + 1}": fmt_value(by_rep.get(r), metric.unit) for r in reps})
         for table in fit_tables(console.width, identity.columns, ident, columns, cells, 1,
@@ -188,34 +188,33 @@ def _details(analysis: Analysis, console: Console, wid: str, metric: Metric,
             spread = (f"({fmt_no_ci(rest.n, rest.minimum, rest.maximum, metric.unit)})"
                       if rest.no_ci_reason else f"[{fmt_value(rest.ci_low, metric.unit)}, "
                       f"{fmt_value(rest.ci_high, metric.unit)}]")
-            console.print(
+            console.print(safetext.text(
                 f"  {item.variant}: first repetition {fmt_value(item.first, metric.unit)}, "
-                f"later ones {fmt_value(rest.mean, metric.unit)} {spread} (×{item.ratio:.3g})",
+                f"later ones {fmt_value(rest.mean, metric.unit)} {spread} (×{item.ratio:.3g})"),
                 highlight=False)
     for (variant, workload_id), notes in analysis.notes.items():
         if workload_id == wid and notes and metric.primary:
             text = "; ".join(f"{k}: {' | '.join(v)}" for k, v in notes.items())
-            console.print(f"  notes {variant}: {text}", highlight=False)
+            console.print(safetext.text(f"  notes {variant}: {text}"), highlight=False)
 
 
 def render_csv(analysis: Analysis) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for record in table_records(analysis):
-        writer.writerow(record)
-    return out.getvalue()
+    """The result table as CSV; formula-like cells neutralised (safetext.csv_document)."""
+    return safetext.csv_document(COLUMNS, table_records(analysis), lineterminator="\n")
 
 
 def render_markdown(analysis: Analysis) -> str:
-    lines = [f"# {', '.join(r.experiment for r in analysis.runs)}", ""]
-    lines += [f"- {line.strip()}" for line in _header(analysis)]
+    """The report as Markdown. Stored text goes through :func:`safetext.markdown_cell`: shown
+    as written, and a ``|`` or a line break in a name cannot end a table cell, row or heading."""
+    md = safetext.markdown_cell
+    lines = [f"# {md(', '.join(r.experiment for r in analysis.runs))}", ""]
+    lines += [f"- {md(line.strip())}" for line in _header(analysis)]
     current = None
     for rec in table_records(analysis):
         group = (rec["workload"], rec["metric"])
         if group != current:
             current = group
-            lines += ["", f"## {rec['workload']} · {rec['metric']} ({rec['unit']}, "
+            lines += ["", f"## {md(rec['workload'])} · {md(rec['metric'])} ({md(rec['unit'])}, "
                       f"{rec['better']} is better)", "",
                       "| variant | n | mean | 95 % CI | median | CV | speedup [95 % CI] "
                       "| p (Holm) | outliers |", "|---|---|---|---|---|---|---|---|---|"]
@@ -223,21 +222,21 @@ def render_markdown(analysis: Analysis) -> str:
         ci = (f"{fmt_value(rec['ci_low'], unit)} – {fmt_value(rec['ci_high'], unit)}"
               if rec["ci_low"] is not None else rec["no_ci_reason"] or "–")
         lines.append(
-            f"| {rec['variant']} | {rec['n']}"
+            f"| {md(rec['variant'])} | {rec['n']}"
             f"{f' ({noisy}!)' if (noisy := rec['noisy_trials']) else ''} | "
-            f"{fmt_value(rec['mean'], unit)} | {ci} | "
-            f"{fmt_value(rec['median'], unit)} | "
+            f"{md(fmt_value(rec['mean'], unit))} | {md(ci)} | "
+            f"{md(fmt_value(rec['median'], unit))} | "
             f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
             f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "
             f"{fmt_p(rec['p_holm'])} | {rec['outliers']} |")
     for section in build_sections(analysis):
-        lines += ["", f"## {section.title}", ""]
-        lines += [f"{p}\n" for p in section.paragraphs]
+        lines += ["", f"## {md(section.title)}", ""]
+        lines += [f"{safetext.visible(p)}\n" for p in section.paragraphs]
         if section.columns:
-            lines += ["| " + " | ".join(section.columns) + " |",
+            lines += ["| " + " | ".join(map(md, section.columns)) + " |",
                       "|" + "---|" * len(section.columns)]
-            lines += ["| " + " | ".join(cells) + " |" for cells in section.rows]
-        lines += [f"> warning: {w}" for w in section.warnings]
+            lines += ["| " + " | ".join(map(md, cells)) + " |" for cells in section.rows]
+        lines += [f"> warning: {md(w)}" for w in section.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -271,4 +270,4 @@ def render_json(analysis: Analysis) -> str:
                                 for r, p, c in analysis.noise.preflight]},
         "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
     }
-    return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)
+    return safetext.dumps(document, indent=2)

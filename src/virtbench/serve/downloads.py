@@ -3,9 +3,6 @@ runs table as CSV or JSON."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,9 +10,9 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from virtbench import safetext
 from virtbench.analysis import Analysis
 from virtbench.report import text
-from virtbench.report.formatting import json_safe
 from virtbench.report.html import render_html
 from virtbench.store import Store
 from virtbench.store.portable import export_run
@@ -51,7 +48,7 @@ def report(analysis: Analysis, fmt: str, name: str) -> Response:
 
 def document(data: Any, name: str) -> Response:
     """Any JSON document, NaN and infinities as null (as the CLI's --json writes them)."""
-    body = json.dumps(json_safe(data), indent=1, default=str, allow_nan=False)
+    body = safetext.dumps(data, indent=1)
     return _attachment(body, "application/json", f"{name}.json")
 
 
@@ -61,11 +58,8 @@ def table(rows: list[dict[str, Any]], fmt: str, name: str) -> Response:
         return document(rows, name)
     if fmt != "csv":
         raise HTTPException(404, f"no download format {fmt!r}: csv or json")
-    out = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(json_safe(rows))
-    return _attachment(out.getvalue(), "text/csv; charset=utf-8", f"{name}.csv")
+    # Stored text opened in a spreadsheet: formula-like cells neutralised (safetext).
+    body = safetext.csv_document(list(rows[0]), rows) if rows else ""
+    return _attachment(body, "text/csv; charset=utf-8", f"{name}.csv")
 
 
