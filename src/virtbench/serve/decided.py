@@ -13,6 +13,7 @@ from virtbench.decide.runs import load_run
 from virtbench.model import VirtbenchError
 from virtbench.report.formatting import fmt_value
 from virtbench.report.history_html import history_chart
+from virtbench.serve.svgstyle import presentation_attributes
 from virtbench.store import RunInfo, Store
 
 __all__ = [
@@ -86,7 +87,8 @@ def history_view(result: History) -> dict[str, Any]:
         series.append({
             "title": f"{s.workload_id} · {s.metric.name} · {s.variant}", "unit": s.metric.unit,
             "better": s.metric.better.value, "runs": len(s.points),
-            "chart": Markup(svg) if svg else None,  # our own SVG: trusted markup
+            # our own SVG: trusted markup, its styles as attributes the page's CSP allows
+            "chart": Markup(presentation_attributes(svg)) if svg else None,
             "latest": fmt_value(s.points[-1].mean, s.metric.unit) if s.points else "–",
             "steps": [{"before": st.last_before, "after": st.first_after,
                        "change": f"{st.change_pct:+.1f} %",

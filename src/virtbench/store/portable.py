@@ -16,7 +16,7 @@ from virtbench.compressed import DecompressionError, decompress
 from virtbench.model import VirtbenchError
 from virtbench.store.store import Store
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "export_run", "import_run", "read_document"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "export_bytes", "export_run", "import_run", "read_document"]
 
 FORMAT = "virtbench-results"
 FORMAT_VERSION = 1
@@ -27,6 +27,14 @@ TABLES = ("runs", "variants", "workloads", "metrics", "facts", "realisations", "
 
 def export_run(store: Store, run_id: str, path: Path) -> int:
     """Write the run to ``path`` (``.json.gz`` compressed, else plain JSON); return sample count."""
+    payload, count = export_bytes(store, run_id, compressed=path.suffix == ".gz")
+    path.write_bytes(payload)
+    return count
+
+
+def export_bytes(store: Store, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
+    """The export file's content (gzip when ``compressed``) and its sample count, in memory:
+    `virtbench serve` streams it, never building a path from a stored run id."""
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION,
                                 "virtbench": __version__, "tables": {}}
     for table in TABLES:
@@ -36,10 +44,9 @@ def export_run(store: Store, run_id: str, path: Path) -> int:
                 row["content"] = base64.b64encode(row["content"]).decode()
         document["tables"][table] = rows
     payload = json.dumps(document, separators=(",", ":")).encode()
-    if path.suffix == ".gz":
+    if compressed:
         payload = gzip.compress(payload, compresslevel=6)
-    path.write_bytes(payload)
-    return len(document["tables"]["samples"])
+    return payload, len(document["tables"]["samples"])
 
 
 def read_document(path: Path) -> dict[str, Any]:
