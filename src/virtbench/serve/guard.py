@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from starlette._utils import parse_host_header
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from virtbench.model import VirtbenchError
+
 __all__ = ["LOOPBACK_HOSTS", "MAX_COMPARE", "MAX_PATH", "MAX_QUERY", "SECURITY_HEADERS",
-           "RequestGuard", "host_pattern"]
+           "RequestGuard", "allowed_host", "host_pattern"]
 
 MAX_COMPARE = 20
 """Most runs one comparison may ask for: each is analysed (a run of 2,000 took 74 s)."""
@@ -49,6 +52,17 @@ def host_pattern(host: str) -> str:
     """A bind address or host name as the Host header spells it (IPv6 literals bracketed)."""
     host = host.strip().lower()
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def allowed_host(name: str) -> str:
+    """An --allow-host value as the Host header spells it; a wildcard, a port, a URL or
+    anything that is not one host name or address is refused (exit 2)."""
+    pattern = host_pattern(name)
+    parsed = parse_host_header(pattern)
+    if not pattern or "*" in pattern or parsed is None or parsed.port is not None:
+        raise VirtbenchError(f"--allow-host {name!r}: not a host name or address (one name, "
+                             "no port, no wildcard)")
+    return pattern
 
 
 class RequestGuard:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
 from virtbench.store import Store
 
 
@@ -44,7 +46,8 @@ def test_binding_beyond_127_0_0_1_warns(tmp_path: Path) -> None:
         sock.bind(("127.0.0.2", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store",
-                               str(db), "--host", "127.0.0.2", "--port", str(port)],
+                               str(db), "--host", "127.0.0.2", "--port", str(port),
+                               "--allow-host", "bench.example"],
                               stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     try:
@@ -53,9 +56,45 @@ def test_binding_beyond_127_0_0_1_warns(tmp_path: Path) -> None:
             line = server.stderr.readline()
             assert line, f"serve ended: {lines}"
             lines.append(line)
+        # the bind address and --allow-host names are served, other names are not
+        url = f"http://127.0.0.2:{port}/runs"
+        answers = {host: httpx.get(url, headers={"Host": host}, timeout=30).status_code
+                   for host in (f"127.0.0.2:{port}", "bench.example", "attacker.example")}
+        assert answers == {f"127.0.0.2:{port}": 200, "bench.example": 200,
+                           "attacker.example": 400}
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(30)
     said = " ".join(" ".join(lines).split())
     assert said.startswith("warning: binding 127.0.0.2") and "no login" in said
     assert f"http://127.0.0.2:{port}/ (read-only" in said
+
+
+def _one_clear_line(result: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert result.returncode == code, result.stderr
+    lines = result.stderr.strip().splitlines()
+    said = " ".join(" ".join(lines).split())
+    assert said.startswith("error: ") and "Traceback" not in said, said
+    assert "serving" not in said, said  # nothing announced before the failure
+    for word in words:
+        assert word in said, (word, said)
+
+
+def test_a_port_out_of_range_is_bad_input(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    Store(str(db)).close()
+    for port in ("70000", "0", "-1"):
+        _one_clear_line(_serve("--store", str(db), "--port", port), 2, f"--port {port}")
+
+
+def test_a_busy_port_or_foreign_address_fails_before_announcing(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    Store(str(db)).close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        _one_clear_line(_serve("--store", str(db), "--port", port), 1, "in use", port)
+    _one_clear_line(_serve("--store", str(db), "--host", "999.1.1.1"), 1, "999.1.1.1")
+    _one_clear_line(_serve("--store", str(db), "--host", "192.0.2.1"), 1, "192.0.2.1")
+    _one_clear_line(_serve("--store", str(db), "--allow-host", "*"), 2, "--allow-host")
