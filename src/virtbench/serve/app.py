@@ -53,6 +53,8 @@ class _Site:
         self.env = report_environment(jinja2.PackageLoader("virtbench.serve", "templates"))
         self.env.globals["version"] = virtbench.__version__
         self.env.globals["history_enabled"] = True
+        # a run id in a link is one path segment, whatever it holds ("?", "#", "%", spaces)
+        self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
@@ -184,7 +186,7 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         """The report body or its table of contents alone: the live page swaps them in."""
         run = site.canonical_run(request)
         parts = site.reports.parts([run])
-        part = parts.toc if request.url.path.endswith("/toc") else parts.body
+        part = parts.toc if request.scope["path"].endswith("/toc") else parts.body
         return HTMLResponse(part, headers={"Cache-Control": "no-store"})
 
     def run_progress(request: Request) -> Response:

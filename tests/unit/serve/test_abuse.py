@@ -17,6 +17,7 @@ import pytest
 from hostile import FORMULAS, HOSTILE_TEXT, hostile_store, rename_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markupsafe import escape
 from serve_fill import BASE_URL, make_run
 from starlette.testclient import TestClient
 
@@ -256,3 +257,21 @@ def test_random_refs_hosts_and_queries(hostile: tuple[TestClient, list[str]], re
                      headers={"host": host}), "compare " + url)
     check(client.get(f"/runs?q={quote(query, safe='')}&since={quote(ref, safe='')}",
                      headers={"host": host}), "runs " + url)
+
+
+def test_links_to_hostile_ids_lead_to_their_runs(hostile: tuple[TestClient, list[str]]) -> None:
+    """A run id in a link is one percent-encoded path segment: "?", "#", "%", quotes or
+    spaces in it neither break the link nor lead elsewhere."""
+    client, ids = hostile
+    listing = client.get("/runs").text
+    links = re.findall(r'<a href="(/runs/[^"]*)">', listing)
+    for run_id in ids:
+        if "\x00" in run_id or len(run_id) > 200:
+            continue
+        link = f"/runs/{quote(run_id, safe='')}"
+        assert link in links, run_id
+        if "/" not in run_id and "%" not in run_id:  # see test_every_route_with_every_hostile_id
+            page = client.get(link)
+            check(page, link)
+            assert page.status_code == 200
+            assert f'data-run="{escape(run_id)}"' in page.text, run_id  # this run's page
