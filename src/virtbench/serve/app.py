@@ -13,7 +13,13 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -24,7 +30,7 @@ from virtbench.model import VirtbenchError
 from virtbench.report.html import report_environment
 from virtbench.serve import decided, downloads
 from virtbench.serve.cache import VersionedCache
-from virtbench.serve.guard import MAX_COMPARE, RequestGuard
+from virtbench.serve.guard import MAX_COMPARE, SECURITY_HEADERS, RequestGuard
 from virtbench.serve.listing import PAGE_SIZE, RunFilter, filter_runs
 from virtbench.serve.views import RunReports, progress, run_row
 from virtbench.store import RunInfo, Store
@@ -249,6 +255,12 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         assert isinstance(exc, _Canonical)
         return RedirectResponse(exc.location, status_code=307)
 
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # Starlette answers a bug outside every middleware: the headers are added here
+        # (the traceback still goes to the log: it is a bug in virtbench)
+        return PlainTextResponse("500: internal error (a bug in virtbench; the server log has "
+                                 "the details)\n", 500, headers=SECURITY_HEADERS)
+
     def css(_request: Request) -> Response:
         return Response(stylesheet, media_type="text/css; charset=utf-8")
 
@@ -270,7 +282,8 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
     ]
     hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]
     app = Starlette(routes=routes,
-                    exception_handlers={HTTPException: http_error, _Canonical: canonical},
+                    exception_handlers={HTTPException: http_error, _Canonical: canonical,
+                                        Exception: server_error},
                     middleware=[Middleware(RequestGuard, allowed_hosts=hosts)])
     app.state.reports = site.reports  # tests read its cache counters
     return app

@@ -275,3 +275,23 @@ def test_links_to_hostile_ids_lead_to_their_runs(hostile: tuple[TestClient, list
             check(page, link)
             assert page.status_code == 200
             assert f'data-run="{escape(run_id)}"' in page.text, run_id  # this run's page
+
+
+def test_a_bug_still_answers_with_the_security_headers(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 500 comes from outside the middlewares; it must carry the headers too (and say
+    nothing of the store)."""
+    store = Store(str(tmp_path / "s.db"))
+    make_run(store, "exp", reps=1)
+
+    def broken() -> None:
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(store, "runs", broken)
+    with TestClient(create_app(store), base_url=BASE_URL,
+                    raise_server_exceptions=False) as client:
+        answer = client.get("/runs")
+    store.close()
+    assert answer.status_code == 500 and "secret" not in answer.text
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert "default-src 'self'" in answer.headers["content-security-policy"]
