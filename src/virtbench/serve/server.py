@@ -7,6 +7,8 @@ does not have is one clear error (exit 1), never a "serving at" line followed by
 from __future__ import annotations
 
 import errno
+import ipaddress
+import re
 import socket
 from collections.abc import Callable, Sequence
 
@@ -16,7 +18,9 @@ from virtbench.model import RunFailed, VirtbenchError
 from virtbench.serve.app import create_app
 from virtbench.store import Store
 
-__all__ = ["bind", "check_port", "run_server"]
+__all__ = ["bind", "check_host", "check_port", "run_server"]
+
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 
 
 def check_port(port: int) -> int:
@@ -24,6 +28,21 @@ def check_port(port: int) -> int:
     if not 1 <= port <= 65535:
         raise VirtbenchError(f"--port {port}: not a TCP port (1-65535)")
     return port
+
+
+def check_host(host: str) -> str:
+    """``host`` if it is an IP address or a host name (RFC 1123 labels; all-numeric dotted
+    names must be IPv4 addresses); else the option's error (exit 2), before any lookup."""
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    if (len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels)
+            or all(label.isdigit() for label in labels)):
+        raise VirtbenchError(f"--host {host!r}: not an IP address or host name")
+    return host
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -53,6 +72,7 @@ def run_server(location: str, host: str, port: int, announce: Callable[[str], No
                allowed_hosts: Sequence[str] = ()) -> None:
     """Open the store, bind, then announce the URL and serve until Ctrl-C."""
     check_port(port)
+    check_host(host)
     store = Store(location, read_only=True)
     try:
         sock = bind(host, port)

@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
+from virtbench.model import RunFailed, VirtbenchError
+from virtbench.serve.guard import allowed_host
+from virtbench.serve.server import bind, check_host, check_port
 from virtbench.store import Store
 
 
@@ -83,8 +87,13 @@ def _one_clear_line(result: subprocess.CompletedProcess[str], code: int, *words:
 def test_a_port_out_of_range_is_bad_input(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     Store(str(db)).close()
-    for port in ("70000", "0", "-1"):
-        _one_clear_line(_serve("--store", str(db), "--port", port), 2, f"--port {port}")
+    _one_clear_line(_serve("--store", str(db), "--port", "70000"), 2, "--port 70000")
+    for port in (0, -1, 65536):  # the same check, without a process each
+        with pytest.raises(VirtbenchError, match=f"--port {port}: not a TCP port"):
+            check_port(port)
+    for name in ("*", "*.example", "host:80", "http://x/", ""):
+        with pytest.raises(VirtbenchError, match="--allow-host"):
+            allowed_host(name)
 
 
 def test_a_busy_port_or_foreign_address_fails_before_announcing(tmp_path: Path) -> None:
@@ -93,8 +102,20 @@ def test_a_busy_port_or_foreign_address_fails_before_announcing(tmp_path: Path) 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        port = str(busy.getsockname()[1])
-        _one_clear_line(_serve("--store", str(db), "--port", port), 1, "in use", port)
-    _one_clear_line(_serve("--store", str(db), "--host", "999.1.1.1"), 1, "999.1.1.1")
+        port = busy.getsockname()[1]
+        _one_clear_line(_serve("--store", str(db), "--port", str(port)), 1, "in use", str(port))
+        with pytest.raises(RunFailed, match="the port is in use"):
+            bind("127.0.0.1", port)
+    # an address of no interface here (TEST-NET-1): nothing is sent anywhere
     _one_clear_line(_serve("--store", str(db), "--host", "192.0.2.1"), 1, "192.0.2.1")
-    _one_clear_line(_serve("--store", str(db), "--allow-host", "*"), 2, "--allow-host")
+
+
+def test_a_malformed_address_is_bad_input_before_any_lookup(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    Store(str(db)).close()
+    _one_clear_line(_serve("--store", str(db), "--host", "999.1.1.1"), 2, "--host '999.1.1.1'")
+    for host in ("bad host", "a..b", "-x.example", "1.2.3", "::ffff:1.2.3.4.5", "x" * 300, ""):
+        with pytest.raises(VirtbenchError, match="not an IP address or host name"):
+            check_host(host)
+    for host in ("127.0.0.1", "::1", "localhost", "bench-1.lab.example", "0.0.0.0"):
+        assert check_host(host) == host
