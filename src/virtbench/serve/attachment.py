@@ -24,11 +24,11 @@ _UNSAFE = re.compile(r"[\\/:*?\"<>|%;,]")
 
 def safe_name(text: str) -> str:
     """``text`` as a file name stem: printable, no separators or quotes, not hidden, bounded;
-    "download" when nothing is left."""
+    "download" when no letter or digit is left."""
     printable = "".join(c if unicodedata.category(c)[0] not in "CZ" or c == " " else "_"
                         for c in unicodedata.normalize("NFC", text))
     name = _UNSAFE.sub("_", printable).strip(" .")[:MAX_NAME]
-    return name or "download"
+    return name if any(c.isalnum() for c in name) else "download"
 
 
 def content_disposition(text: str, extension: str) -> str:

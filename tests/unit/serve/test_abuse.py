@@ -22,6 +22,7 @@ from serve_fill import BASE_URL, make_run
 from starlette.testclient import TestClient
 
 from virtbench.serve import create_app
+from virtbench.serve.attachment import content_disposition
 from virtbench.serve.guard import MAX_COMPARE, MAX_QUERY
 from virtbench.store import Store
 
@@ -295,3 +296,15 @@ def test_a_bug_still_answers_with_the_security_headers(tmp_path: Path,
     assert answer.status_code == 500 and "secret" not in answer.text
     assert answer.headers["x-frame-options"] == "DENY"
     assert "default-src 'self'" in answer.headers["content-security-policy"]
+
+
+def test_download_names_follow_rfc_6266() -> None:
+    assert content_disposition("8cbfb0bf7f20", "json.gz") == \
+        'attachment; filename="8cbfb0bf7f20.json.gz"'
+    assert content_disposition("Straße\u202e\r\n", "csv") == (
+        "attachment; filename=\"Stra_e___.csv\"; filename*=UTF-8''Stra%C3%9Fe___.csv")
+    assert content_disposition("../../etc/passwd", "csv") == \
+        'attachment; filename="_.._etc_passwd.csv"'
+    assert content_disposition("\x00\x1b", "json") == \
+        'attachment; filename="download.json"'
+    assert len(content_disposition("x" * 10_000, "csv")) < 150
