@@ -488,15 +488,25 @@ def serve(
     host: Annotated[str, typer.Option(
         help="address to bind; anything but loopback exposes the results to the network")]
     = "127.0.0.1",
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="a host name the pages may be reached by, besides loopback "
+                             "names and --host (repeatable)")] = None,
 ) -> None:
     """A read-only web app over the store: runs, live progress, reports, downloads."""
+    from virtbench.serve.guard import allowed_host
     from virtbench.serve.server import run_server
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        err.print(f"[yellow]warning:[/] binding {host}: anyone who reaches this address can "
-                  "read every result in the store (the app has no login)", highlight=False)
-    run_server(store, host, port, lambda url: err.print(f"serving {store} at {url} (read-only; "
-                                                         "Ctrl-C stops)", highlight=False))
+    names = [allowed_host(name) for name in allow_host or []]
+
+    def announce(url: str) -> None:  # called once the socket is bound
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            err.print(f"[yellow]warning:[/] binding {safetext.markup(host)}: anyone who "
+                      "reaches this address can read every result in the store "
+                      "(the app has no login)", highlight=False)
+        err.print(safetext.text(f"serving {store} at {url} (read-only; Ctrl-C stops)"),
+                  highlight=False)
+
+    run_server(store, host, port, announce, names)
 
 
 @lab_app.command("clean")

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -21,6 +30,7 @@ from virtbench.model import VirtbenchError
 from virtbench.report.html import report_environment
 from virtbench.serve import decided, downloads
 from virtbench.serve.cache import VersionedCache
+from virtbench.serve.guard import MAX_COMPARE, SECURITY_HEADERS, RequestGuard
 from virtbench.serve.listing import PAGE_SIZE, RunFilter, filter_runs
 from virtbench.serve.views import RunReports, progress, run_row
 from virtbench.store import RunInfo, Store
@@ -28,6 +38,16 @@ from virtbench.store import RunInfo, Store
 __all__ = ["create_app"]
 
 STATIC = Path(__file__).with_name("static")
+MAX_REF = 200
+"""Longest run reference looked up (an id is 12 characters; an experiment name is short)."""
+
+
+class _Canonical(Exception):  # not an error: the answer is a redirect
+    """The request named a run by prefix or experiment: the answer is its canonical URL."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
 
 
 class _Site:
@@ -39,6 +59,8 @@ class _Site:
         self.env = report_environment(jinja2.PackageLoader("virtbench.serve", "templates"))
         self.env.globals["version"] = virtbench.__version__
         self.env.globals["history_enabled"] = True
+        # a run id in a link is one path segment, whatever it holds ("?", "#", "%", spaces)
+        self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
@@ -55,10 +77,23 @@ class _Site:
         return self._runs[1]
 
     def run(self, ref: str) -> RunInfo:
+        if not ref or len(ref) > MAX_REF or "\x00" in ref:  # no such id: not worth a query
+            raise HTTPException(404, f"no run matches {ref[:40]!r}")
         try:
             return self.store.run(ref)
         except VirtbenchError as exc:
             raise HTTPException(404, str(exc)) from exc
+
+    def canonical_run(self, request: Request) -> RunInfo:
+        """The run the path names; a prefix, experiment name or 'latest' redirects to the
+        same URL with the full run id (one URL per run, as bookmarks and links use)."""
+        ref = request.path_params["run_id"]
+        run = self.run(ref)
+        if run.id != ref:
+            suffix = request.scope["path"][len("/runs/") + len(ref):]
+            raise _Canonical(_url(f"/runs/{quote(run.id, safe='')}{suffix}",
+                                  request.query_params.multi_items()))
+        return run
 
     def comparisons(self, runs: list[RunInfo]) -> list[Comparison | str]:
         """decide's verdicts for the selection, cached like the reports (by trials)."""
@@ -79,10 +114,19 @@ class _Site:
             raise HTTPException(400, str(exc)) from exc
 
     def selected(self, request: Request) -> list[RunInfo]:
+        """The runs to compare: two to MAX_COMPARE, each named by its full id (a prefix or an
+        experiment name redirects)."""
         refs = [r for r in request.query_params.getlist("run") if r]
-        if len(refs) < 2:
+        if len(refs) > MAX_COMPARE:
+            raise HTTPException(400, f"run: compare at most {MAX_COMPARE} runs at once "
+                                     f"({len(refs)} asked for)")
+        runs = list({run.id: run for run in (self.run(r) for r in refs)}.values())
+        if len(runs) < 2:
             raise HTTPException(400, "select two or more runs to compare")
-        return [self.run(r) for r in dict.fromkeys(refs)]
+        if [r.id for r in runs] != refs:
+            others = [(k, v) for k, v in request.query_params.multi_items() if k != "run"]
+            raise _Canonical(_url(request.scope["path"], [("run", r.id) for r in runs] + others))
+        return runs
 
     def counts(self, runs: list[RunInfo]) -> dict[str, int]:
         wanted = [r.id for r in runs if r.id not in self.finished_counts]
@@ -91,6 +135,12 @@ class _Site:
             if run.status != "running" and run.id in wanted:
                 self.finished_counts[run.id] = fresh.get(run.id, 0)
         return {r.id: self.finished_counts.get(r.id, fresh.get(r.id, 0)) for r in runs}
+
+
+def _url(path: str, query: list[tuple[str, str]]) -> str:
+    """A same-site URL: the path percent-encoded, the query rebuilt (header-safe ASCII)."""
+    location = quote(path, safe="/%")
+    return f"{location}?{urlencode(query)}" if query else location
 
 
 def _filtered(site: _Site, request: Request) -> tuple[RunFilter, list[RunInfo], list[RunInfo]]:
@@ -102,9 +152,12 @@ def _filtered(site: _Site, request: Request) -> tuple[RunFilter, list[RunInfo], 
     return chosen, everything, filter_runs(everything, chosen)
 
 
-def create_app(store: Store) -> Starlette:
-    """The ASGI app over ``store`` (open it read-only: the app never writes)."""
+def create_app(store: Store, allowed_hosts: Iterable[str] = (),
+               bind_host: str | None = None) -> Starlette:
+    """The ASGI app over ``store`` (open it read-only: the app never writes). It answers
+    requests for loopback names, ``bind_host`` and ``allowed_hosts`` (docs/serve.md)."""
     site = _Site(store)
+    stylesheet = site.env.get_template("site.css.j2").render()
 
     def runs_page(request: Request) -> Response:
         chosen, everything, matched = _filtered(site, request)
@@ -129,7 +182,7 @@ def create_app(store: Store) -> Starlette:
         return downloads.table(rows, request.path_params["fmt"], "runs")
 
     def run_page(request: Request) -> Response:
-        run = site.run(request.path_params["run_id"])
+        run = site.canonical_run(request)
         parts = site.reports.parts([run])
         samples = parts.samples[run.id]
         return site.page("run.html.j2", title=parts.title, run=run_row(run, samples),
@@ -137,18 +190,18 @@ def create_app(store: Store) -> Starlette:
 
     def run_part(request: Request) -> Response:
         """The report body or its table of contents alone: the live page swaps them in."""
-        run = site.run(request.path_params["run_id"])
+        run = site.canonical_run(request)
         parts = site.reports.parts([run])
-        part = parts.toc if request.url.path.endswith("/toc") else parts.body
+        part = parts.toc if request.scope["path"].endswith("/toc") else parts.body
         return HTMLResponse(part, headers={"Cache-Control": "no-store"})
 
     def run_progress(request: Request) -> Response:
-        run = site.run(request.path_params["run_id"])
+        run = site.canonical_run(request)
         return JSONResponse(progress(site.store, run, site.store.sample_count(run.id),
                                      time.time()), headers={"Cache-Control": "no-store"})
 
     def run_download(request: Request) -> Response:
-        run = site.run(request.path_params["run_id"])
+        run = site.canonical_run(request)
         fmt = request.path_params["fmt"]
         if fmt == "export":
             return downloads.export(site.store, run.id)
@@ -198,6 +251,19 @@ def create_app(store: Store) -> Starlette:
         return site.page("error.html.j2", status=exc.status_code, title="Error",
                          code=exc.status_code, message=exc.detail)
 
+    async def canonical(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _Canonical)
+        return RedirectResponse(exc.location, status_code=307)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # Starlette answers a bug outside every middleware: the headers are added here
+        # (the traceback still goes to the log: it is a bug in virtbench)
+        return PlainTextResponse("500: internal error (a bug in virtbench; the server log has "
+                                 "the details)\n", 500, headers=SECURITY_HEADERS)
+
+    def css(_request: Request) -> Response:
+        return Response(stylesheet, media_type="text/css; charset=utf-8")
+
     routes = [
         Route("/", lambda _request: RedirectResponse("/runs")),
         Route("/runs", runs_page),
@@ -211,9 +277,14 @@ def create_app(store: Store) -> Starlette:
         Route("/compare.{fmt:str}", compare_download),
         Route("/history", history_page),
         Route("/history.{fmt:str}", history_download),
+        Route("/static/virtbench.css", css),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]
+    app = Starlette(routes=routes,
+                    exception_handlers={HTTPException: http_error, _Canonical: canonical,
+                                        Exception: server_error},
+                    middleware=[Middleware(RequestGuard, allowed_hosts=hosts)])
     app.state.reports = site.reports  # tests read its cache counters
     return app
 

@@ -13,6 +13,8 @@ from virtbench.decide.runs import load_run
 from virtbench.model import VirtbenchError
 from virtbench.report.formatting import fmt_value
 from virtbench.report.history_html import history_chart
+from virtbench.report.html import CHART_BUDGET
+from virtbench.serve.svgstyle import presentation_attributes
 from virtbench.store import RunInfo, Store
 
 __all__ = [
@@ -78,15 +80,19 @@ def history(store: Store, experiment: str, host: str | None, any_spec: bool,
                          any_host=any_host)
 
 
-def history_view(result: History) -> dict[str, Any]:
-    """The history page: per series its chart (our own SVG) and change points."""
+def history_view(result: History, chart_budget: int = CHART_BUDGET) -> dict[str, Any]:
+    """The history page: per series its chart (our own SVG) and change points. Charts are
+    drawn for the first ``chart_budget`` series only (the report's budget): an experiment
+    of hundreds of variant · metric series would keep the server drawing for a minute;
+    every series keeps its table of change points."""
     series = []
-    for s in result.series:
-        svg = history_chart(s)
+    for index, s in enumerate(result.series):
+        svg = history_chart(s) if index < chart_budget else None
         series.append({
             "title": f"{s.workload_id} · {s.metric.name} · {s.variant}", "unit": s.metric.unit,
             "better": s.metric.better.value, "runs": len(s.points),
-            "chart": Markup(svg) if svg else None,  # our own SVG: trusted markup
+            # our own SVG: trusted markup, its styles as attributes the page's CSP allows
+            "chart": Markup(presentation_attributes(svg)) if svg else None,
             "latest": fmt_value(s.points[-1].mean, s.metric.unit) if s.points else "–",
             "steps": [{"before": st.last_before, "after": st.first_after,
                        "change": f"{st.change_pct:+.1f} %",
@@ -94,7 +100,8 @@ def history_view(result: History) -> dict[str, Any]:
                        "p": f"{st.p_value:.2g}", "runs": f"{st.runs_before} | {st.runs_after}"}
                       for st in s.steps]})
     return {"experiment": result.experiment, "host": result.host or "any host",
-            "runs": result.run_ids, "excluded": result.excluded, "series": series}
+            "runs": result.run_ids, "excluded": result.excluded, "series": series,
+            "charts_left_out": max(0, len(series) - chart_budget)}
 
 
 def history_rows(result: History) -> list[dict[str, Any]]:

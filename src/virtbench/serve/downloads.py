@@ -3,8 +3,6 @@ runs table as CSV or JSON."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -14,8 +12,9 @@ from virtbench import safetext
 from virtbench.analysis import Analysis
 from virtbench.report import text
 from virtbench.report.html import render_html
+from virtbench.serve.attachment import content_disposition
 from virtbench.store import Store
-from virtbench.store.portable import export_run
+from virtbench.store.portable import export_bytes
 
 __all__ = ["REPORT_FORMATS", "document", "export", "report", "table"]
 
@@ -23,18 +22,18 @@ REPORT_FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json",
                   "html": "text/html; charset=utf-8"}
 
 
-def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
+def _attachment(body: bytes | str, media_type: str, name: str, extension: str) -> Response:
+    """A download built in memory; ``name`` (stored text) only ever becomes a safe file name."""
     return Response(body, media_type=media_type,
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+                    headers={"Content-Disposition": content_disposition(name, extension),
+                             "Cache-Control": "no-store"})
 
 
 def export(store: Store, run_id: str) -> Response:
-    """The run as `virtbench export` writes it (gzip JSON), for `virtbench import` elsewhere."""
-    with tempfile.TemporaryDirectory(prefix="virtbench-serve.") as tmp:
-        path = Path(tmp) / f"{run_id}.json.gz"
-        export_run(store, run_id, path)
-        payload = path.read_bytes()
-    return _attachment(payload, "application/gzip", f"{run_id}.json.gz")
+    """The run as `virtbench export` writes it (gzip JSON), for `virtbench import` elsewhere;
+    built in memory: no file is written, no path is made from the run id."""
+    payload, _samples = export_bytes(store, run_id, compressed=True)
+    return _attachment(payload, "application/gzip", run_id, "json.gz")
 
 
 def report(analysis: Analysis, fmt: str, name: str) -> Response:
@@ -43,13 +42,13 @@ def report(analysis: Analysis, fmt: str, name: str) -> Response:
         raise HTTPException(404, f"no download format {fmt!r}: one of "
                                  f"export, {', '.join(REPORT_FORMATS)}")
     body = {"csv": text.render_csv, "json": text.render_json, "html": render_html}[fmt](analysis)
-    return _attachment(body, REPORT_FORMATS[fmt], f"{name}.{fmt}")
+    return _attachment(body, REPORT_FORMATS[fmt], name, fmt)
 
 
 def document(data: Any, name: str) -> Response:
     """Any JSON document, NaN and infinities as null (as the CLI's --json writes them)."""
     body = safetext.dumps(data, indent=1)
-    return _attachment(body, "application/json", f"{name}.json")
+    return _attachment(body, "application/json", name, "json")
 
 
 def table(rows: list[dict[str, Any]], fmt: str, name: str) -> Response:
@@ -60,6 +59,6 @@ def table(rows: list[dict[str, Any]], fmt: str, name: str) -> Response:
         raise HTTPException(404, f"no download format {fmt!r}: csv or json")
     # Stored text opened in a spreadsheet: formula-like cells neutralised (safetext).
     body = safetext.csv_document(list(rows[0]), rows) if rows else ""
-    return _attachment(body, "text/csv; charset=utf-8", f"{name}.csv")
+    return _attachment(body, "text/csv; charset=utf-8", name, "csv")
 
 

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from virtbench.analysis import Analysis, analyse
 from virtbench.report.html import report_context, report_environment
 from virtbench.serve.cache import VersionedCache
+from virtbench.serve.svgstyle import presentation_attributes
 from virtbench.store import RunInfo, Store
 
 __all__ = ["ReportParts", "RunReports", "progress", "run_row"]
@@ -82,9 +83,11 @@ class RunReports:
     def _render(self, ids: list[str]) -> ReportParts:
         analysis = analyse(self.store, ids)
         context = report_context(analysis)
-        # Markup: rendered by the autoescaping environment, every stored value already escaped
+        # Markup: rendered by the autoescaping environment, every stored value already escaped;
+        # the charts' inline styles become attributes the page's CSP allows
         return ReportParts(
             analysis, str(context["title"]),
             Markup(self.env.get_template("report_toc.html.j2").render(**context)),
-            Markup(self.env.get_template("report_body.html.j2").render(**context)),
+            Markup(presentation_attributes(
+                self.env.get_template("report_body.html.j2").render(**context))),
             {run_id: self.store.sample_count(run_id) for run_id in ids})

@@ -17,8 +17,8 @@ from virtbench.model import VirtbenchError
 from virtbench.store.rows import TABLES, ImportInvalid, valid_document, validate_tables
 from virtbench.store.store import Store
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_run", "import_run",
-           "import_tables", "read_document", "read_tables", "tables_to_import"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_bytes", "export_run",
+           "import_run", "import_tables", "read_document", "read_tables", "tables_to_import"]
 
 FORMAT = "virtbench-results"
 FORMAT_VERSION = 1
@@ -28,6 +28,14 @@ MAX_DOCUMENT_BYTES = 2 * 2**30
 
 def export_run(store: Store, run_id: str, path: Path) -> int:
     """Write the run to ``path`` (``.json.gz`` compressed, else plain JSON); return sample count."""
+    payload, count = export_bytes(store, run_id, compressed=path.suffix == ".gz")
+    path.write_bytes(payload)
+    return count
+
+
+def export_bytes(store: Store, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
+    """The export file's content (gzip when ``compressed``) and its sample count, in memory:
+    `virtbench serve` streams it, never building a path from a stored run id."""
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION,
                                 "virtbench": __version__, "tables": {}}
     for table in TABLES:
@@ -37,10 +45,9 @@ def export_run(store: Store, run_id: str, path: Path) -> int:
                 row["content"] = base64.b64encode(row["content"]).decode()
         document["tables"][table] = rows
     payload = json.dumps(document, separators=(",", ":")).encode()
-    if path.suffix == ".gz":
+    if compressed:
         payload = gzip.compress(payload, compresslevel=6)
-    path.write_bytes(payload)
-    return len(document["tables"]["samples"])
+    return payload, len(document["tables"]["samples"])
 
 
 def read_document(path: Path, raw: bytes | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from virtbench.decide.compare import compare_runs
 from virtbench.decide.history import build_history
 from virtbench.decide.runs import load_run
 from virtbench.report.formatting import json_safe
+from virtbench.serve.decided import history_view
 from virtbench.store import Store
 
 
@@ -45,3 +46,13 @@ def test_history_page_is_decides_history(store: Store, client: TestClient) -> No
     csv_rows = client.get("/history.csv?experiment=nightly").text.splitlines()
     assert len(csv_rows) == 1 + 2 * len(runs)
     assert client.get("/history?experiment=nosuch").status_code == 400
+
+
+def test_history_charts_are_bounded(store: Store) -> None:
+    """Hundreds of series would keep the server drawing: charts stop at a budget, every
+    series keeps its change points."""
+    for i in range(4):
+        make_run(store, "many", variants=("a", "b", "c"), scale=1.0 + (i > 1))
+    view = history_view(build_history(store, "many"), chart_budget=2)
+    assert [s["chart"] is not None for s in view["series"]] == [True, True, False]
+    assert view["charts_left_out"] == 1 and all("steps" in s for s in view["series"])

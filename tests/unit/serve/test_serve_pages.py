@@ -9,13 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from serve_fill import HOSTILE, add_trial, make_run
+from serve_fill import BASE_URL, HOSTILE, add_trial, make_run
 from starlette.testclient import TestClient
 from waits import join
 
 from virtbench.analysis import analyse
 from virtbench.report.html import render_html
 from virtbench.serve import create_app
+from virtbench.serve.svgstyle import presentation_attributes
 from virtbench.store import Store
 
 
@@ -58,8 +59,9 @@ def test_run_page_is_the_html_report_body(store: Store, client: TestClient) -> N
     run_id = make_run(store)
     body = _svg_ids(client.get(f"/runs/{run_id}/body").text).strip()
     toc = client.get(f"/runs/{run_id}/toc").text.strip()
-    report = _svg_ids(render_html(analyse(store, [run_id])))
-    assert "<svg" in body and body in report  # the same partial, the same context
+    # the same partial, the same context; the page's charts carry their styles as attributes
+    report = _svg_ids(presentation_attributes(render_html(analyse(store, [run_id]))))
+    assert "<svg" in body and body in report
     assert body in _svg_ids(client.get(f"/runs/{run_id}").text)
     assert toc and toc in render_html(analyse(store, [run_id]))
 
@@ -72,7 +74,7 @@ def _svg_ids(html: str) -> str:
 def test_analysis_is_cached_until_the_sample_count_changes(store: Store) -> None:
     run_id = make_run(store, reps=3)
     app = create_app(store)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=BASE_URL) as client:
         first = client.get(f"/runs/{run_id}/body").text
         client.get(f"/runs/{run_id}")
         cache = app.state.reports.cache
@@ -123,7 +125,7 @@ def test_many_readers_while_a_run_writes(store: Store) -> None:
     done = threading.Event()
 
     def read(slot: int) -> None:
-        with TestClient(app) as reader:
+        with TestClient(app, base_url=BASE_URL) as reader:
             while not done.is_set():
                 for url in (f"/runs/{run_id}/progress", f"/runs/{run_id}/body", "/runs"):
                     answer = reader.get(url)
@@ -155,3 +157,22 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> N
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+def test_pages_need_no_inline_style_or_script(store: Store, client: TestClient) -> None:
+    """The CSP forbids inline styles and scripts: the pages have none, and the charts keep
+    every drawing property matplotlib gave them, as SVG presentation attributes."""
+    runs = [make_run(store, "exp", reps=3, scale=1.0 + i) for i in range(2)]
+    report = render_html(analyse(store, runs[:1]))
+    pages = [f"/runs/{runs[0]}", f"/runs/{runs[0]}/body", f"/compare?run={runs[0]}&run={runs[1]}",
+             "/history?experiment=exp", "/runs"]
+    for url in pages:
+        page = client.get(url).text
+        assert not re.search(r"<style|\sstyle=|<script>|\son[a-z]+=", page), url
+    body = client.get(f"/runs/{runs[0]}/body").text
+    for declaration in ('fill: #ffffff', "stroke-width: 0.8"):
+        name, value = declaration.split(": ")
+        assert declaration in report and f'{name}="{value}"' in body
+    assert body.count("<svg") == report.count("<svg") and 'stroke-linejoin="round"' in body
+    css = client.get("/static/virtbench.css")
+    assert css.headers["content-type"].startswith("text/css") and "header.site" in css.text

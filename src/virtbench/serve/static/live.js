@@ -18,6 +18,8 @@
       var element = document.getElementById(fields[key]);
       if (element) { element.textContent = String(progress[key]); }
     });
+    var note = document.getElementById("live-note");  // "in progress": only while running
+    if (note && progress.status !== "running") { note.parentNode.removeChild(note); }
   }
 
   function swap(part, id) {
