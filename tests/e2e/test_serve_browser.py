@@ -128,6 +128,16 @@ def page(site: dict[str, Any]) -> Iterator[Any]:
     assert problems == []
 
 
+def _wait_until(condition: Any, timeout_s: float, what: str) -> None:
+    """Polls from Python (locators): the page's CSP has no 'unsafe-eval', so Playwright's
+    wait_for_function, which evaluates a string in the page, is refused there — as it should."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(what)
+        time.sleep(0.2)
+
+
 def _run_ids(site: dict[str, Any]) -> list[str]:
     with urllib.request.urlopen(f"{site['url']}/runs.json?experiment=serve-e2e") as answer:
         return [row["id"] for row in json.loads(answer.read())]
@@ -212,14 +222,12 @@ def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any]
         assert page.locator("#live-status").inner_text() == "running"
         first = int(page.locator("#live-samples").inner_text())
         # no reload from here on: the page's own script follows the run
-        page.wait_for_function(
-            f"Number(document.getElementById('live-samples').textContent) > {first + 4}",
-            timeout=60_000)
-        page.wait_for_function(
-            "document.querySelector('#report-body #summary tbody tr') !== null",
-            timeout=30_000)
+        _wait_until(lambda: int(page.locator("#live-samples").inner_text()) > first + 4, 60,
+                    "the live sample count never advanced")
+        _wait_until(lambda: page.locator("#report-body #summary tbody tr").count() > 0, 30,
+                    "the live report never showed its summary")
     finally:
         writer.send_signal(signal.SIGINT)  # ended by its PID, as a user's Ctrl-C
         finish(writer, 60)
-    page.wait_for_function(
-        "document.getElementById('live-status').textContent !== 'running'", timeout=30_000)
+    _wait_until(lambda: page.locator("#live-status").inner_text() != "running", 30,
+                "the live page still says running after the run ended")

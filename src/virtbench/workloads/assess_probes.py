@@ -57,7 +57,8 @@ def _service(ctx: TrialContext, name: str, workload: str) -> dict[str, Any]:
 class FioProbeParams(Params):
     vary: Literal["io_scheduler", "disk_cache"] = Field(
         description="the one knob this probe follows (the other setting stays as the lab made it)")
-    runtime_s: float = Field(1.0, ge=1, le=3600, description="seconds of I/O per trial")
+    runtime_s: float = Field(1.0, ge=0.1, le=3600, description="seconds of I/O per trial "
+                             "(at least 0.1: fio's own clock is in milliseconds)")
 
 
 class FioProbe(Workload):
@@ -80,7 +81,7 @@ class FioProbe(Workload):
 
     def argv(self, device: str, value: str, seed: int) -> list[str]:
         common = ["fio", "--output-format=json", f"--filename={device}", "--bs=4k",
-                  f"--runtime={self.params.runtime_s:g}", "--time_based",
+                  f"--runtime={round(self.params.runtime_s * 1000)}ms", "--time_based",
                   f"--randseed={seed % (2**31)}", "--name=probe"]
         if self.params.vary == "io_scheduler":
             return [*common, "--rw=randread", "--ioengine=libaio", "--iodepth=16",
