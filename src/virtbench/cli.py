@@ -148,8 +148,10 @@ def run(
         resume = candidates[-1].id
     if resume is not None:  # an unknown or still running one fails here, before the checks
         from virtbench.runner.engine import refuse_if_running
+        from virtbench.store.ids import check_run_id
 
         info = st.run(resume)
+        check_run_id(info.id, "run id")  # an older store's odd id is read, never resumed
         refuse_if_running(info)
         resume = info.id
     from virtbench.cli_progress import RichProgress

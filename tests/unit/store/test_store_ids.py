@@ -62,6 +62,22 @@ def test_the_store_creates_and_finds_runs_by_the_grammar(tmp_path: Path) -> None
     assert store.run(run_id[:5]).id == run_id and store.run("exp").id == run_id
 
 
+def test_an_older_stores_id_outside_the_grammar_is_read_by_that_exact_id(db: Path) -> None:
+    """Written before ids were checked: still readable (report, serve), by its exact id only;
+    a prefix of it, or any other reference outside the grammar, is refused."""
+    import sqlite3
+
+    legacy = "a\r\nSet-Cookie: x=1"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET id = ?", (legacy,))
+    store = Store(str(db))
+    assert store.run(legacy).id == legacy
+    for ref in (legacy[:5], legacy + "x", "../../x"):
+        with pytest.raises(VirtbenchError, match="neither a run id nor an experiment name"):
+            store.run(ref)
+    store.close()
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(st.text(max_size=40))
 def test_a_reference_is_accepted_exactly_when_it_matches_the_grammar(ref: str) -> None:
