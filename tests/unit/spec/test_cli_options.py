@@ -60,6 +60,7 @@ def test_numeric_options_are_finite_and_in_range(args: list[str], message: str) 
     # preflight --window inf ended in exit 3
     code, text = invoke(*args)
     assert code == 2 and message in text, text
+    assert text.startswith("error: ") and "Usage:" not in text, text  # one line (docs/cli.md)
 
 
 def test_report_refuses_one_run_named_twice(workdir: Path) -> None:
