@@ -517,9 +517,12 @@ def lab_clean() -> None:
     from virtbench.labs.cleanup import clean_leftovers
 
     outcome = clean_leftovers()
-    for event in outcome.events:  # Text: paths and object lists are never read as markup
-        console.print(safetext.text(event.text, style="yellow" if event.kind == "kept" else ""))
-    console.print(outcome.summary())
+    # Text: paths and object lists are never read as markup; soft-wrapped: one event a line,
+    # its paths whole (copyable, and matched by whoever greps the output)
+    for event in outcome.events:
+        console.print(safetext.text(event.text, style="yellow" if event.kind == "kept" else ""),
+                      soft_wrap=True)
+    console.print(outcome.summary(), soft_wrap=True)
     if not outcome.complete:
         raise typer.Exit(1)
 
