@@ -148,8 +148,10 @@ def run(
         resume = candidates[-1].id
     if resume is not None:  # an unknown or still running one fails here, before the checks
         from virtbench.runner.engine import refuse_if_running
+        from virtbench.store.ids import check_run_id
 
         info = st.run(resume)
+        check_run_id(info.id, "run id")  # an older store's odd id is read, never resumed
         refuse_if_running(info)
         resume = info.id
     from virtbench.cli_progress import RichProgress
@@ -515,9 +517,12 @@ def lab_clean() -> None:
     from virtbench.labs.cleanup import clean_leftovers
 
     outcome = clean_leftovers()
-    for event in outcome.events:  # Text: paths and object lists are never read as markup
-        console.print(safetext.text(event.text, style="yellow" if event.kind == "kept" else ""))
-    console.print(outcome.summary())
+    # Text: paths and object lists are never read as markup; soft-wrapped: one event a line,
+    # its paths whole (copyable, and matched by whoever greps the output)
+    for event in outcome.events:
+        console.print(safetext.text(event.text, style="yellow" if event.kind == "kept" else ""),
+                      soft_wrap=True)
+    console.print(outcome.summary(), soft_wrap=True)
     if not outcome.complete:
         raise typer.Exit(1)
 

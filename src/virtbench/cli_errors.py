@@ -22,7 +22,7 @@ from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
 from virtbench.targets.base import CommandFailed
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
-           "ErrorReportingGroup", "Failure", "classify", "report"]
+           "ErrorReportingGroup", "Failure", "classify", "report", "report_bad_value"]
 
 EXIT_INTERNAL = 3
 """A bug in virtbench (an exception no code path expected)."""
@@ -96,15 +96,29 @@ def report(exc: BaseException, debug: bool) -> int:
     return failure.exit_code
 
 
-class ErrorReportingGroup(TyperGroup):
-    """The top-level command group: turns every failure of a command into :func:`report`.
+def report_bad_value(exc: typer.BadParameter) -> int:
+    """An option or argument value its parser refused (``--port 70000``, ``--window inf``):
+    bad input, one ``error:`` line like any other (not typer's usage panel); exit code 2."""
+    _err.print(f"[red]error:[/] {safetext.markup(exc.format_message())}", highlight=False,
+               soft_wrap=True)
+    return EXIT_BAD_INPUT
 
-    Usage errors and explicit exits keep typer's own handling (exit code 2 and 0/N).
+
+class ErrorReportingGroup(TyperGroup):
+    """The top-level command group: turns every failure of a command into :func:`report`,
+    and a refused option value into one ``error:`` line (:func:`report_bad_value`).
+
+    Other usage errors (an unknown option, a missing argument) and explicit exits keep
+    typer's own handling (exit code 2 with the usage, and 0/N).
     """
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            if type(exc) is not typer.BadParameter:  # MissingParameter: a usage error
+                raise
+            raise typer.Exit(report_bad_value(exc)) from exc
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except (Exception, KeyboardInterrupt) as exc:

@@ -18,7 +18,7 @@ def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
         safetext.console(stderr=True).print(
             f"[yellow]warning:[/] {safetext.markup(file)}: {safetext.markup(report.damage)} "
             f"({report.packets} packets read; every figure below is partial)",
-            highlight=False)
+            highlight=False, soft_wrap=True)  # one line: the path stays whole, copyable
     rows = flow_measurements(report)
     if as_json:
         units = {m.name: m.unit for m in CAPTURE_METRICS}

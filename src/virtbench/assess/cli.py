@@ -24,15 +24,16 @@ _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
 
 
 def parse_budget(text: str) -> float:
-    """Seconds in ``90``, ``90s``, ``5m``, ``1h``."""
+    """Seconds in ``90``, ``90s``, ``5m``, ``1h``; ``0`` is the rules alone, nothing
+    measured (docs/assess.md)."""
     match = _BUDGET.match(text)
     if not match:
         raise VirtbenchError(f"--budget {text!r}: write a duration like 90s, 5m or 1h")
     factor = {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600}[match.group(2)]
     seconds = float(match.group(1)) * factor
-    if not 0 < seconds <= MAX_SECONDS:  # 0 leaves no time; 10**20 h overflows the timers
-        raise VirtbenchError(f"--budget {text!r}: give more than 0 s and at most "
-                             f"{MAX_SECONDS / 86400:g} days")
+    if not 0 <= seconds <= MAX_SECONDS:  # 10**20 h overflows the timers
+        raise VirtbenchError(f"--budget {text!r}: give at most {MAX_SECONDS / 86400:g} days "
+                             "(0: the checks alone, nothing measured)")
     return seconds
 
 

@@ -106,10 +106,11 @@ def _verdict(row: ComparisonRow) -> str:
 def render_comparison(comparison: Comparison, console: Console) -> None:
     """Runs, differences, one row per workload · metric · variant, and the gate's outcome.
     Names come from the store or an exported file: cells are safetext.text, never markup."""
+    # one line each, never wrapped: a run's file path stays whole (copyable)
     console.print(safetext.text(_run_line("BASE", comparison.base)), highlight=False,
-                  overflow="fold")
+                  soft_wrap=True)
     console.print(safetext.text(_run_line("NEW ", comparison.new)), highlight=False,
-                  overflow="fold")
+                  soft_wrap=True)
     render_differences(comparison.differences, console, "differences")
     several = len({row.variant for row in comparison.rows}) > 1
     gate = comparison.fail_pct is not None

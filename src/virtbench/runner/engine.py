@@ -37,6 +37,7 @@ from virtbench.runner.search import (
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import RunInfo, Store, TrialRecord
+from virtbench.store.ids import check_run_id
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
@@ -259,6 +260,9 @@ class Runner:
     def _open_run(self, resume_run_id: str | None) -> str:
         if resume_run_id is not None:
             info = self.store.run(resume_run_id)
+            # an older store's id outside the grammar can be read, not resumed: the run id
+            # names the work directory
+            check_run_id(info.id, "run id")
             if spec_digest(info.spec_yaml) != spec_digest(self.spec_yaml):
                 raise VirtbenchError(
                     f"run {info.id} was started from a different experiment file; "

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -61,6 +62,7 @@ class _Site:
         self.env.globals["history_enabled"] = True
         # a run id in a link is one path segment, whatever it holds ("?", "#", "%", spaces)
         self.env.filters["segment"] = lambda text: quote(str(text), safe="")
+        self.env.filters["exact"] = _exact_attribute
         self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
@@ -135,6 +137,14 @@ class _Site:
             if run.status != "running" and run.id in wanted:
                 self.finished_counts[run.id] = fresh.get(run.id, 0)
         return {r.id: self.finished_counts.get(r.id, fresh.get(r.id, 0)) for r in runs}
+
+
+def _exact_attribute(value: object) -> Markup:
+    """A value a script or a form sends back (a run id in ``data-run`` or a checkbox), for a
+    quoted attribute: the exact text, HTML-escaped, not shown as escapes like the page's text
+    (safetext.visible would name another run). A CR is a character reference: an HTML
+    parser turns a raw CR into LF (other control characters reach the DOM as they are)."""
+    return Markup(str(escape(str(value))).replace("\r", "&#13;"))
 
 
 def _url(path: str, query: list[tuple[str, str]]) -> str:

@@ -31,6 +31,8 @@ def test_budget_durations() -> None:
     assert parse_budget("90s") == 90
     assert parse_budget("2m") == 120
     assert parse_budget("1.5h") == 5400
+    assert parse_budget("0") == 0  # the checks alone, nothing measured (docs/assess.md)
+    assert parse_budget("720h") == 30 * 86400
     with pytest.raises(VirtbenchError, match="like 90s, 5m or 1h"):
         parse_budget("soon")
     assert measurement_budget(120) < 120

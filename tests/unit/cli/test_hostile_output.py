@@ -212,20 +212,32 @@ def test_markdown_rows_keep_their_columns(hostile_store: tuple[str, str, str]) -
 def test_a_failing_command_with_markup_in_stderr_ends_as_a_failed_run(tmp_path: Path) -> None:
     """`[/dev/sdz]` in a failing command's stderr crashed the run (exit 3); the crash text
     became the stop reason, and `runs` then crashed for the whole store."""
-    experiment = tmp_path / "fail.yaml"
-    experiment.write_text(
-        "name: hostile-run\n"
-        "variants:\n  - {name: \"[/]\"}\n  - {name: \"esc\\e]0;pwned\\avariant\"}\n"
-        "workloads:\n  - {name: exec.command, params: {argv: [sh, -c, 'printf \"dd: [/dev/sdz]"
-        ": \\033]0;t\\007 No such device\" >&2; exit 1']}}\n"
-        "repetitions: 2\nwarmup: 0\n")
+    def experiment_file(second_variant: str) -> Path:
+        experiment = tmp_path / "fail.yaml"
+        experiment.write_text(
+            "name: hostile-run\n"
+            f"variants:\n  - {{name: \"[/]\"}}\n  - {{name: \"{second_variant}\"}}\n"
+            "workloads:\n  - {name: exec.command, params: {argv: [sh, -c, 'printf \"dd: "
+            "[/dev/sdz]: \\033]0;t\\007 No such device\" >&2; exit 1']}}\n"
+            "repetitions: 2\nwarmup: 0\n")
+        return experiment
+
     location = str(tmp_path / "r.db")
-    result = _invoke(["run", str(experiment), "--store", location])
+    result = _invoke(["run", str(experiment_file("[bold]variant")), "--store", location])
     assert result.exit_code == 1, result.stderr
     assert "[/dev/sdz]" in result.stderr and "\\x1b]0;t\\x07" in result.stderr
+    assert "\x1b" not in result.stderr  # the ESC of the stderr is shown, never sent
     runs = _invoke(["runs", "--store", location])
     assert runs.exit_code == 0 and "failed" in runs.stdout
     assert "MarkupError" not in runs.stdout
+    # ESC in a variant name never reaches the store: the experiment file is refused
+    refused = _invoke(["run", str(experiment_file("esc\\e]0;pwned\\avariant")), "--store",
+                       str(tmp_path / "refused.db")])
+    assert refused.exit_code == 2, refused.stderr
+    said = " ".join(refused.stderr.split())
+    assert said.startswith("error: ") and "variants[1].name" in said, said
+    assert "control characters" in said and "Traceback" not in said, said
+    assert not (tmp_path / "refused.db").exists()
 
 
 DATA = Path(__file__).resolve().parents[2] / "data"

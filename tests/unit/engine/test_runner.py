@@ -206,6 +206,24 @@ def test_resume_refuses_a_different_spec(tmp_path: Path) -> None:
         Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=outcome.run_id)
 
 
+def test_resume_refuses_an_older_stores_id_outside_the_grammar(tmp_path: Path) -> None:
+    """Such an id can be read (report, serve), not resumed: it would name the work directory."""
+    import sqlite3
+
+    store = Store(str(tmp_path / "s.db"))
+    outcome = _runner(store, tmp_path).run()
+    store.set_run_status(outcome.run_id, "interrupted")
+    legacy = "../escaped"
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("UPDATE runs SET id = ? WHERE id = ?", (legacy, outcome.run_id))
+    assert store.run(legacy).id == legacy
+    exp, text = _exp()
+    work = tmp_path / "work"
+    with pytest.raises(VirtbenchError, match="is not a run id"):
+        Runner(store, exp, text, workdir=work).run(resume_run_id=legacy)
+    assert not (tmp_path / "escaped").exists() and not work.exists()
+
+
 def test_adaptive_stops_when_precise(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
     runner = _runner(store, tmp_path,

@@ -88,7 +88,8 @@ def _one_clear_line(result: subprocess.CompletedProcess[str], code: int, *words:
 def test_a_port_out_of_range_is_bad_input(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     Store(str(db)).close()
-    _one_clear_line(_serve("--store", str(db), "--port", "70000"), 2, "--port 70000")
+    _one_clear_line(_serve("--store", str(db), "--port", "70000"), 2,
+                    "'--port': 70000 is not a port number (1-65535)")
     for port in (0, -1, 65536):  # the same check, without a process each
         with pytest.raises(VirtbenchError, match=f"--port {port}: not a TCP port"):
             check_port(port)

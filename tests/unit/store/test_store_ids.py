@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
-from store_helpers import cli, make_run
+from store_helpers import SERVE_URL, cli, make_run
 
 from virtbench.model import VirtbenchError
 from virtbench.serve import create_app
@@ -46,7 +46,7 @@ def test_cli_refuses_a_hostile_run_reference(db: Path, tmp_path: Path, ref: str)
 def test_serve_answers_404_to_a_hostile_run_in_a_url(db: Path, ref: str) -> None:
     from urllib.parse import quote
 
-    with TestClient(create_app(Store(str(db), read_only=True))) as client:
+    with TestClient(create_app(Store(str(db), read_only=True)), base_url=SERVE_URL) as client:
         for page in ("", "/progress", "/download/export"):
             response = client.get(f"/runs/{quote(ref, safe='')}{page}")
             assert response.status_code in (404, 307, 308), (ref, page, response.status_code)
@@ -60,6 +60,22 @@ def test_the_store_creates_and_finds_runs_by_the_grammar(tmp_path: Path) -> None
     run_id = make_run(store)
     assert re.fullmatch(RUN_ID_PATTERN, run_id)
     assert store.run(run_id[:5]).id == run_id and store.run("exp").id == run_id
+
+
+def test_an_older_stores_id_outside_the_grammar_is_read_by_that_exact_id(db: Path) -> None:
+    """Written before ids were checked: still readable (report, serve), by its exact id only;
+    a prefix of it, or any other reference outside the grammar, is refused."""
+    import sqlite3
+
+    legacy = "a\r\nSet-Cookie: x=1"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET id = ?", (legacy,))
+    store = Store(str(db))
+    assert store.run(legacy).id == legacy
+    for ref in (legacy[:5], legacy + "x", "../../x"):
+        with pytest.raises(VirtbenchError, match="neither a run id nor an experiment name"):
+            store.run(ref)
+    store.close()
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
