@@ -2,6 +2,7 @@
 # Start or stop a throw-away PostgreSQL server in DIR, listening only on a unix socket in DIR.
 #   scripts/postgres.sh start DIR   prints the SQLAlchemy URL
 #   scripts/postgres.sh stop DIR
+#   scripts/postgres.sh createdb DIR NAME   another database there; prints its URL
 set -euo pipefail
 action=$1 dir=$2
 bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -14,6 +15,10 @@ case "$action" in
       -o "-c listen_addresses='' -k $dir -c fsync=off" start >/dev/null
     as_pg "$bindir/createdb" -h "$dir" -U virtbench virtbench_test
     echo "postgresql+psycopg://virtbench@/virtbench_test?host=$dir"
+    ;;
+  createdb)
+    as_pg "$bindir/createdb" -h "$dir" -U virtbench "$3"
+    echo "postgresql+psycopg://virtbench@/$3?host=$dir"
     ;;
   stop)
     [ -f "$dir/data/postmaster.pid" ] && as_pg "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null

@@ -10,8 +10,11 @@
 #   scripts/test.sh e2e             the end-to-end tests
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
-# The unit tests run on every core (pytest-xdist); lab and end-to-end tests run one at a time,
-# beside them: they start real services whose ports, namespaces and timing they own.
+# The whole suite runs as three pytest processes at once, each with its own temporary folder
+# and PostgreSQL database: the unit tests; the guests (kvm: TCG guests in a private libvirtd,
+# assess's probes: a loop device and veth pair of their own); the other labs and the
+# end-to-end tests. Inside a line tests run one at a time: they start real services whose
+# ports, namespaces and timing they own. Each line's output is printed whole when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 area=all
@@ -41,7 +44,14 @@ if [ "$area" = all ] || [ "$area" = unit ]; then
 fi
 # A private PostgreSQL server for the store contract tests; stopped however the tests end.
 pg_dir=$(mktemp -d /tmp/vb-pg.XXXXXX)
-cleanup() { bash scripts/postgres.sh stop "$pg_dir" || true; rm -rf "$pg_dir"; }
+lines_dir=$(mktemp -d /tmp/vb-suite.XXXXXX)
+# Ends the suite's own background lines (by PID) if the script is stopped, then PostgreSQL.
+cleanup() {
+  local pids; pids=$(jobs -p)
+  [ -z "$pids" ] || kill $pids 2>/dev/null || true
+  bash scripts/postgres.sh stop "$pg_dir" || true
+  rm -rf "$pg_dir" "$lines_dir"
+}
 trap cleanup EXIT
 VIRTBENCH_TEST_PG_URL=$(bash scripts/postgres.sh start "$pg_dir")
 export VIRTBENCH_TEST_PG_URL
@@ -54,6 +64,15 @@ pytest() {
     .venv/bin/pytest "$@"
   fi
 }
+# One line of the suite in the background: its own database and temporary folder, its output
+# in a file (printed whole when the line ends, never interleaved with another's).
+start_line() {
+  local name=$1; shift
+  (VIRTBENCH_TEST_PG_URL=$(bash scripts/postgres.sh createdb "$pg_dir" "vb_$name")
+   export VIRTBENCH_TEST_PG_URL
+   pytest -p no:cacheprovider --basetemp "$lines_dir/$name" "$@" </dev/null \
+     >"$lines_dir/$name.log" 2>&1; echo $? >"$lines_dir/$name.rc") &
+}
 # stdin is never the terminal's: a test that reads it would wait for a key CI never presses.
 case "$area" in
   unit) pytest -n auto tests/unit </dev/null ;;
@@ -61,5 +80,28 @@ case "$area" in
   lab) if [ "$#" -eq 0 ]; then pytest tests/lab </dev/null
        else pytest "${@/#/tests/lab/}" </dev/null; fi ;;
   args) pytest "$@" </dev/null ;;
-  all) pytest -n 2 --dist loadgroup tests </dev/null ;;
+  all)
+    started=$(date +%s)
+    start_line guests tests/lab/kvm tests/lab/assess
+    start_line services tests/lab tests/e2e --ignore tests/lab/kvm --ignore tests/lab/assess
+    start_line unit tests/unit
+    wait
+    status=0 passed=0 failed=0
+    for name in unit services guests; do
+      echo "=========================== suite line: $name ==========================="
+      cat "$lines_dir/$name.log"
+      rc=$(cat "$lines_dir/$name.rc")
+      [ "$rc" = 0 ] || status=1
+      summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$lines_dir/$name.log" | tail -n 1)
+      p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
+      f=0
+      for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$summary" | grep -oE '[0-9]+'); do
+        f=$((f + n))
+      done
+      passed=$((passed + p)) failed=$((failed + f))
+      [ "$rc" = 0 ] || [ "$f" != 0 ] || failed=$((failed + 1))  # a line that failed otherwise
+    done
+    echo "suite: $(( $(date +%s) - started )) s for the three lines"
+    echo "$passed passed, $failed failed"
+    exit "$status" ;;
 esac

@@ -60,15 +60,6 @@ _DECLARED_LIMIT = ("tests/lab/", "tests/e2e/")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Under pytest-xdist (scripts/test.sh, --dist loadgroup) the lab and end-to-end tests run
-    # one at a time in one worker: they own ports, namespaces, daemons and their timing. The
-    # kvm tests (a private libvirtd and TCG guests, nothing shared with the other labs) are a
-    # second such line, beside it.
-    for item in items:
-        if item.nodeid.startswith("tests/lab/kvm/"):
-            item.add_marker(pytest.mark.xdist_group("guests"))
-        elif item.nodeid.startswith(_DECLARED_LIMIT):
-            item.add_marker(pytest.mark.xdist_group("services"))
     undeclared = [item.nodeid for item in items if item.nodeid.startswith(_DECLARED_LIMIT)
                   and item.get_closest_marker("timeout") is None]
     if undeclared:
