@@ -70,7 +70,7 @@ start_line() {
   local name=$1; shift
   (VIRTBENCH_TEST_PG_URL=$(bash scripts/postgres.sh createdb "$pg_dir" "vb_$name")
    export VIRTBENCH_TEST_PG_URL
-   pytest -p no:cacheprovider --basetemp "$lines_dir/$name" "$@" </dev/null \
+   pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" </dev/null \
      >"$lines_dir/$name.log" 2>&1; echo $? >"$lines_dir/$name.rc") &
 }
 # stdin is never the terminal's: a test that reads it would wait for a key CI never presses.

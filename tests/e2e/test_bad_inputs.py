@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from virtbench.cli import app
@@ -400,8 +401,9 @@ def test_lab_that_fails_to_start(open_dir: Path) -> None:
 @pytest.mark.slow
 def test_wrongly_addressed_postgresql(postgres_url: str, workdir: Path) -> None:
     """A real server, a database that is not there; then a user the server does not know."""
-    no_db = postgres_url.replace("/virtbench_test?", "/no_such_db?")
+    url = make_url(postgres_url)  # whatever database scripts/test.sh gave this line
+    no_db = url.set(database="no_such_db").render_as_string(hide_password=False)
     _check(Case([], 2, 'database "no_such_db" does not exist'),
            *_invoke(["runs", "--store", no_db]))
-    no_user = postgres_url.replace("virtbench@", "nobody@")
+    no_user = url.set(username="nobody").render_as_string(hide_password=False)
     _check(Case([], 2, 'role "nobody" does not exist'), *_invoke(["runs", "--store", no_user]))
