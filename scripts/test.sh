@@ -11,9 +11,8 @@
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
 # The whole suite runs as three pytest processes at once, each with its own temporary folder
-# and PostgreSQL database: the unit tests; the guests (kvm: TCG guests in a private libvirtd,
-# assess's probes: a loop device and veth pair of their own); the other labs and the
-# end-to-end tests. Inside a line tests run one at a time: they start real services whose
+# and PostgreSQL database: the unit and end-to-end tests; the guests (kvm: TCG guests in a
+# private libvirtd, assess's probes: a loop device and veth pair of their own); the other labs. Inside a line tests run one at a time: they start real services whose
 # ports, namespaces and timing they own. Each line's output is printed whole when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,8 +82,8 @@ case "$area" in
   all)
     started=$(date +%s)
     start_line guests tests/lab/kvm tests/lab/assess
-    start_line services tests/lab tests/e2e --ignore tests/lab/kvm --ignore tests/lab/assess
-    start_line unit tests/unit
+    start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess
+    start_line unit tests/unit tests/e2e
     wait
     status=0 passed=0 failed=0
     for name in unit services guests; do
