@@ -39,7 +39,11 @@ _BOUNDARY = re.compile(r'[\s,:\[\]{}"]')
 the window cut (``1e``, ``Infinit``, ``\\u12``, or nothing at all), so the window is doubled
 rather than the error believed."""
 _TOO_DEEP = "nested deeper than the JSON reader allows (about 1000 levels)"
-_LONG_INTEGER = re.compile(r"(?<!\d)\d{300}")  # from a run's start only: linear
+# A run of 300 ASCII digits, found by mapping every digit to "0" and everything else to " "
+# (bytes.translate and find run at memory speed; a regex took three times as long as the
+# JSON decoding itself, BENCHMARKS.md "parsers: parse speed").
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_RUN = b"0" * 300
 _PLAIN = json.JSONDecoder()
 
 
@@ -57,7 +61,8 @@ def decoder_for(text: str) -> json.JSONDecoder:
     """The JSON decoder for ``text``: the plain one, or — when the text holds an integer of 300
     digits or more (one scan) — one that reads such integers as floats. (Not always the
     second: a Python call per integer would slow every parse.)"""
-    return _LONG_INTEGERS if _LONG_INTEGER.search(text) else _PLAIN
+    digits = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    return _LONG_INTEGERS if _LONG_RUN in digits else _PLAIN
 
 
 @dataclass(frozen=True)
@@ -76,14 +81,16 @@ class _Failure:
     msg: str
 
 
-def _decode_windowed(decoder: json.JSONDecoder, text: str, start: int
+def _decode_windowed(decoder: json.JSONDecoder, text: str, start: int, *, whole: bool = False
                      ) -> tuple[Any, int] | _Failure:
     """``decoder.raw_decode(text, start)`` in time proportional to what it reads: the
     candidate is decoded from a slice (first its line) that grows, doubling, only while the
     decoder's error could come from the slice's end (a token it cut); so a failing candidate
-    costs what it read, not ``start``."""
+    costs what it read, not ``start``. ``whole``: the slice is the rest of the text at once
+    (the first candidate: read once, it costs what the text costs, and a pretty-printed
+    document would otherwise be decoded about twice over, window after window)."""
     line_end = text.find("\n", start)
-    end = len(text) if line_end < 0 else line_end + 1
+    end = len(text) if line_end < 0 or whole else line_end + 1
     shallow = 0  # a prefix of the candidate known not to be nested too deeply
     while True:
         window = text[start:end]
@@ -140,7 +147,7 @@ def find_json(text: str, tool: str, expected: str,
         if match is None:
             break
         start = match.end() - 1
-        result = _decode_windowed(decoder, text, start)
+        result = _decode_windowed(decoder, text, start, whole=pos == 0)
         if isinstance(result, _Failure):
             if first_error is None:
                 first_error = result
