@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from record import record
 
 REPO = Path(__file__).resolve().parent.parent
+TOTAL = re.compile(r"^([0-9]+ passed, [0-9]+ failed)$", re.M)
 SUMMARY = re.compile(r"^=+ (.*(?:passed|failed).*) in [0-9.]+s", re.M)
 
 
@@ -54,8 +55,11 @@ def _run(clone: Path, how: str, log: Path) -> tuple[float, int, str]:
                 hog.terminate()
                 hog.wait(timeout=60)
     wall = time.monotonic() - started
-    found = SUMMARY.findall(log.read_text())
-    return wall, code, found[-1] if found else "no pytest summary"
+    text = log.read_text()
+    total = TOTAL.findall(text)  # scripts/test.sh's line over its three pytest lines
+    found = SUMMARY.findall(text)
+    summary = total[-1] if total else found[-1] if found else "no pytest summary"
+    return wall, code, summary
 
 
 def main() -> None:

@@ -69,8 +69,10 @@ start_line() {
   local name=$1; shift
   (VIRTBENCH_TEST_PG_URL=$(bash scripts/postgres.sh createdb "$pg_dir" "vb_$name")
    export VIRTBENCH_TEST_PG_URL
+   rc=0  # a failing line must still write its code (set -e would end the subshell first)
    pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" </dev/null \
-     >"$lines_dir/$name.log" 2>&1; echo $? >"$lines_dir/$name.rc") &
+     >"$lines_dir/$name.log" 2>&1 || rc=$?
+   echo "$rc" >"$lines_dir/$name.rc") &
 }
 # stdin is never the terminal's: a test that reads it would wait for a key CI never presses.
 case "$area" in
@@ -89,7 +91,7 @@ case "$area" in
     for name in unit services guests; do
       echo "=========================== suite line: $name ==========================="
       cat "$lines_dir/$name.log"
-      rc=$(cat "$lines_dir/$name.rc")
+      rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
       [ "$rc" = 0 ] || status=1
       summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$lines_dir/$name.log" | tail -n 1)
       p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)

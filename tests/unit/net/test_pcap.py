@@ -326,6 +326,7 @@ def _is_ahead_of_time() -> bool:
 @pytest.mark.skipif(not _is_ahead_of_time(),
                     reason="no ahead-of-time module built: every test here ran the JIT loops")
 @pytest.mark.parametrize("name", ["two_flows.pcapng", "two_flows_sll.pcap"])
+@pytest.mark.timeout(300)  # numba compiles the JIT loops first: minutes on a busy machine
 def test_ahead_of_time_loops_equal_the_jit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     aot_records = read_pcap(DATA / name)
     aot_flows = capture_flows(aot_records)
