@@ -45,15 +45,17 @@ def test_an_exception_in_the_child_is_reported_not_raised_here() -> None:
     assert messages[-1]["error"] == "ValueError: bad host"
 
 
-def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports() -> None:
-    def work(send: Send) -> None:
-        try:  # "ready" inside: an interrupt right after it is still caught here
-            send({"ready": True})
-            time.sleep(WAIT_S)
-        except KeyboardInterrupt:
-            send({"interrupted": True})
+def _sleep_until_interrupted(send: Send) -> None:
+    """Says it is ready, then sleeps WAIT_S unless interrupted, and says which."""
+    try:  # "ready" inside: an interrupt right after it is still caught here
+        send({"ready": True})
+        time.sleep(WAIT_S)
+    except KeyboardInterrupt:
+        send({"interrupted": True})
 
-    call = ForkedCall(work)
+
+def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports() -> None:
+    call = ForkedCall(_sleep_until_interrupted)
     messages = _collect(call)
     deadline = time.monotonic() + 10
     while not messages and time.monotonic() < deadline:
@@ -68,16 +70,9 @@ def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports() 
 def test_interrupt_reaches_the_child_however_sigint_was_inherited(inherited: Any) -> None:
     """A background job (nohup, CI, ``cmd &``) starts with SIGINT ignored; the child must
     still stop on ``interrupt`` (the parent's SIGTERM-as-Ctrl-C passes it on that way)."""
-    def work(send: Send) -> None:
-        try:  # "ready" inside: an interrupt right after it is still caught here
-            send({"ready": True})
-            time.sleep(WAIT_S)
-        except KeyboardInterrupt:
-            send({"interrupted": True})
-
     previous = signal.signal(signal.SIGINT, inherited)
     try:
-        call = ForkedCall(work)
+        call = ForkedCall(_sleep_until_interrupted)
     finally:
         signal.signal(signal.SIGINT, previous)
     messages = _collect(call)
