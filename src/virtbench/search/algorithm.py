@@ -152,7 +152,7 @@ def _phase(plan: SearchPlan, phase: int, duration: float, lo_hint: float | None,
             if lo >= upper:
                 return lo, None
             width *= width
-            load = _round(plan, min(upper, lo * width))
+            load = _outward(plan, lo, lo * width)
             if (yield from trial(load)):
                 lo = load
             else:
@@ -170,7 +170,7 @@ def _phase(plan: SearchPlan, phase: int, duration: float, lo_hint: float | None,
                 if hi <= lower:
                     return None, hi
                 width *= width
-                load = _round(plan, max(lower, hi / width))
+                load = _outward(plan, hi, hi / width)
                 if (yield from trial(load)):
                     lo = load
                 else:
@@ -185,6 +185,15 @@ def _phase(plan: SearchPlan, phase: int, duration: float, lo_hint: float | None,
         else:
             hi = load
     return lo, hi
+
+
+def _outward(plan: SearchPlan, bound: float, load: float) -> float:
+    """The next load of a bound moving out: within the plan's bounds, and for whole-number
+    loads at least one unit away (rounding must not offer the same load again)."""
+    moved = _round(plan, load)
+    if moved == bound:
+        moved = bound + (1.0 if load > bound else -1.0)
+    return min(max(moved, plan.lower), plan.upper)
 
 
 def _round(plan: SearchPlan, load: float) -> float:

@@ -40,6 +40,9 @@ class SearchPlan:
         if list(self.durations_s) != sorted(self.durations_s):
             raise VirtbenchError("search durations_s must go from short to long (the last is "
                                  "the final trial duration)")
+        if self.integer and not (self.lower.is_integer() and self.upper.is_integer()):
+            raise VirtbenchError(f"an integer search needs whole-number bounds; got lower "
+                                 f"{self.lower:g}, upper {self.upper:g}")
 
     @property
     def phases(self) -> int:
@@ -60,11 +63,36 @@ class SearchPlan:
         bisections = max(0, math.ceil(math.log2(first) - 1e-9)) if first > 1 else 0
         return 2 + bisections + 3 * (self.phases - 1)
 
-    def trial_budget(self) -> int:
-        """Trials the search takes at most when, besides, each later phase has to move one
-        inherited bound once (a short trial passed a load its longer trial fails: a buffer
-        in the path hid the loss): the move and the extra bisection it costs, two trials."""
-        return self.predicted_trials() + 2 * (self.phases - 1)
+    def trial_budget(self, shift: float) -> int:
+        """Trials the search takes at most when the load at which verdicts change may differ by
+        up to a factor ``shift`` from one phase's trial duration to the next (a buffer in the
+        path hides loss from short trials; a queue builds up only in long ones), and verdicts
+        within one phase never contradict each other.
+
+        A later phase starts from an interval between ``goal`` and ``goal**2`` wide (``goal``
+        its own goal ratio). A bound the new duration contradicts moves out in steps of
+        ``width**2``, ``width**4``, ... so after ``k`` steps it has covered
+        ``width**(2**(k+1) - 2)``; the interval it lands in is at most ``goal**(2**(k+1))``
+        wide and takes ``k + 1`` bisections. Against the predicted three trials of a phase
+        (both inherited bounds and one bisection), ``k`` moves cost ``2k`` more.
+
+        Whole-number loads (``integer``) round each midpoint by up to half a unit, which can
+        leave an interval just wider than half the one before: one more trial per phase, as
+        long as every load is at least ``2 / precision`` (smaller loads end on neighbouring
+        whole numbers instead).
+        """
+        if not math.isfinite(shift) or shift < 1:
+            raise VirtbenchError(f"a verdict shift is a factor of at least 1; got {shift:g}")
+        total = self.predicted_trials()
+        for phase in range(1, self.phases):
+            covered = math.log(shift) / math.log(self.goal_ratio(phase))
+            steps = 0
+            while 2 ** (steps + 1) - 2 < covered - 1e-9:
+                steps += 1
+            total += 2 * steps
+        if self.integer:
+            total += self.phases
+        return total
 
     def predicted_duration_s(self) -> float:
         """Trial time of the predicted trials (setup and lab time not included)."""

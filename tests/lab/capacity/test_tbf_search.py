@@ -2,7 +2,8 @@
 
 gen:g0 ─ veth ─ mid:m0 ┐ br0 ┌ m1 (tbf, RATE) ─ veth ─ sink:s0. 1004 B frames (1000 B without
 the FCS, as tbf counts them) at 8 Mbit/s are 1000 frames/s: the search must find that rate
-within ±3 % in at most the trials its plan budgets, with a consistent trace.
+within ±3 % in at most the trials its plan budgets for the verdict shift the buffers
+cause between a 1 s and a 4 s trial, with a consistent trace.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 FRAME = 1004
 RATE_BITS = 8_000_000
 NDR_PPS = RATE_BITS / ((FRAME - 4) * 8)  # 1000 frames/s
+BURST_B, LIMIT_B = 10_000, 40_000
+BUFFERED_FRAMES = (BURST_B + LIMIT_B) / (FRAME - 4)  # 50 frames hide an excess for a while
 
 
 @pytest.fixture
@@ -31,7 +34,7 @@ def shaped_path() -> Iterator[dict[str, str]]:
     # The known capacity: 8 Mbit/s with a bucket of 10 frames and a queue of 40 (a switch
     # port's few), so an excess of 1.25 % overflows them within a final trial, while the
     # jitter of a generator on a busy machine does not.
-    with shaped_bridge_path("8mbit", burst=10000, limit=40000) as ns:
+    with shaped_bridge_path("8mbit", burst=BURST_B, limit=LIMIT_B) as ns:
         yield ns
 
 
@@ -66,12 +69,15 @@ workloads:
     found = {s.metric: s.value for s in store.samples(outcome.run_id) if s.t is None}
     plan = exp.workloads[0].search.plan()
     trace = trace_from_trials(store.trials(outcome.run_id), "default", "net.packet-rate")
+    # A trial of d seconds passes up to NDR + BUFFERED_FRAMES / d: 1050 frames/s in the 1 s
+    # phase, 1012.5 in the 4 s one, so the verdict moves by at most 1050 / 1000 between phases.
+    shift = (NDR_PPS + BUFFERED_FRAMES / plan.durations_s[0]) / NDR_PPS
     print(f"NDR {found['capacity']:g} frames/s (upper {found.get('capacity_upper')}), "
           f"{len(trace)} trials, predicted ≤ {plan.predicted_trials()} "
-          f"(budget {plan.trial_budget()}): "
+          f"(budget {plan.trial_budget(shift)}): "
           + ", ".join(f"{t.load:g}@{t.duration_s:g}s:{'P' if t.passed else 'F'}" for t in trace))
     assert abs(found["capacity"] - NDR_PPS) <= 0.03 * NDR_PPS
-    assert found["search_trials"] == len(trace) <= plan.trial_budget()
+    assert found["search_trials"] == len(trace) <= plan.trial_budget(shift)
     search = Search(plan)
     search.replay(trace)
     result = search.next()

@@ -74,4 +74,10 @@ workloads:
               t["notes"]["search.passed"]) for t in store.trials(outcome.run_id)]
     print(f"knee {found.get('capacity')} req/s (capacity {CAPACITY:g}); trace {trace}")
     assert abs(found["capacity"] - CAPACITY) <= 0.10 * CAPACITY
-    assert found["search_trials"] <= exp.workloads[0].search.plan().trial_budget()
+    # Above capacity a queue grows by (rate - CAPACITY) per second; a d-second trial keeps its
+    # p99 under the SLO's 100 ms of slack up to CAPACITY * (1 + 0.1 / d): 5 % over in the 2 s
+    # phase, 2 % in the 5 s one. The knee is accepted within 10 %, so the verdict may move by
+    # 1.05 * 1.10 between phases on a busy machine.
+    plan = exp.workloads[0].search.plan()
+    shift = (1 + (3 * SERVICE_S - SERVICE_S) / plan.durations_s[0]) * 1.10
+    assert found["search_trials"] <= plan.trial_budget(shift)

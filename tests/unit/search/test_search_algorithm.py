@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from virtbench.model import VirtbenchError
 from virtbench.search import Search, SearchPlan, SearchResult, TraceEntry, trace_problems
@@ -122,3 +125,38 @@ def test_bad_plans_are_refused(lower: float, upper: float, precision: float,
                                durations: tuple[float, ...], message: str) -> None:
     with pytest.raises(VirtbenchError, match=message):
         SearchPlan(lower, upper, precision, durations)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lower=st.floats(1.0, 1e6), span=st.floats(1.5, 1e4), precision=st.floats(0.002, 0.2),
+       phases=st.integers(1, 4), integer=st.booleans(), at=st.floats(0.0, 1.0),
+       shift=st.floats(1.0, 3.0), moves=st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3))
+def test_trial_budget_holds_whenever_the_verdict_moves_at_most_shift_between_phases(
+        lower: float, span: float, precision: float, phases: int, integer: bool, at: float,
+        shift: float, moves: list[float]) -> None:
+    # Each phase's trials pass up to its own threshold; from one phase to the next the
+    # threshold moves by a factor of at most `shift`, either way.
+    upper = lower * span
+    if integer:
+        # The budget's premise for whole-number loads: none below 2 / precision.
+        lower = float(max(round(lower), math.ceil(2 / precision)))
+        upper = float(round(lower * span))
+    plan = SearchPlan(lower, upper, precision,
+                      tuple(float(2 ** p) for p in range(phases)), integer)
+    thresholds = [lower * span ** (0.05 + 0.9 * at)]
+    for move in moves[:phases - 1]:
+        thresholds.append(thresholds[-1] * shift ** move)
+    phase_of = {d: p for p, d in enumerate(plan.durations_s)}
+    search = run(plan, lambda load, d: load <= thresholds[phase_of[d]])
+    result = result_of(search)
+    assert result.trials <= plan.trial_budget(shift)
+    assert trace_problems(plan, search.trace, result) == []
+
+
+def test_trial_budget_counts_two_trials_per_move_step() -> None:
+    plan = SearchPlan(100.0, 10_000.0, 0.01, (1.0, 4.0))
+    assert plan.trial_budget(1.0) == plan.predicted_trials() == 13
+    assert plan.trial_budget(1.01 ** 2) == 15   # one step of width**2 reaches it
+    assert plan.trial_budget(1.05) == 17        # two steps: width**2, then width**4
+    with pytest.raises(VirtbenchError, match="at least 1"):
+        plan.trial_budget(0.9)
