@@ -37,9 +37,12 @@ if [ "$(id -u)" -ne 0 ]; then
   use_sudo=1
 fi
 bash scripts/install.sh --dev
-if [ "$area" = all ] || [ "$area" = unit ]; then
-  .venv/bin/ruff check src tests benchmarks
-  .venv/bin/mypy
+# Lint and types: before the unit tests, or in the unit line of a full run (beside the others).
+static_checks() {
+  .venv/bin/ruff check src tests benchmarks && .venv/bin/mypy
+}
+if [ "$area" = unit ]; then
+  static_checks
 fi
 # A private PostgreSQL server for the store contract tests; stopped however the tests end.
 pg_dir=$(mktemp -d /tmp/vb-pg.XXXXXX)
@@ -70,8 +73,13 @@ start_line() {
   (VIRTBENCH_TEST_PG_URL=$(bash scripts/postgres.sh createdb "$pg_dir" "vb_$name")
    export VIRTBENCH_TEST_PG_URL
    rc=0  # a failing line must still write its code (set -e would end the subshell first)
-   pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" </dev/null \
-     >"$lines_dir/$name.log" 2>&1 || rc=$?
+   # What the line cost: the suite's time is set by the two cores, not by one line's wall time.
+   TIMEFORMAT="line $name: %0R s wall, %0U s user + %0S s system CPU"
+   { time {
+       if [ "$name" = unit ]; then static_checks || rc=$?; fi
+       pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" </dev/null \
+         || rc=$?
+     } >"$lines_dir/$name.log" 2>&1; } 2>"$lines_dir/$name.time"
    echo "$rc" >"$lines_dir/$name.rc") &
 }
 # stdin is never the terminal's: a test that reads it would wait for a key CI never presses.
@@ -90,7 +98,7 @@ case "$area" in
     status=0 passed=0 failed=0
     for name in unit services guests; do
       echo "=========================== suite line: $name ==========================="
-      cat "$lines_dir/$name.log"
+      cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
       [ "$rc" = 0 ] || status=1
       summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$lines_dir/$name.log" | tail -n 1)

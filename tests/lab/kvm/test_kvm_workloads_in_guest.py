@@ -78,25 +78,28 @@ def debian_image(private_libvirtd: str) -> DebianGuestImage:
     return build_debian_guest()
 
 
-@pytest.fixture
-def guest(private_libvirtd: str, debian_image: DebianGuestImage,
-          monkeypatch: pytest.MonkeyPatch) -> Iterator[Guest]:
+@pytest.fixture(scope="module")
+def guest(private_libvirtd: str, debian_image: DebianGuestImage) -> Iterator[Guest]:
+    """One guest for the module: each test ends with the domain's original configuration
+    restored (and asserts it), so the next starts from the state a fresh guest has, without
+    a TCG boot of its own."""
     # Our own temp dir (not tmp_path): pytest would keep the 120 MiB initrd of recent runs.
     tmp = Path(tempfile.mkdtemp(prefix="vbkvm-deb-test-"))
-    monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp / "state"))
-    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp / "labs"))
     conn = libvirt.open(private_libvirtd)
     name = f"vbkvm-deb-{uuid.uuid4().hex[:6]}"
-    try:
-        instance = make_instance(debian_image, tmp / "guest")
-        dom = conn.defineXML(domain_xml(name, instance, tmp / "console.log"))
-        dom.create()
-        wait_ssh(instance)
-        yield Guest(conn, private_libvirtd, name, instance, tmp)
-    finally:
-        remove_domain(conn, name)  # never leave the domain behind, whatever happened
-        conn.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VIRTBENCH_STATE_DIR", str(tmp / "state"))
+        env.setenv("VIRTBENCH_LAB_ROOT", str(tmp / "labs"))
+        try:
+            instance = make_instance(debian_image, tmp / "guest")
+            dom = conn.defineXML(domain_xml(name, instance, tmp / "console.log"))
+            dom.create()
+            wait_ssh(instance)
+            yield Guest(conn, private_libvirtd, name, instance, tmp)
+        finally:
+            remove_domain(conn, name)  # never leave the domain behind, whatever happened
+            conn.close()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def experiment_text(g: Guest, *, variants: tuple[str, ...] | None = None,
@@ -161,14 +164,14 @@ def close_target(runner: Runner) -> None:
         close()
 
 
-def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest) -> None:
+def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path: Path) -> None:
     g = guest
     original = snapshot(g)
     assert not {"sse4.2", "aes"} & g.flags()
     text = experiment_text(g)
     exp = parse_experiment(text, str(EXAMPLE))
-    store = Store(str(g.tmp / "store.db"))
-    runner = Runner(store, exp, text, str(EXAMPLE), workdir=g.tmp / "work")
+    store = Store(str(tmp_path / "store.db"))
+    runner = Runner(store, exp, text, str(EXAMPLE), workdir=tmp_path / "work")
     try:
         outcome = runner.run()
     finally:
@@ -231,7 +234,7 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest) -> None:
     store.close()
 
 
-def test_ctrl_c_inside_tuned_guest_restores_original(guest: Guest,
+def test_ctrl_c_inside_tuned_guest_restores_original(guest: Guest, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGINT reaches the runner while a command runs inside the tuned guest."""
     g = guest
@@ -259,8 +262,8 @@ def test_ctrl_c_inside_tuned_guest_restores_original(guest: Guest,
     monkeypatch.setattr(AesWorkload, "run", interrupting(AesWorkload.run))
     text = experiment_text(g, variants=variants, seed=seed)
     exp = parse_experiment(text, str(EXAMPLE))
-    store = Store(str(g.tmp / "store.db"))
-    runner = Runner(store, exp, text, str(EXAMPLE), workdir=g.tmp / "work")
+    store = Store(str(tmp_path / "store.db"))
+    runner = Runner(store, exp, text, str(EXAMPLE), workdir=tmp_path / "work")
     try:
         with pytest.raises(KeyboardInterrupt):
             runner.run()
