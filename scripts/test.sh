@@ -10,10 +10,12 @@
 #   scripts/test.sh e2e             the end-to-end tests
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
-# The whole suite runs as three pytest processes at once, each with its own temporary folder
-# and PostgreSQL database: the unit and end-to-end tests; the guests (kvm: TCG guests in a
-# private libvirtd, assess's probes: a loop device and veth pair of their own); the other labs. Inside a line tests run one at a time: they start real services whose
-# ports, namespaces and timing they own. Each line's output is printed whole when it ends.
+# The whole suite runs as four pytest processes at once, each with its own temporary folder
+# and PostgreSQL database: ruff, mypy and the unit tests; the end-to-end tests; the guests
+# (kvm: TCG guests in a private libvirtd, assess's probes: a loop device and veth pair of their
+# own); the other labs. Inside a line tests run one at a time: they start real services whose
+# ports, namespaces and timing they own. Each line's output is printed whole when it ends,
+# with its wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 area=all
@@ -93,10 +95,11 @@ case "$area" in
     started=$(date +%s)
     start_line guests tests/lab/kvm tests/lab/assess
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess
-    start_line unit tests/unit tests/e2e
+    start_line e2e tests/e2e
+    start_line unit tests/unit
     wait
     status=0 passed=0 failed=0
-    for name in unit services guests; do
+    for name in unit e2e services guests; do
       echo "=========================== suite line: $name ==========================="
       cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
@@ -110,7 +113,7 @@ case "$area" in
       passed=$((passed + p)) failed=$((failed + f))
       [ "$rc" = 0 ] || [ "$f" != 0 ] || failed=$((failed + 1))  # a line that failed otherwise
     done
-    echo "suite: $(( $(date +%s) - started )) s for the three lines"
+    echo "suite: $(( $(date +%s) - started )) s for the four lines"
     echo "$passed passed, $failed failed"
     exit "$status" ;;
 esac

@@ -26,7 +26,7 @@ def test_history_and_compare_over_two_assessments(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     runs = []
     for _ in range(2):
-        result = CliRunner().invoke(app, ["assess", "--budget", "40s", "--json", "--store",
+        result = CliRunner().invoke(app, ["assess", "--budget", "30s", "--json", "--store",
                                           store], env=env)
         assert result.exit_code == 0, result.output
         runs.append(_json(result.output)["run_id"])

@@ -24,7 +24,7 @@ def test_assess_measures_the_masked_flag_effects(tmp_path: Path) -> None:
     store = tmp_path / "assess.db"
     report = tmp_path / "assess.html"
     result = CliRunner().invoke(
-        app, ["assess", "--budget", "90s", "--json", "--store", str(store), "--report",
+        app, ["assess", "--budget", "45s", "--json", "--store", str(store), "--report",
               str(report)], env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
     data = json.loads(result.output[: result.output.rindex("}") + 1])
