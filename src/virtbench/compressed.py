@@ -9,11 +9,12 @@ Each library is imported only when its format is met: a plain capture pays for n
 from __future__ import annotations
 
 import mmap
-from typing import overload
+from typing import Any, overload
 
 from virtbench.errors import VirtbenchError
 
-__all__ = ["FORMATS", "DecompressionError", "compression_of", "decompress"]
+__all__ = ["FORMATS", "DecompressedTooLarge", "DecompressionError", "compression_of",
+           "decompress"]
 
 _MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00", "zstd": b"\x28\xb5\x2f\xfd"}
 _FIRST_BYTES = {magic[:1] for magic in _MAGIC.values()}
@@ -38,51 +39,82 @@ def compression_of(data: bytes | mmap.mmap) -> str:
     return next((kind for kind, magic in _MAGIC.items() if head.startswith(magic)), "")
 
 
-@overload
-def decompress(data: bytes) -> tuple[bytes, str]: ...
-@overload
-def decompress(data: mmap.mmap) -> tuple[bytes | mmap.mmap, str]: ...
+class DecompressedTooLarge(VirtbenchError, ValueError):
+    """Compressed input that unpacks to more than the caller's limit (a compression bomb, or
+    the wrong file): found while unpacking, before more than ``limit`` bytes are held."""
+
+    def __init__(self, kind: str, limit: int) -> None:
+        super().__init__(f"{kind}-compressed input unpacks to more than {_size(limit)}")
+        self.kind = kind
+        self.limit = limit
 
 
-def decompress(data: bytes | mmap.mmap) -> tuple[bytes | mmap.mmap, str]:
+def _size(count: int) -> str:
+    return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count} bytes"
+
+
+# zstd and gzip can expand a few bytes of input into a great many: input is fed in steps this
+# small, so one step cannot run far past the limit before it is checked.
+_STEP = 1024
+
+
+@overload
+def decompress(data: bytes, *, limit: int) -> tuple[bytes, str]: ...
+@overload
+def decompress(data: mmap.mmap, *, limit: int) -> tuple[bytes | mmap.mmap, str]: ...
+
+
+def decompress(data: bytes | mmap.mmap, *, limit: int) -> tuple[bytes | mmap.mmap, str]:
     """(plain bytes, compression name or '') for plain, gzip, xz or zstd input; plain input is
-    returned as it is (an mmap stays an mmap, uncopied). Several gzip members or zstd frames
-    one after another are read as one stream, as ``zcat`` and ``zstdcat`` do."""
+    returned as it is (an mmap stays an mmap, uncopied; the caller checks its size).
+    Several gzip members, xz streams or zstd frames one after another are read as one stream,
+    as ``zcat`` and ``zstdcat`` do. Compressed input that unpacks to more than ``limit`` bytes
+    raises :class:`DecompressedTooLarge` as soon as it gets there."""
     kind = compression_of(data)
     if kind == "gzip":
-        import gzip
         import zlib
 
         try:
-            return gzip.decompress(data), kind
-        except (EOFError, OSError, zlib.error) as exc:
+            return _streams(data, lambda: zlib.decompressobj(wbits=31), kind, limit), kind
+        except zlib.error as exc:
             raise DecompressionError(kind, str(exc)) from None
     if kind == "xz":
         import lzma
 
         try:
-            return lzma.decompress(data), kind
-        except (EOFError, lzma.LZMAError) as exc:
+            return _streams(data, lzma.LZMADecompressor, kind, limit), kind
+        except lzma.LZMAError as exc:
             raise DecompressionError(kind, str(exc)) from None
     if kind == "zstd":
-        return _zstd(data), kind
+        import zstandard
+
+        try:
+            return _streams(data, lambda: zstandard.ZstdDecompressor().decompressobj(), kind,
+                            limit), kind
+        except zstandard.ZstdError as exc:
+            raise DecompressionError(kind, str(exc)) from None
     return data, ""
 
 
-def _zstd(data: bytes | mmap.mmap) -> bytes:
-    import zstandard
-
-    out: list[bytes] = []
-    rest = memoryview(data)  # an mmap read in place; unused_data is bytes
-    try:
-        while rest:
-            # Frame by frame: a frame written by `zstd` from a pipe carries no content size,
-            # and only a frame read to its end (eof) shows the input was not cut off.
-            frame = zstandard.ZstdDecompressor().decompressobj()
-            out.append(frame.decompress(rest))
-            if not frame.eof:
-                raise DecompressionError("zstd", "no end of frame")
-            rest = memoryview(frame.unused_data)
-    except zstandard.ZstdError as exc:
-        raise DecompressionError("zstd", str(exc)) from None
-    return b"".join(out)
+def _streams(data: bytes | mmap.mmap, start: Any, kind: str, limit: int) -> bytes:
+    """Members (gzip), streams (xz) or frames (zstd) one after another, each read to its end:
+    only a stream read to its end shows the input was not cut off."""
+    out = bytearray()
+    view = memoryview(data)
+    at = 0
+    while at < len(view):
+        if kind == "gzip" and view[at] == 0 and not bytes(view[at:]).strip(b"\0"):
+            break  # zero padding after the last member, as gzip itself accepts
+        stream = start()
+        while True:
+            step = view[at:at + _STEP]
+            if not step:
+                raise DecompressionError(kind, "no end of stream: the input is cut off")
+            out += stream.decompress(step)
+            if len(out) > limit:
+                raise DecompressedTooLarge(kind, limit)
+            if stream.eof:  # the next stream starts where this step's unused bytes begin
+                at += len(step) - len(stream.unused_data)
+                break
+            at += len(step)
+    return bytes(out)

@@ -15,13 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from virtbench.compressed import DecompressionError, decompress
+from virtbench.compressed import DecompressedTooLarge, DecompressionError, decompress
 from virtbench.errors import VirtbenchError
 
 __all__ = ["CaptureFormat", "PcapError", "capture_format", "damage_text", "no_section_error",
            "read_capture"]
 
 T = TypeVar("T")
+
+MAX_DECOMPRESSED_BYTES = 2 << 30
+"""A compressed capture is unpacked in memory (a plain one is mapped from disk): up to this
+much, so a small compression bomb cannot take the machine's memory."""
 
 _MAGIC_US = 0xA1B2C3D4
 _MAGIC_NS = 0xA1B23C4D
@@ -78,7 +82,11 @@ def read_capture(path: Path, parse: Callable[[bytes | mmap.mmap], T]) -> T:
 def capture_format(buf: bytes | mmap.mmap) -> tuple[bytes | mmap.mmap, CaptureFormat]:
     """The capture's (decompressed) bytes and format; PcapError if it is not a capture."""
     try:
-        buf, _compression = decompress(buf)
+        buf, _compression = decompress(buf, limit=MAX_DECOMPRESSED_BYTES)
+    except DecompressedTooLarge as exc:
+        raise PcapError(f"{exc.kind}-compressed capture unpacks to more than "
+                        f"{MAX_DECOMPRESSED_BYTES >> 30} GiB, more than is unpacked in memory; "
+                        f"decompress it to a file first (read from disk, any size)") from None
     except DecompressionError as exc:
         raise PcapError(f"compressed capture is damaged ({exc.kind}: {exc.reason})") from None
     if len(buf) < 4:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from virtbench.compressed import DecompressionError, decompress
+from virtbench.compressed import DecompressedTooLarge, DecompressionError, decompress
 from virtbench.model import Domain, Measurement, Metric, VirtbenchError
 
 __all__ = [
@@ -59,7 +59,12 @@ class Parser:
     def read(self, data: bytes) -> Parsed:
         """Raw bytes as saved (plain, gzip, xz or zstd, found by magic bytes) → Parsed."""
         try:
-            raw, compression = decompress(data)
+            raw, compression = decompress(data, limit=MAX_OUTPUT_BYTES)
+        except DecompressedTooLarge as exc:
+            raise ParseError(f"{exc.kind}-compressed input of more than "
+                             f"{MAX_OUTPUT_BYTES / 2**20:g} MiB once decompressed is more than "
+                             f"any {self.tool} output virtbench reads; is it the right file?"
+                             ) from None
         except DecompressionError as exc:
             raise ParseError(str(exc)) from None
         if len(raw) > MAX_OUTPUT_BYTES:

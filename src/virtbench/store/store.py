@@ -194,7 +194,7 @@ class Store:
         if read_only and self.url.startswith("sqlite:///"):
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file():
-                raise VirtbenchError(f"no result store at {path}")
+                raise VirtbenchError(_NO_STORE.format(path))
         if not create and self.url.startswith("sqlite:///"):
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file() or path.stat().st_size == 0:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from virtbench.compressed import decompress
 from virtbench.model import Domain
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.base import MAX_OUTPUT_BYTES, ParseError
 from virtbench.parsers.registry import get_parser
 
 from .corpus import all_corpus, corpus
@@ -67,7 +67,8 @@ def test_bytes_flipped(tool: str, path: Path, flips: list[tuple[float, int]]) ->
 
 # Per tool, hypothesis picks the file too: a bounded number of cases per tool and mutation.
 _TOOLS = sorted({tool for tool, _path in _FILES})
-_TEXTS = {tool: [decompress(_BYTES[path])[0] for path in corpus(tool)] for tool in _TOOLS}
+_TEXTS = {tool: [decompress(_BYTES[path], limit=MAX_OUTPUT_BYTES)[0] for path in corpus(tool)]
+          for tool in _TOOLS}
 _NUMBER = re.compile(rb"-?\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b")
 _NUMBERS = {tool: [[m.span() for m in _NUMBER.finditer(text)] for text in texts]
             for tool, texts in _TEXTS.items()}

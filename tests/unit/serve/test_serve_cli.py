@@ -28,7 +28,7 @@ def test_a_missing_store_is_a_clear_error_not_a_new_file(tmp_path: Path) -> None
     missing = tmp_path / "nothing.db"
     result = _serve("--store", str(missing), "--port", "1")
     assert result.returncode == 2
-    assert f"no result store at {missing}" in " ".join(result.stderr.split())
+    assert f"no store at {missing}" in " ".join(result.stderr.split())
     assert "Traceback" not in result.stderr
     assert not missing.exists()
 
