@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from virtbench.assess.engine import Assessment, assess_domain, assess_machine
-from virtbench.assess.render import findings_section, render_json, render_text
 from virtbench.contract import MAX_SECONDS
-from virtbench.kvm.access import parse_ssh_spec
 from virtbench.model import VirtbenchError
-from virtbench.runner.engine import ProgressHook
 from virtbench.safetext import visible
-from virtbench.store import Store
-from virtbench.targets.ssh import SSHTarget
+
+if TYPE_CHECKING:
+    from virtbench.assess.engine import Assessment
 
 __all__ = ["assess", "parse_budget"]
 
@@ -62,6 +59,15 @@ def assess(
     """What is misconfigured here (or in DOMAIN), what fixing it buys — measured where
     possible, with CIs — and the exact change."""
     seconds = parse_budget(budget)
+    # Imported here, not with the module: every other command's start-up would pay for the
+    # assessment's statistics (scipy), store and runner.
+    from virtbench.assess.engine import assess_domain, assess_machine
+    from virtbench.assess.render import findings_section, render_json, render_text
+    from virtbench.kvm.access import parse_ssh_spec
+    from virtbench.runner.engine import ProgressHook
+    from virtbench.store import Store
+    from virtbench.targets.ssh import SSHTarget
+
     st = Store(store)
     progress = ProgressHook()
     if not as_json:  # a JSON reader gets one document on stdout and nothing else

@@ -6,7 +6,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,11 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from virtbench import safetext
-from virtbench.fleet.drive import FleetOutcome, FleetRunner, latest_fleet
 from virtbench.fleet.inventory import FleetHost, host_from_url, load_inventory
 from virtbench.model import VirtbenchError
-from virtbench.spec.models import Experiment
-from virtbench.store import Store
+
+if TYPE_CHECKING:
+    from virtbench.fleet.drive import FleetOutcome
+    from virtbench.spec.models import Experiment
 
 __all__ = ["check_fleet", "fleet_hosts", "hosts_app", "run_fleet"]
 
@@ -40,6 +41,7 @@ def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[Fle
     """``run --hosts INVENTORY --check``: what the run would do on each host of the (already
     validated) inventory, then each host checked as ``hosts check`` does (reachable, the tools
     the experiment needs there). True when every host is ready; nothing is run or stored."""
+    from virtbench.fleet.drive import FleetRunner
     from virtbench.fleet.hostcheck import check_hosts
 
     plan = FleetRunner(store, exp, "", spec_path, hosts, known_hosts=known_hosts, netns=netns)
@@ -71,6 +73,9 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
               hosts: Sequence[FleetHost], *, resume: str | None, known_hosts: str | None,
               netns: str | None, quiet: bool) -> FleetOutcome:
     """Run on every host at once, print one line per host, return the outcome."""
+    from virtbench.fleet.drive import FleetRunner, latest_fleet
+    from virtbench.store import Store
+
     lock = threading.Lock()
 
     def say(host: str, text: str) -> None:
@@ -192,6 +197,7 @@ def hosts_runs(
 ) -> None:
     """Print the run id of every host of a fleet run, one per line (for `virtbench report`)."""
     from virtbench.fleet.drive import fleet_record
+    from virtbench.store import Store
 
     st = Store(store)
     try:

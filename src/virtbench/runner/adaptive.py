@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from virtbench.model import Metric
 from virtbench.runner.schedule import Pair
 from virtbench.spec.models import Adaptive
-from virtbench.stats import ci_converged, speedup_converged
 
 __all__ = ["unconverged_pairs"]
 
@@ -25,6 +24,9 @@ def unconverged_pairs(
     criterion "speedup": the CI of the speedup over the baseline ≤ target × speedup; the
     baseline keeps running while any variant of the same workload still needs it.
     """
+    # Only an adaptive run gets here: a fixed one never pays for the stopping rule's SciPy.
+    from virtbench.stats import ci_converged, speedup_converged
+
     remaining: list[Pair] = []
     for variant, workload_id in pairs:
         metrics = primaries[workload_id]
