@@ -46,6 +46,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SessionGuards(config), "virtbench-session-guards")
     config.stash[_SIGINT_FOUND] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    _build_each_cli_once()
+
+
+def _build_each_cli_once() -> None:
+    """typer's CliRunner turns the app into click commands on every invoke: 0.1 s of CPU
+    each, most of a unit test's time for the hundreds of in-process invocations. The commands
+    an app turns into depend only on what it registered, so they are built once per state."""
+    import typer.main
+    import typer.testing
+
+    build = typer.main.get_command
+    built: dict[tuple[int, ...], Any] = {}
+
+    def registered(app: typer.Typer) -> tuple[int, ...]:
+        found = [id(app), len(app.registered_commands), len(app.registered_groups)]
+        found += [id(c.callback) for c in app.registered_commands]
+        for group in app.registered_groups:
+            if group.typer_instance is not None:
+                found += registered(group.typer_instance)
+        return tuple(found)
+
+    def get_command(app: typer.Typer) -> Any:
+        key = registered(app)
+        if key not in built:
+            built[key] = build(app)
+        return built[key]
+
+    typer.testing._get_command = get_command  # type: ignore[attr-defined]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

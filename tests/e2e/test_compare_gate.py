@@ -26,7 +26,7 @@ baseline: cpu
 variants:
   - {{name: cpu, knobs: {{cpu_features: {features}}}}}
 workloads:
-  - {{name: cpu.crc32c, params: {{size_mib: 4, loops: 21}}}}
+  - {{name: cpu.crc32c, params: {{size_mib: 1, loops: 21}}}}
 repetitions: 8
 warmup: 1
 """

@@ -407,8 +407,11 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
     _unique(tables, "realisations", lambda r: (r["variant"], r["workload_id"]))
     trials = {r["id"]: r for r in tables["trials"]}
     _unique(tables, "trials", lambda r: r["id"])
-    if run["baseline"] and variants and run["baseline"] not in variants:
-        raise ImportInvalid(f"runs[0].baseline: {run['baseline']!r} is not a variant")
+    # Every reading of a run (report, compare, history) starts from its baseline: a run with
+    # variants and no baseline among them could be imported but never read.
+    if variants and run["baseline"] not in variants:
+        raise ImportInvalid(f"runs[0].baseline: {run['baseline']!r} is not a variant of the run "
+                            f"(variants: {', '.join(sorted(variants)[:5])})")
     for index, row in enumerate(tables["metrics"]):
         _refers(row["workload_id"] in workloads, "metrics", index, "workload_id")
     for index, row in enumerate(tables["realisations"]):

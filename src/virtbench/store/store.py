@@ -10,10 +10,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import (
     Connection,
     Engine,
@@ -36,6 +34,10 @@ from virtbench.store import schema as s
 from virtbench.store.ids import check_run_id, check_run_ref
 from virtbench.store.liveness import OwnerState, owner_state, this_owner
 from virtbench.store.migrations import MIGRATIONS, current_version, migrate_exclusively
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -643,6 +645,8 @@ class Store:
             cursor = conn.execute(query).cursor
             assert cursor is not None
             rows = cursor.fetchall()
+        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+
         table = np.array(rows, dtype=np.float64).reshape(-1, 2)
         return table[:, 0].astype(np.int64), table[:, 1]
 

@@ -58,7 +58,7 @@ workloads:
       duration: duration_s
       unit: req/s
       lower: 20
-      upper: 1000
+      upper: 600
       precision: 0.02
       durations_s: [2, 5]
       pass_if:

@@ -101,3 +101,28 @@ def test_a_parse_imports_none_of_the_apps_libraries(args: list[str], heavy: tupl
     assert out.returncode == 0, out.stderr
     loaded = json.loads(out.stderr.strip().splitlines()[-1])
     assert loaded == []
+
+
+# The app itself (help, and commands that need no statistics or store) must not pay for the
+# libraries only some commands use: each costs a large part of a second of start-up.
+APP_HEAVY = ("scipy", "numpy", "sqlalchemy", "matplotlib", "jinja2", "numba", "libvirt")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["report", "--help"],
+                                  ["kvm", "--help"], ["hosts", "--help"], ["assess", "--help"]])
+def test_the_apps_help_imports_no_heavy_library(args: list[str]) -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(APP_HEAVY)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+def test_run_check_of_a_cpu_experiment_imports_no_statistics(tmp_path: Path) -> None:
+    spec = tmp_path / "cpu.yaml"
+    spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
+    args = ["run", str(spec), "--check", "--store", str(tmp_path / "s.db")]
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args),
+                          json.dumps(("scipy", "matplotlib", "jinja2", "numba"))],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []

@@ -1,0 +1,96 @@
+"""What a `virtbench` command costs before it does anything: CPU time of a fresh process, beside
+the bare interpreter (`python3 -c pass`) measured in the same rounds, alternating.
+
+Floors (issue "plan"): `--help` and `run FILE --check` of a CPU experiment at most 0.35 s of CPU
+more than the bare interpreter; `runs` and `report` of a small SQLite store at most 0.6 s more.
+The reference is the interpreter itself: nothing a user could pick starts a Python program for
+less. CPU time (user + system of the child, from wait4) rather than wall time, since the
+machine is shared; the median of ROUNDS rounds and its min–max are given.
+
+Run: .venv/bin/python benchmarks/cli_startup.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from _common import REPO, temp_dir
+from record import record
+
+ROUNDS = 7
+PYTHON = str(REPO / ".venv" / "bin" / "python")
+VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")
+CPU_SPEC = "name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n"
+
+
+def _cpu_s(argv: list[str]) -> float:
+    """User + system CPU seconds of one fresh process (and anything it waited for)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def _small_store(work: Path) -> Path:
+    """A store with one complete run of the CPU experiment (a few samples)."""
+    spec = work / "cpu.yaml"
+    spec.write_text(CPU_SPEC.replace("size_mib: 1", "size_mib: 1, loops: 1")
+                    + "repetitions: 2\nwarmup: 0\n")
+    store = work / "small.db"
+    subprocess.run([VIRTBENCH, "run", str(spec), "--store", str(store), "--quiet"], check=True,
+                   capture_output=True, timeout=600)
+    return store
+
+
+def main() -> None:
+    work = temp_dir()
+    try:
+        spec = work / "check.yaml"
+        spec.write_text(CPU_SPEC)
+        store = _small_store(work)
+        commands = {
+            "`virtbench --help`": ([VIRTBENCH, "--help"], 0.35),
+            "`virtbench run FILE --check` (cpu.crc32c)":
+                ([VIRTBENCH, "run", str(spec), "--check", "--store", str(work / "c.db")], 0.35),
+            "`virtbench runs` (small SQLite store)":
+                ([VIRTBENCH, "runs", "--store", str(store)], 0.6),
+            "`virtbench report` (small SQLite store)":
+                ([VIRTBENCH, "report", "--store", str(store)], 0.6),
+        }
+        bare: list[float] = []
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(ROUNDS):
+            for name, (argv, _floor) in commands.items():
+                bare.append(_cpu_s([PYTHON, "-c", "pass"]))
+                times[name].append(_cpu_s(argv))
+        bare_median = statistics.median(bare)
+        rows = [f"| `python -c pass` (reference) | {bare_median:.3f} s "
+                f"({min(bare):.3f}–{max(bare):.3f}) | — | — |"]
+        for name, (_argv, floor) in commands.items():
+            got = times[name]
+            beyond = statistics.median(got) - bare_median
+            verdict = "meets" if beyond <= floor else "misses"
+            rows.append(f"| {name} | {statistics.median(got):.3f} s ({min(got):.3f}–"
+                        f"{max(got):.3f}) | +{beyond:.3f} s | ≤ +{floor:g} s: {verdict} |")
+        load = os.getloadavg()[0]
+        body = (
+            f"CPU time (user + system) of a fresh process, median of {ROUNDS} rounds (min–max); "
+            "each command alternates with the bare interpreter in the same round. Load average "
+            f"(1 min) at the end: {load:.1f} on {os.cpu_count()} CPUs.\n\n"
+            "| command | CPU time | beyond the interpreter | floor |\n|---|---:|---:|---|\n"
+            + "\n".join(rows) + "\n")
+        print(body)
+        record("cli: start-up", ".venv/bin/python benchmarks/cli_startup.py", body)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
