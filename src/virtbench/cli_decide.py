@@ -1,5 +1,6 @@
 """The `compare` and `history` commands (registered by virtbench.cli): options → decide →
-terminal, JSON or HTML. Exit codes of compare: 0 no regression, 1 regression, 2 bad input."""
+terminal, JSON or HTML. Exit codes of compare: 0 no regression, 1 regression or a row the gate
+cannot judge, 2 bad input."""
 
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ def compare(
     strict: Annotated[bool, typer.Option(
         "--strict", help="refuse (exit 2) runs whose workload parameters or CPU model differ")]
     = False,
+    allow_unjudged: Annotated[bool, typer.Option(
+        "--allow-unjudged", help="with --fail-if-worse: pass rows the gate cannot judge (n < 2 "
+                                 "on a side, no ratio); without it they fail the gate")] = False,
     format: Annotated[str, typer.Option(
         "--format", "-f", help="more than two runs: table | json | csv | markdown | html")]
     = "table",
@@ -97,9 +101,9 @@ def compare(
     if len(runs) < 2:
         raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
     if len(runs) > 2 or format != "table" or output is not None or baseline is not None:
-        if fail_if_worse is not None or as_json or metric:
-            raise VirtbenchError("--fail-if-worse, --json and --metric compare exactly two runs "
-                                 "(BASE NEW) and print verdicts, not a report")
+        if fail_if_worse is not None or as_json or metric or allow_unjudged:
+            raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json and --metric compare "
+                                 "exactly two runs (BASE NEW) and print verdicts, not a report")
         from virtbench import cli
 
         if strict:
@@ -122,8 +126,8 @@ def compare(
     else:
         from virtbench.report.decide_text import render_comparison
 
-        render_comparison(result, console)
-    if result.regressions:
+        render_comparison(result, console, allow_unjudged=allow_unjudged)
+    if result.regressions or (result.unjudged and not allow_unjudged):
         raise typer.Exit(1)
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench.decide.comparability import Difference, differences
 from virtbench.decide.runs import RunData
-from virtbench.model import Metric, VirtbenchError
+from virtbench.model import Better, Metric, VirtbenchError
 from virtbench.stats import holm
+from virtbench.stats.counts import zero_baseline_increase_p
 from virtbench.stats.verdict import ALPHA, RatioVerdict, ratio_verdict
 
 __all__ = ["Comparison", "ComparisonRow", "compare_runs", "variant_pairs"]
@@ -26,6 +29,9 @@ class ComparisonRow:
     p_worse_holm: float = math.nan
     regression: bool = False
     """NEW worse than BASE by more than the gate's PCT (Holm-adjusted one-sided p < ALPHA)"""
+    unjudged: str = ""
+    """Why the gate could not judge this row (n < 2, no ratio, no p-value); '' when it could
+    or when no gate was asked for"""
 
     def as_dict(self) -> dict[str, Any]:
         r = self.result
@@ -36,6 +42,7 @@ class ComparisonRow:
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "verdict": r.verdict,
                 "p_equivalent": r.p_equivalent, "p_worse": r.p_worse,
                 "p_worse_holm": self.p_worse_holm, "regression": self.regression,
+                "unjudged": self.unjudged or None,
                 "more_repetitions_per_side": r.more_repetitions}
 
 
@@ -52,6 +59,11 @@ class Comparison:
     def regressions(self) -> list[ComparisonRow]:
         return [row for row in self.rows if row.regression]
 
+    @property
+    def unjudged(self) -> list[ComparisonRow]:
+        """Rows the gate could not judge: a gate that passes them would fail open."""
+        return [row for row in self.rows if row.unjudged]
+
     def as_dict(self) -> dict[str, Any]:
         def run(r: RunData) -> dict[str, Any]:
             return {"id": r.id, "experiment": r.experiment, "host": r.host, "source": r.source,
@@ -61,7 +73,8 @@ class Comparison:
                 "equivalence_pct": self.equivalence_pct, "fail_if_worse_pct": self.fail_pct,
                 "alpha": ALPHA, "differences": [d.as_dict() for d in self.differences],
                 "rows": [row.as_dict() for row in self.rows],
-                "regression": bool(self.regressions)}
+                "regression": bool(self.regressions),
+                "unjudged": len(self.unjudged)}
 
 
 def variant_pairs(base: RunData, new: RunData) -> list[tuple[str, str, str]]:
@@ -117,6 +130,9 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
                 continue
             result = ratio_verdict(bvals, nvals, metric.better, equivalence_pct=equivalence_pct,
                                    fail_pct=fail_pct or 0.0)
+            if result.verdict == "no-ratio":
+                result = _count_from_zero(result, [float(v) for v in bvals],
+                                          [float(v) for v in nvals], metric.better)
             rows.append(ComparisonRow(label, wid, base.workloads.get(wid, (wid, {}))[0],
                                       metric, result))
     if not rows:
@@ -124,7 +140,40 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
                              + (" among those selected with --metric" if wanted else ""))
     if fail_pct is not None:
         adjusted = holm([r.result.p_worse for r in rows])
-        rows = [ComparisonRow(r.variant, r.workload_id, r.workload, r.metric, r.result, p,
-                              not math.isnan(p) and p < ALPHA)
-                for r, p in zip(rows, adjusted, strict=True)]
+        rows = [_gated(r, p) for r, p in zip(rows, adjusted, strict=True)]
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new))
+
+
+def _count_from_zero(result: RatioVerdict, base: Sequence[float], new: Sequence[float],
+                     better: Better) -> RatioVerdict:
+    """A count that BASE saw 0 times in every trial: judged by the exact test on counts
+    (virtbench.stats.counts) instead of a ratio; any other 'no-ratio' stays as it is."""
+    p = zero_baseline_increase_p(base, new)
+    if p is None:
+        return result
+    if p == 1.0:  # zero on both sides: no change
+        return dataclasses.replace(result, verdict="equivalent", p_worse=1.0)
+    significant = p < ALPHA
+    if better is Better.LOWER:
+        return dataclasses.replace(result, verdict="worse" if significant else "inconclusive",
+                                   p_worse=p)
+    return dataclasses.replace(result, verdict="better" if significant else "inconclusive",
+                               p_worse=1.0)
+
+
+_UNJUDGED = {"insufficient": "fewer than 2 values on a side",
+             "no-ratio": "a mean ≤ 0 that is not a count from zero: no ratio"}
+
+
+def _gated(row: ComparisonRow, p: float) -> ComparisonRow:
+    """The gate's reading of one row: a regression, or why it cannot be judged."""
+    if math.isnan(p):
+        reason = _UNJUDGED.get(row.result.verdict, "no p-value (no variance on either side)")
+        return dataclasses.replace(row, p_worse_holm=p, unjudged=reason)
+    regression = p < ALPHA
+    result = row.result
+    if regression and result.verdict == "equivalent":
+        # The gate's threshold lies inside the equivalence margin: a row that fails the gate
+        # is never shown as equivalent.
+        result = dataclasses.replace(result, verdict="worse")
+    return dataclasses.replace(row, result=result, p_worse_holm=p, regression=regression)

@@ -103,7 +103,8 @@ def _verdict(row: ComparisonRow) -> str:
     return f"[{style}]{safetext.markup(text)}[/]" if style else safetext.markup(text)
 
 
-def render_comparison(comparison: Comparison, console: Console) -> None:
+def render_comparison(comparison: Comparison, console: Console, *,
+                      allow_unjudged: bool = False) -> None:
     """Runs, differences, one row per workload · metric · variant, and the gate's outcome.
     Names come from the store or an exported file: cells are safetext.text, never markup."""
     # one line each, never wrapped: a run's file path stays whole (copyable)
@@ -134,7 +135,8 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
             cells.append(safetext.text(row.variant))
         cells += [_ratio(row), _verdict(row)]
         if gate:
-            cells.append("[red]FAIL[/]" if row.regression else "ok")
+            cells.append("[red]FAIL[/]" if row.regression
+                         else ("[yellow]cannot judge[/]" if row.unjudged else "ok"))
         table.add_row(*cells)
     console.print(table)
     if not several and comparison.rows:
@@ -153,6 +155,15 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         else:
             console.print(f"no regression beyond {pct} shown (one-sided α = 5 %, Holm over "
                           f"{len(comparison.rows)} metrics)", highlight=False)
+        unjudged = comparison.unjudged
+        if unjudged:
+            verdict = ("passed (--allow-unjudged)" if allow_unjudged
+                       else "[red]fails the gate[/] (--allow-unjudged to pass it)")
+            console.print(f"cannot judge {len(unjudged)} of {len(comparison.rows)}, {verdict}: "
+                          + safetext.markup("; ".join(
+                              f"{r.workload_id} · {r.metric.name}"
+                              + (f" ({r.variant})" if several else "") + f": {r.unjudged}"
+                              for r in unjudged)), highlight=False)
 
 
 def _relative_ci(mean: float, low: float, high: float) -> str:
