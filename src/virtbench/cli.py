@@ -16,6 +16,7 @@ from virtbench import safetext
 from virtbench.assess.cli import assess as assess_cmd
 from virtbench.cli_errors import ErrorReportingGroup
 from virtbench.cli_options import (
+    DEFAULT_SERVE_PORT,
     DEFAULT_STORE,
     JsonOpt,
     OutputOpt,
@@ -486,7 +487,7 @@ _register_decide()
 @app.command()
 def serve(
     store: StoreOpt = DEFAULT_STORE,
-    port: PortOpt = 8023,
+    port: PortOpt = DEFAULT_SERVE_PORT,
     host: Annotated[str, typer.Option(
         help="address to bind; anything but loopback exposes the results to the network")]
     = "127.0.0.1",

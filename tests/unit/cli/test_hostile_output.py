@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from served import BASE_URL
 from typer.testing import CliRunner
 
 from virtbench import cli, cli_decide, cli_errors, safetext
@@ -279,7 +280,7 @@ def test_serve_downloads_neutralise_formulas_and_are_strict_json(
     store = Store(location)
     csv_cells = 0
     try:
-        with TestClient(create_app(store), base_url="http://127.0.0.1:8023") as client:
+        with TestClient(create_app(store), base_url=BASE_URL) as client:
             for path in ("/runs.{fmt}", f"/runs/{first}/download/{{fmt}}",
                          f"/compare.{{fmt}}?run={first}&run={second}",
                          "/history.{fmt}?experiment=hostile"):
@@ -320,7 +321,7 @@ def test_html_report_and_pages_show_control_characters_as_escapes(
     assert _acting((tmp_path / "history.html").read_text()) == []
     store = Store(location)
     try:
-        with TestClient(create_app(store), base_url="http://127.0.0.1:8023") as client:
+        with TestClient(create_app(store), base_url=BASE_URL) as client:
             for path in ("/runs", f"/runs/{second}", "/history?experiment=hostile"):
                 response = client.get(path)
                 assert response.status_code == 200, path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from serve_fill import BASE_URL
+from served import BASE_URL
 from starlette.testclient import TestClient
 
 from virtbench.serve import create_app

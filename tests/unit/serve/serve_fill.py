@@ -9,8 +9,6 @@ from virtbench.model import Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
 
 HOSTILE = "<script>alert(1)</script>"
-BASE_URL = "http://127.0.0.1:8023"
-"""The test clients' address: the app answers only Host headers that name it."""
 METRICS = [Metric("time", "s", Better.LOWER, "Wall time of one checksum.", True)]
 
 

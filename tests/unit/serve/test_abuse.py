@@ -18,7 +18,8 @@ import pytest
 from hostile import FORMULAS, HOSTILE_TEXT, hostile_store, rename_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_fill import BASE_URL, make_run
+from serve_fill import make_run
+from served import BASE_URL
 from starlette.testclient import TestClient
 
 from virtbench.serve import create_app

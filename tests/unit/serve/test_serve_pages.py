@@ -9,7 +9,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from serve_fill import BASE_URL, HOSTILE, add_trial, make_run
+from serve_fill import HOSTILE, add_trial, make_run
+from served import BASE_URL
 from starlette.testclient import TestClient
 from waits import join
 

@@ -12,10 +12,6 @@ from typer.testing import CliRunner, Result
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
 
-SERVE_URL = "http://127.0.0.1:8023"
-"""Where the serve tests' client sends requests: `virtbench serve` answers only a Host header
-that names it (a loopback name by default), not starlette's `testserver`."""
-
 METRIC = Metric("time_s", "s", Better.LOWER, "time", primary=True)
 
 

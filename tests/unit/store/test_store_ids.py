@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from served import BASE_URL
 from starlette.testclient import TestClient
-from store_helpers import SERVE_URL, cli, make_run
+from store_helpers import cli, make_run
 
 from virtbench.model import VirtbenchError
 from virtbench.serve import create_app
@@ -46,7 +47,7 @@ def test_cli_refuses_a_hostile_run_reference(db: Path, tmp_path: Path, ref: str)
 def test_serve_answers_404_to_a_hostile_run_in_a_url(db: Path, ref: str) -> None:
     from urllib.parse import quote
 
-    with TestClient(create_app(Store(str(db), read_only=True)), base_url=SERVE_URL) as client:
+    with TestClient(create_app(Store(str(db), read_only=True)), base_url=BASE_URL) as client:
         for page in ("", "/progress", "/download/export"):
             response = client.get(f"/runs/{quote(ref, safe='')}{page}")
             assert response.status_code in (404, 307, 308), (ref, page, response.status_code)

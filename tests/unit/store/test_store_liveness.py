@@ -6,9 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from served import BASE_URL
 from sqlalchemy import update
 from starlette.testclient import TestClient
-from store_helpers import SERVE_URL, cli, make_run
+from store_helpers import cli, make_run
 
 from virtbench.serve import create_app
 from virtbench.store import Store, schema
@@ -58,7 +59,7 @@ def test_runs_and_report_say_abandoned_with_the_resume_command(tmp_path: Path) -
 
 def test_serve_lists_and_shows_the_run_as_abandoned(tmp_path: Path) -> None:
     store, run_id, _pid = _crashed_run(tmp_path / "s.db")
-    with TestClient(create_app(store), base_url=SERVE_URL) as client:
+    with TestClient(create_app(store), base_url=BASE_URL) as client:
         listing = client.get("/runs")
         assert listing.status_code == 200
         assert ">abandoned<" in listing.text and ">running<" not in listing.text
@@ -84,7 +85,7 @@ def test_serve_notices_a_process_that_died_while_it_served(tmp_path: Path) -> No
         with store.engine.begin() as conn:
             conn.execute(update(schema.runs).values(status="running", ended_at=None,
                                                     owner_pid=owner.pid))
-        with TestClient(create_app(store), base_url=SERVE_URL) as client:
+        with TestClient(create_app(store), base_url=BASE_URL) as client:
             assert ">running<" in client.get("/runs").text
             owner.kill()
             owner.wait()
