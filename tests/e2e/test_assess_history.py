@@ -20,8 +20,7 @@ def _json(output: str) -> dict:  # type: ignore[type-arg]
 
 def test_history_and_compare_over_two_assessments(tmp_path: Path) -> None:
     cpuinfo = Path("/proc/cpuinfo").read_text()
-    if not all(f" {flag}" in cpuinfo for flag in ("aes", "sse4_2", "ssse3")):
-        pytest.skip("this CPU lacks AES-NI/SSE4.2: nothing to measure")
+    has_flags = all(f" {flag}" in cpuinfo for flag in ("aes", "sse4_2", "ssse3"))
     store = str(tmp_path / "assess.db")
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     runs = []
@@ -30,6 +29,11 @@ def test_history_and_compare_over_two_assessments(tmp_path: Path) -> None:
                                           store], env=env)
         assert result.exit_code == 0, result.output
         runs.append(_json(result.output)["run_id"])
+    if not has_flags:
+        # Documented (docs/assess.md): without the flags nothing is masked or stored, so there
+        # is no history of the what-if; the assessments still answer, with cited gains.
+        assert runs == [None, None]
+        return
     assert None not in runs and runs[0] != runs[1]
 
     result = CliRunner().invoke(app, ["history", "assess", "--json", "--store", store])
