@@ -4,9 +4,11 @@
 #   scripts/postgres.sh stop DIR
 #   scripts/postgres.sh createdb DIR NAME   another database there; prints its URL
 set -euo pipefail
-action=$1 dir=$2
+action=$1 dir=$(realpath -m "$2")  # absolute: the tools run from /
 bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# From /: a postgres tool started in a folder the postgres user cannot enter warns "could not
+# change directory" on every call (a checkout under /root, a 0700 temporary folder).
+as_pg() { if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
 case "$action" in
   start)
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"

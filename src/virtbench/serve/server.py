@@ -12,11 +12,7 @@ import re
 import socket
 from collections.abc import Callable, Sequence
 
-import uvicorn
-
 from virtbench.model import RunFailed, VirtbenchError
-from virtbench.serve.app import create_app
-from virtbench.store import Store
 
 __all__ = ["bind", "check_host", "check_port", "run_server"]
 
@@ -73,14 +69,22 @@ def run_server(location: str, host: str, port: int, announce: Callable[[str], No
     """Open the store, bind, then announce the URL and serve until Ctrl-C."""
     check_port(port)
     check_host(host)
+    from virtbench.store import Store
+
     store = Store(location, read_only=True)
     try:
         sock = bind(host, port)
         with sock:
+            # Imported once the socket is bound: a refusal above costs no more than start-up;
+            # and before the URL is announced, so the app answers as soon as it is shown.
+            import uvicorn
+
+            from virtbench.serve.app import create_app
+
+            app = create_app(store, allowed_hosts, bind_host=host)
             shown = f"[{host}]" if ":" in host else host
             announce(f"http://{shown}:{port}/")
-            config = uvicorn.Config(create_app(store, allowed_hosts, bind_host=host),
-                                    log_level="warning", access_log=False)
+            config = uvicorn.Config(app, log_level="warning", access_log=False)
             uvicorn.Server(config).run(sockets=[sock])
     finally:
         store.close()
