@@ -10,12 +10,12 @@
 #   scripts/test.sh e2e             the end-to-end tests
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
-# The whole suite runs as four pytest processes at once, each with its own temporary folder
-# and PostgreSQL database: ruff, mypy and the unit tests (with the storage-knee search); the
-# end-to-end tests (with assess's probes: a loop device and veth pair of their own); the TCG
-# guests (kvm: a private libvirtd); the other labs. Inside a line tests run one at a time: they
-# start real services whose ports, namespaces and timing they own. Each line's output is
-# printed whole when it ends, with its wall and CPU time.
+# The whole suite runs as five processes at once: ruff and mypy; then four pytest lines, each
+# with its own temporary folder and PostgreSQL database: the unit tests (with the web-knee
+# search); the end-to-end tests (with assess's probes: a loop device and veth pair of their
+# own); the TCG guests (kvm: a private libvirtd); the other labs. Inside a line tests run one at
+# a time: they start real services whose ports, namespaces and timing they own. Each line's
+# output is printed whole when it ends, with its wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 area=all
@@ -78,9 +78,12 @@ start_line() {
    # What the line cost: the suite's time is set by the two cores, not by one line's wall time.
    TIMEFORMAT="line $name: %0R s wall, %0U s user + %0S s system CPU"
    { time {
-       if [ "$name" = unit ]; then static_checks || rc=$?; fi
-       pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" </dev/null \
-         || rc=$?
+       if [ "$name" = static ]; then
+         static_checks || rc=$?
+       else
+         pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" \
+           </dev/null || rc=$?
+       fi
      } >"$lines_dir/$name.log" 2>&1; } 2>"$lines_dir/$name.time"
    echo "$rc" >"$lines_dir/$name.rc") &
 }
@@ -93,16 +96,18 @@ case "$area" in
   args) pytest "$@" </dev/null ;;
   all)
     started=$(date +%s)
-    # Four lines of about equal length on two cores (each line's time is printed at its end):
-    # the TCG guests alone; the long searches and assess's probes go where time is left.
-    knee=tests/lab/capacity/test_storage_knee.py
+    # Lines of about equal length on two cores (each line's time is printed at its end): the
+    # TCG guests alone; assess's probes and the web-knee search (slow trials, little CPU) where
+    # time is left; lint and types beside them, not before.
+    knee=tests/lab/capacity/test_web_knee.py
+    start_line static
     start_line guests tests/lab/kvm
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess --ignore "$knee"
     start_line e2e tests/e2e tests/lab/assess
     start_line unit tests/unit "$knee"
     wait
     status=0 passed=0 failed=0
-    for name in unit e2e services guests; do
+    for name in static unit e2e services guests; do
       echo "=========================== suite line: $name ==========================="
       cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
@@ -116,7 +121,7 @@ case "$area" in
       passed=$((passed + p)) failed=$((failed + f))
       [ "$rc" = 0 ] || [ "$f" != 0 ] || failed=$((failed + 1))  # a line that failed otherwise
     done
-    echo "suite: $(( $(date +%s) - started )) s for the four lines"
+    echo "suite: $(( $(date +%s) - started )) s for the five lines"
     echo "$passed passed, $failed failed"
     exit "$status" ;;
 esac

@@ -1,5 +1,10 @@
 """The knee of an HTTP origin of known capacity: the highest open-model arrival rate with
-p99 ≤ SLO and no failures, found by a capacity search of web.load within ±10 %."""
+p99 ≤ SLO and no failures, found by a capacity search of web.load within ±10 %.
+
+The origin is slow on purpose (10 workers × 200 ms: 50 req/s) and the SLO leaves 400 ms of
+slack: a few tens of milliseconds of scheduling delay on a busy 2-core machine (the suite runs
+four lines at once) are small against both, so the knee is the origin's, not the machine's load.
+(At 200 req/s with 100 ms of slack, a loaded run of the suite found 165 req/s.)"""
 
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from virtbench.store import Store
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
 WORKERS = 10
-SERVICE_S = 0.05
-CAPACITY = WORKERS / SERVICE_S  # 200 requests/s
+SERVICE_S = 0.2
+CAPACITY = WORKERS / SERVICE_S  # 50 requests/s
+SLO_S = 3 * SERVICE_S
 
 
 def _free_port() -> int:
@@ -57,12 +63,12 @@ workloads:
       load: rate_per_s
       duration: duration_s
       unit: req/s
-      lower: 20
-      upper: 600
+      lower: 5
+      upper: 150
       precision: 0.02
-      durations_s: [2, 5]
+      durations_s: [2, 8]
       pass_if:
-        - {{metric: response_time_p99, max: {3 * SERVICE_S * 1000:g}}}
+        - {{metric: response_time_p99, max: {SLO_S * 1000:g}}}
         - {{metric: failures, max: 0}}
 """
     exp = parse_experiment(text)
@@ -75,9 +81,9 @@ workloads:
     print(f"knee {found.get('capacity')} req/s (capacity {CAPACITY:g}); trace {trace}")
     assert abs(found["capacity"] - CAPACITY) <= 0.10 * CAPACITY
     # Above capacity a queue grows by (rate - CAPACITY) per second; a d-second trial keeps its
-    # p99 under the SLO's 100 ms of slack up to CAPACITY * (1 + 0.1 / d): 5 % over in the 2 s
-    # phase, 2 % in the 5 s one. The knee is accepted within 10 %, so the verdict may move by
-    # 1.05 * 1.10 between phases on a busy machine.
+    # p99 under the SLO's 400 ms of slack up to CAPACITY * (1 + 0.4 / d): 20 % over in the 2 s
+    # phase, 5 % in the 8 s one. The knee is accepted within 10 %, so the verdict may move by
+    # 1.20 * 1.10 between phases on a busy machine.
     plan = exp.workloads[0].search.plan()
-    shift = (1 + (3 * SERVICE_S - SERVICE_S) / plan.durations_s[0]) * 1.10
+    shift = (1 + (SLO_S - SERVICE_S) / plan.durations_s[0]) * 1.10
     assert found["search_trials"] <= plan.trial_budget(shift)
