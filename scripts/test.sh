@@ -10,12 +10,12 @@
 #   scripts/test.sh e2e             the end-to-end tests
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
-# The whole suite runs as five processes at once: ruff and mypy; then four pytest lines, each
-# with its own temporary folder and PostgreSQL database: the unit tests (with the web-knee
-# search); the end-to-end tests (with assess's probes: a loop device and veth pair of their
-# own); the TCG guests (kvm: a private libvirtd); the other labs. Inside a line tests run one at
-# a time: they start real services whose ports, namespaces and timing they own. Each line's
-# output is printed whole when it ends, with its wall and CPU time.
+# The whole suite runs as five processes at once, each with its own temporary folder and
+# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity; the unit
+# tests (two pytest-xdist workers); the end-to-end tests; the TCG guests (kvm: a private
+# libvirtd); the other labs. Inside the other lines tests run one at a time: they start real
+# services whose ports, namespaces and timing they own. Each line's output is printed whole
+# when it ends, with its wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 area=all
@@ -78,12 +78,9 @@ start_line() {
    # What the line cost: the suite's time is set by the two cores, not by one line's wall time.
    TIMEFORMAT="line $name: %0R s wall, %0U s user + %0S s system CPU"
    { time {
-       if [ "$name" = static ]; then
-         static_checks || rc=$?
-       else
-         pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" \
-           </dev/null || rc=$?
-       fi
+       if [ "$name" = static ]; then static_checks || rc=$?; fi
+       pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" \
+         </dev/null || rc=$?
      } >"$lines_dir/$name.log" 2>&1; } 2>"$lines_dir/$name.time"
    echo "$rc" >"$lines_dir/$name.rc") &
 }
@@ -96,15 +93,16 @@ case "$area" in
   args) pytest "$@" </dev/null ;;
   all)
     started=$(date +%s)
-    # Lines of about equal length on two cores (each line's time is printed at its end): the
-    # TCG guests alone; assess's probes and the web-knee search (slow trials, little CPU) where
-    # time is left; lint and types beside them, not before.
-    knee=tests/lab/capacity/test_web_knee.py
-    start_line static
+    # Lines of about equal length on two cores (each line's time is printed at its end): lint
+    # and types, then the two knee searches (long trials, little CPU); the unit tests on two
+    # workers (they are independent); the end-to-end tests; the TCG guests; the other labs.
+    web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
+    start_line static "$web_knee" "$storage_knee"
     start_line guests tests/lab/kvm
-    start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess --ignore "$knee"
-    start_line e2e tests/e2e tests/lab/assess
-    start_line unit tests/unit "$knee"
+    start_line services tests/lab --ignore tests/lab/kvm --ignore "$web_knee" \
+      --ignore "$storage_knee"
+    start_line e2e tests/e2e
+    start_line unit -n 2 tests/unit
     wait
     status=0 passed=0 failed=0
     for name in static unit e2e services guests; do
@@ -112,7 +110,8 @@ case "$area" in
       cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
       [ "$rc" = 0 ] || status=1
-      summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$lines_dir/$name.log" | tail -n 1)
+      # (a line that stopped before pytest has no summary: an empty one, not an exit)
+      summary=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$lines_dir/$name.log" | tail -n 1 || true)
       p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
       f=0
       for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$summary" | grep -oE '[0-9]+'); do

@@ -154,7 +154,8 @@ def postgres_url() -> Iterator[str]:
     """VIRTBENCH_TEST_PG_URL (scripts/test.sh starts a server), else start one here."""
     url = os.environ.get("VIRTBENCH_TEST_PG_URL")
     if url:
-        yield url
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        yield _database_of_worker(url, worker) if worker else url
         return
     if not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
@@ -167,6 +168,26 @@ def postgres_url() -> Iterator[str]:
     finally:
         subprocess.run(["bash", script, "stop", workdir], check=False, timeout=300)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _database_of_worker(url: str, worker: str) -> str:
+    """A database of this pytest-xdist worker's own on the same server: the store fixture wipes
+    its database before each test, which must never touch another worker's runs."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    engine = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"),
+                                  {"name": name}).first()
+            if exists is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
