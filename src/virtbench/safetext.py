@@ -72,15 +72,32 @@ def visible(value: object) -> str:
 def markup(value: object) -> str:
     """``value`` for interpolation into a rich markup string: :func:`visible`, then rich's
     markup escaped, so that ``[/]``, ``[bold]`` or ``[link=...]`` print as written."""
-    from rich.markup import escape
-
     shown = visible(value)
     # rich halves a run of backslashes before a tag (and an odd run escapes the tag): a
     # trailing run is doubled and closed by an empty tag, so that it prints as written whether
     # a tag or plain text follows (rich's own escape() is off by one there).
     body = shown.rstrip("\\")
     trailing = len(shown) - len(body)
-    return escape(body) + ("\\" * (2 * trailing) + "[dim][/dim]" if trailing else "")
+    return _brackets_escaped(body) + ("\\" * (2 * trailing) + "[dim][/dim]" if trailing else "")
+
+
+_BRACKET = re.compile(r"(\\*)\[")
+_TAG_AT = re.compile(r"\[[a-z#/@][^[]*?]")  # what rich's markup parser takes for a tag
+
+
+def _brackets_escaped(body: str) -> str:
+    """Every ``[`` of ``body`` escaped for rich's markup. Before a tag, rich halves a run of
+    backslashes and an odd run escapes the tag: the run is doubled, plus one. Before any other
+    ``[``, rich drops one backslash: the run gets one more (rich's escape() leaves these alone,
+    so ``a\\[`` printed as ``a[``)."""
+
+    def escaped(match: re.Match[str]) -> str:
+        slashes = match.group(1)
+        if _TAG_AT.match(body, match.end() - 1):
+            return slashes * 2 + "\\["
+        return slashes + "\\["
+
+    return _BRACKET.sub(escaped, body)
 
 
 def text(value: object, style: str = "") -> Text:

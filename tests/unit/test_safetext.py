@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from virtbench import safetext
@@ -72,6 +72,7 @@ def test_control_characters_are_shown_as_escapes() -> None:
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(ANY_TEXT, ANY_TEXT)
+@example("", "trail\\[")  # rich dropped the backslash of a `\[` that starts no tag
 def test_any_text_is_shown_verbatim_or_escaped_never_acting(value: str, other: str) -> None:
     shown = safetext.visible(value)
     assert not _bad_chars(shown)
