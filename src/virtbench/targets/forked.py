@@ -49,6 +49,10 @@ class ForkedCall:
             # parent ever sends it SIGINT.
             signal.signal(signal.SIGINT, signal.default_int_handler)
             _child(call, write_fd)
+        # The parent sets the group too: until the child has run setpgid itself (on a busy
+        # machine, a while), a kill of its group would find none and miss it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.setpgid(self.pid, self.pid)
         os.close(write_fd)
         self._reader: threading.Thread | None = None
         self.returncode: int | None = None
