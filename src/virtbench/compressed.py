@@ -53,9 +53,11 @@ def _size(count: int) -> str:
     return f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count} bytes"
 
 
-# zstd and gzip can expand a few bytes of input into a great many: input is fed in steps this
-# small, so one step cannot run far past the limit before it is checked.
-_STEP = 1024
+# Input is fed in steps small enough that one step cannot unpack far past the limit before it
+# is checked, by each format's largest expansion: deflate at most ~1032:1 (64 KiB -> ~66 MiB),
+# xz about 7000:1 on zeros (8 KiB -> ~56 MiB), zstd's RLE blocks far more (1 KiB -> ~32 MiB).
+# An ordinary output of tens of KiB is one or two steps.
+_STEP = {"gzip": 64 << 10, "xz": 8 << 10, "zstd": 1 << 10}
 
 
 @overload
@@ -101,13 +103,14 @@ def _streams(data: bytes | mmap.mmap, start: Any, kind: str, limit: int) -> byte
     only a stream read to its end shows the input was not cut off."""
     out = bytearray()
     view = memoryview(data)
+    size = _STEP[kind]
     at = 0
     while at < len(view):
         if kind == "gzip" and view[at] == 0 and not bytes(view[at:]).strip(b"\0"):
             break  # zero padding after the last member, as gzip itself accepts
         stream = start()
         while True:
-            step = view[at:at + _STEP]
+            step = view[at:at + size]
             if not step:
                 raise DecompressionError(kind, "no end of stream: the input is cut off")
             out += stream.decompress(step)
