@@ -10,13 +10,12 @@ step does. Validated by simulation in tests/unit/decide; figures in docs/statist
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from virtbench.stats._sample import SampleLike, as_sample
+from virtbench.stats.welch import welch_t_p
 
 __all__ = ["ALPHA", "MIN_SEGMENT", "PENALTY_PER_LOG_N", "ChangePoint", "change_points"]
 
@@ -53,20 +52,7 @@ def _segment_p(x: np.ndarray, start: int, cut: int, end: int) -> float:
     left, right = x[start:cut], x[cut:end]
     if np.ptp(left) == 0 and np.ptp(right) == 0:
         return 0.0 if left[0] != right[0] else 1.0
-    return _welch_p(left, right)
-
-
-def _welch_p(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided p of Welch's t-test (scipy.stats.ttest_ind with equal_var=False), from
-    scipy.special: importing scipy.stats costs `virtbench history` seconds of start-up."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        vl = np.var(left, ddof=1) / left.size
-        vr = np.var(right, ddof=1) / right.size
-        se2 = vl + vr
-        t = (np.mean(left) - np.mean(right)) / np.sqrt(se2)
-        df = se2 ** 2 / (vl ** 2 / (left.size - 1) + vr ** 2 / (right.size - 1))
-        return float(2.0 * special.stdtr(df, -np.abs(t)))
+    return welch_t_p(left, right)[1]
 
 
 def change_points(values: SampleLike, alpha: float = ALPHA,

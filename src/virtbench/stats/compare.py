@@ -20,6 +20,7 @@ from virtbench.stats._sample import (
     welch_df,
 )
 from virtbench.stats.multiple import holm
+from virtbench.stats.welch import welch_t_p
 
 __all__ = [
     "ANALYTIC_ABOVE",
@@ -281,8 +282,8 @@ def welch_test(a: SampleLike, b: SampleLike) -> Significance:
     if np.ptp(x) == 0.0 and np.ptp(y) == 0.0:
         # scipy would warn and return nan; equal constants are no evidence either way
         return Significance("welch", math.nan, math.nan)
-    res = sps.ttest_ind(x, y, equal_var=False)
-    return Significance("welch", float(res.statistic), float(res.pvalue))
+    t, p = welch_t_p(x, y)
+    return Significance("welch", t, p)
 
 
 def mann_whitney_test(a: SampleLike, b: SampleLike) -> Significance:
