@@ -151,7 +151,7 @@ def _count_from_zero(result: RatioVerdict, base: Sequence[float], new: Sequence[
     p = zero_baseline_increase_p(base, new)
     if p is None:
         return result
-    if p == 1.0:  # zero on both sides: no change
+    if not any(new):  # zero on both sides: no change
         return dataclasses.replace(result, verdict="equivalent", p_worse=1.0)
     significant = p < ALPHA
     if better is Better.LOWER:
