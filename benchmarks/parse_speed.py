@@ -5,6 +5,10 @@ varnishstat}: plain and gzip) and reads each with ``Parser.read`` — decompress
 parsing, warnings — as ``virtbench parse`` does, without file I/O in the timed loop. The
 reference, timed in the same run and alternated with it, is the least any reader must do with
 the same bytes: decompress and ``json.loads`` (JSON files) or split into lines (tables, CSV).
+
+A third loop, alternated with both, parses with every parser's figure check (finite, in its
+metric's domain: ``parsers.base.check_figures``) replaced by a pass-through: what the input
+validation of the harden issue costs a parse, as a share of the parse (not a speed figure).
 """
 
 from __future__ import annotations
@@ -15,13 +19,15 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
 from tests.unit.parsers.corpus import all_corpus
+from virtbench.parsers import base as parser_base
 from virtbench.parsers.registry import get_parser
 
 COUNT = 10_000
@@ -39,6 +45,31 @@ def _reference(data: bytes) -> object:
         except json.JSONDecodeError:
             pass
     return text.splitlines()
+
+
+def _unchecked_figures(measurements: Iterable[parser_base.Measurement], *_: object
+                       ) -> tuple[list[parser_base.Measurement], list[str]]:
+    return list(measurements), []
+
+
+def _unchecked(parsed: parser_base.Parsed, *_: object) -> parser_base.Parsed:
+    parsed.figures_checked = True
+    return parsed
+
+
+@contextmanager
+def _figure_checks_off() -> Iterator[None]:
+    """Every parser module's ``checked``/``check_figures`` as pass-throughs, then restored."""
+    modules = [m for name, m in sys.modules.items() if name.startswith("virtbench.parsers")]
+    saved = [(m, attr, getattr(m, attr)) for m in modules
+             for attr in ("checked", "check_figures") if hasattr(m, attr)]
+    for module, attr, _ in saved:
+        setattr(module, attr, _unchecked if attr == "checked" else _unchecked_figures)
+    try:
+        yield
+    finally:
+        for module, attr, original in saved:
+            setattr(module, attr, original)
 
 
 def _timed(work: Callable[[], int]) -> tuple[float, float, int]:
@@ -61,13 +92,16 @@ def main() -> None:
         return COUNT
 
     load_before = os.getloadavg()[0]
-    ours, ours_cpu, refs = [], [], []
+    ours, ours_cpu, refs, unchecked_cpu = [], [], [], []
     measurements = 0
-    for _ in range(ROUNDS):  # alternate, so drift on the busy machine hits both alike
+    for _ in range(ROUNDS):  # alternate, so drift on the busy machine hits all alike
         elapsed, cpu, measurements = _timed(virtbench)
         ours.append(elapsed)
         ours_cpu.append(cpu)
         refs.append(_timed(reference)[0])
+        with _figure_checks_off():
+            unchecked_cpu.append(_timed(virtbench)[1])
+    shares = [100.0 * (o - u) / o for o, u in zip(ours_cpu, unchecked_cpu, strict=True)]
     ratios = [o / r for o, r in zip(ours, refs, strict=True)]
     median = statistics.median(ours)
     # On the shared machine wall time mostly measures the other sessions' load; the CPU time
@@ -85,6 +119,9 @@ def main() -> None:
         f"{statistics.median(refs):.2f} s [{min(refs):.2f}, {max(refs):.2f}] | "
         f"{statistics.median(ratios):.1f}× [{min(ratios):.1f}, {max(ratios):.1f}] | "
         f"≤ {FLOOR_S:.0f} s CPU (slowest round): {verdict} |\n\n"
+        f"Figure checks (finite, in the metric's domain) as a share of the parse's CPU time, "
+        f"each round against a round with them off: median {statistics.median(shares):.1f} % "
+        f"[{min(shares):.1f}, {max(shares):.1f}] (a negative share is noise).\n\n"
         f"Load average (1 min) of the shared 2-core machine: {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after; the reference takes the same load, so the ratio is "
         "the figure to compare across runs.\n"
