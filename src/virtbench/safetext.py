@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = ["console", "csv_cell", "csv_document", "dumps", "finite_or_reason", "json_safe",
-           "markdown_cell", "markup", "text", "visible"]
+           "markdown_cell", "markdown_text", "markup", "text", "visible"]
 
 # Kept as they are: a line break and a tab lay text out and cannot act on the terminal.
 _KEPT = frozenset("\n\t")
@@ -120,6 +120,24 @@ def markdown_cell(value: object) -> str:
     """``value`` in a Markdown table cell: :func:`visible`, a ``|`` escaped (it would end the
     cell) and a line break as a space (it would end the row)."""
     return visible(value).replace("|", "\\|").replace("\n", " ")
+
+
+# Characters that Markdown (CommonMark, GitHub's tables, strikethrough, math, @mentions, #refs,
+# :emoji:) or the HTML it lets through act on in the middle of a line. Written as numeric
+# character references, which CommonMark reads as literal text, never as markup; a reference
+# also keeps a `|` from ending a table cell wherever it stands (a backslash escape does not,
+# after another backslash).
+_MARKDOWN_ACTIVE = frozenset("\\`*_[]<>#|~&:$@")
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as Markdown text that shows as written, for a PR comment or a job summary:
+    :func:`visible`, each character Markdown or HTML acts on (``|``, backticks, ``<tag>``,
+    ``[link](...)``, ``*``, ``&``, ``@name``, ...) as a numeric character reference
+    (``&#124;``) and a line break as a space, so that a stored name cannot end a table cell or
+    row, open a code span, a link, an image or an HTML tag, or mention anyone."""
+    shown = visible(value).replace("\n", " ")
+    return "".join(f"&#{ord(ch)};" if ch in _MARKDOWN_ACTIVE else ch for ch in shown)
 
 
 # ---- CSV ---------------------------------------------------------------------------------
