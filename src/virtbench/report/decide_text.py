@@ -15,6 +15,7 @@ from rich.table import Table
 
 from virtbench import safetext
 from virtbench.report.formatting import fmt_value
+from virtbench.report.gate.rows import ratio_text, verdict_text
 
 if TYPE_CHECKING:  # history pulls in the change-point library: only `history` needs it
     from virtbench.decide.comparability import Difference
@@ -78,29 +79,10 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _num(ratio: float) -> str:
-    """Four decimals near 1 (1.0100 stays distinguishable from 1.0149), else 4 digits."""
-    return f"{ratio:.4f}" if 0.1 <= ratio < 10 else f"{ratio:.4g}"
-
-
-def _ratio(row: ComparisonRow) -> str:
-    r = row.result
-    if math.isnan(r.ratio):
-        return "–"
-    if math.isnan(r.ci_low):
-        return _num(r.ratio)
-    return f"{_num(r.ratio)} [{_num(r.ci_low)}, {_num(r.ci_high)}]"
-
-
 def _verdict(row: ComparisonRow) -> str:
-    r = row.result
-    text = {"insufficient": "too few values (n < 2)", "no-ratio": "no ratio (mean ≤ 0)"}.get(
-        r.verdict, r.verdict)
-    if r.verdict == "inconclusive":
-        more = "many" if math.isinf(r.more_repetitions) else f"~{int(r.more_repetitions)}"
-        text += f": {more} more reps/side"
-    style = _VERDICT_STYLE.get(r.verdict)
-    return f"[{style}]{safetext.markup(text)}[/]" if style else safetext.markup(text)
+    style = _VERDICT_STYLE.get(row.result.verdict)
+    text = safetext.markup(verdict_text(row))
+    return f"[{style}]{text}[/]" if style else text
 
 
 def render_comparison(comparison: Comparison, console: Console, *,
@@ -133,7 +115,7 @@ def render_comparison(comparison: Comparison, console: Console, *,
                             safetext.text(f"{row.metric.name} {arrow}")]
         if several:
             cells.append(safetext.text(row.variant))
-        cells += [_ratio(row), _verdict(row)]
+        cells += [ratio_text(row), _verdict(row)]
         if gate:
             cells.append("[red]FAIL[/]" if row.regression
                          else ("[yellow]cannot judge[/]" if row.unjudged else "ok"))
