@@ -447,14 +447,34 @@ def parse(
 @app.command("export")
 def export_cmd(
     run_ref: Annotated[str, typer.Argument(help="run id, prefix, experiment name or 'latest'")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="file (.json or .json.gz)")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="file (.json or .json.gz); openmetrics: default stdout")] = None,
     store: StoreOpt = DEFAULT_STORE,
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="json (the portable file `import` and `compare` read) | "
+                               "openmetrics (means and CIs for a Prometheus pushgateway)")]
+    = "json",
 ) -> None:
-    """Write one run to a portable file."""
+    """Write one run to a portable file, or its means as OpenMetrics text."""
     from virtbench.store.portable import export_run
 
+    if format not in ("json", "openmetrics"):
+        raise VirtbenchError("--format must be json or openmetrics")
     st = _store(store)
     info = st.run(run_ref)
+    if format == "openmetrics":
+        from virtbench.analysis import analyse
+        from virtbench.report.run_openmetrics import render_run_openmetrics
+
+        rendered = render_run_openmetrics(analyse(st, [info.id]))
+        if output is None:
+            sys.stdout.write(rendered)
+        else:
+            output.write_text(rendered, encoding="utf-8")
+            err.print(f"wrote {safetext.markup(output)}")
+        return
+    if output is None:
+        raise VirtbenchError("export --format json needs --output FILE (.json or .json.gz)")
     count = export_run(st, info.id, output)
     err.print(f"exported run {safetext.markup(info.id)} ({count} samples) to "
               f"{safetext.markup(output)}")
