@@ -20,6 +20,9 @@ __all__ = ["compare", "history", "warn_if_not_comparable"]
 console = safetext.console()
 err = safetext.console(stderr=True)
 
+GATE_FORMATS = ("junit", "github", "gitlab", "markdown")
+"""compare BASE NEW --format: the gate's verdicts for a CI system (docs/decide.md, "In CI")"""
+
 
 def _opener(location: str) -> Any:
     """Open the store only when a run is read from it (comparing two files creates nothing)."""
@@ -90,9 +93,14 @@ def compare(
         "--allow-unjudged", help="with --fail-if-worse: pass rows the gate cannot judge (n < 2 "
                                  "on a side, no ratio); without it they fail the gate")] = False,
     format: Annotated[str, typer.Option(
-        "--format", "-f", help="more than two runs: table | json | csv | markdown | html")]
+        "--format", "-f", help="BASE NEW: junit | github | gitlab | markdown (the gate's "
+                               "verdicts for CI); more than two runs, or table | json | csv | "
+                               "html: the side-by-side report")]
     = "table",
-    output: OutputOpt = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="junit, markdown: write it here instead of stdout; github: the "
+                               "job summary here too; gitlab: the metrics report (OpenMetrics) "
+                               "here; report formats: the report")] = None,
     baseline: Annotated[str | None, typer.Option(
         help="side-by-side report: 'run-label/variant' to compare against")] = None,
 ) -> None:
@@ -100,7 +108,12 @@ def compare(
     with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report."""
     if len(runs) < 2:
         raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
-    if len(runs) > 2 or format != "table" or output is not None or baseline is not None:
+    gate_format = format in GATE_FORMATS
+    if gate_format and (len(runs) > 2 or baseline is not None or as_json):
+        raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
+                             "NEW), without --baseline or --json")
+    if not gate_format and (len(runs) > 2 or format != "table" or output is not None
+                            or baseline is not None):
         if fail_if_worse is not None or as_json or metric or allow_unjudged:
             raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json and --metric compare "
                                  "exactly two runs (BASE NEW) and print verdicts, not a report")
@@ -123,12 +136,66 @@ def compare(
         _refuse_strict(result.differences, "BASE and NEW")
     if as_json:
         sys.stdout.write(_dumps(result.as_dict()))
+    elif gate_format:
+        _write_gate(result, format, output, allow_unjudged, runs[0])
     else:
         from virtbench.report.decide_text import render_comparison
 
         render_comparison(result, console, allow_unjudged=allow_unjudged)
     if result.regressions or (result.unjudged and not allow_unjudged):
         raise typer.Exit(1)
+
+
+def _write(path: Path, text: str, *, append: bool = False) -> None:
+    with path.open("a" if append else "w", encoding="utf-8") as f:
+        f.write(text)
+    err.print(f"wrote {safetext.markup(path)}", highlight=False)
+
+
+def _code_quality_path(base_ref: str) -> str:
+    """Where Code Quality issues are reported: the baseline export when BASE is a relative file
+    inside the working directory (accepting a change means updating it), else 'virtbench'."""
+    path = Path(base_ref)
+    if path.is_file() and not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()
+    return "virtbench"
+
+
+def _write_gate(result: Any, fmt: str, output: Path | None, allow_unjudged: bool,
+                base_ref: str) -> None:
+    """The verdicts in a CI format: stdout, --output, and GitHub's job summary file."""
+    if fmt == "github":
+        import os
+
+        from virtbench.report.gate.github import render_commands, render_summary
+
+        sys.stdout.write(render_commands(result, allow_unjudged=allow_unjudged))
+        summary = render_summary(result, allow_unjudged=allow_unjudged)
+        if os.environ.get("GITHUB_STEP_SUMMARY"):
+            _write(Path(os.environ["GITHUB_STEP_SUMMARY"]), summary, append=True)
+        if output is not None:
+            _write(output, summary)
+        return
+    if fmt == "gitlab":
+        from virtbench.report.gate.gitlab import render_code_quality, render_metrics
+
+        sys.stdout.write(render_code_quality(result, _code_quality_path(base_ref),
+                                             allow_unjudged=allow_unjudged))
+        if output is not None:
+            _write(output, render_metrics(result))
+        return
+    if fmt == "junit":
+        from virtbench.report.gate.junit import render_junit
+
+        rendered = render_junit(result, allow_unjudged=allow_unjudged)
+    else:
+        from virtbench.report.gate.markdown import render_markdown
+
+        rendered = render_markdown(result, allow_unjudged=allow_unjudged)
+    if output is None:
+        sys.stdout.write(rendered)
+    else:
+        _write(output, rendered)
 
 
 def history(
