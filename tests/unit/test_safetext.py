@@ -189,3 +189,10 @@ def test_every_control_format_and_separator_character_is_escaped() -> None:
               if unicodedata.category(chr(c)) in acting and chr(c) not in "\n\t"
               and safetext.visible(chr(c)) == chr(c)]
     assert missed == []
+
+
+def test_markdown_text_shows_every_construct_as_written() -> None:
+    shown = safetext.markdown_text("a|b `c` <img src=x> [l](u) *e* @me #1 :x: $m$\nz\x1b")
+    assert shown == ("a&#124;b &#96;c&#96; &#60;img src=x&#62; &#91;l&#93;(u) &#42;e&#42; "
+                     "&#64;me &#35;1 &#58;x&#58; &#36;m&#36; z&#92;x1b")
+    assert safetext.markdown_text("plain text, 1.5 %") == "plain text, 1.5 %"
