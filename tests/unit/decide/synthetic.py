@@ -27,7 +27,8 @@ def add_run(store: Store, values: Mapping[str, Sequence[float]], *, experiment: 
             host: str = "host-a", spec_yaml: str = SPEC, params: Mapping[str, Any] | None = None,
             run_facts: Mapping[str, Any] | None = None, metrics: Sequence[Metric] = METRICS,
             knobs: Mapping[str, Mapping[str, Any]] | None = None, wid: str = "w") -> str:
-    """One run; ``values`` maps 'variant' to the time_s values (rate = 1/time_s) of its trials."""
+    """One run; ``values`` maps 'variant' to the time_s values (rate = 1/time_s) of its trials
+    (the first and second of ``metrics``, whatever their names)."""
     run_id = store.create_run(experiment=experiment, description="", spec_yaml=spec_yaml,
                               spec_path="", seed=1, host=host, target="local",
                               baseline=next(iter(values)), version="0.1.0")
@@ -44,7 +45,8 @@ def add_run(store: Store, values: Mapping[str, Sequence[float]], *, experiment: 
                 variant=variant, workload_id=wid, repetition=rep, order_index=order,
                 warmup=False, status="ok", error="", started_at=now, ended_at=now,
                 target="local", facts_id=None, notes={}),
-                [Measurement("time_s", value), Measurement("rate", 1.0 / value)][:len(metrics)],
+                [Measurement(metric.name, v) for metric, v in zip(metrics, (value, 1.0 / value),
+                                                      strict=False)],
                 units)
             order += 1
     store.set_run_status(run_id, "complete")
