@@ -1,6 +1,7 @@
 """The `compare` and `history` commands (registered by virtbench.cli): options → decide →
-terminal, JSON or HTML. Exit codes of compare: 0 no regression, 1 regression or a row the gate
-cannot judge, 2 bad input."""
+terminal, JSON, HTML or a CI format (JUnit, GitHub, GitLab, Markdown: virtbench.report.gate).
+Exit codes of compare: 0 no regression, 1 regression or a row the gate cannot judge, 2 bad
+input."""
 
 from __future__ import annotations
 
@@ -108,8 +109,10 @@ def compare(
     with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report."""
     if len(runs) < 2:
         raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
-    gate_format = format in GATE_FORMATS
-    if gate_format and (len(runs) > 2 or baseline is not None or as_json):
+    # markdown of more runs, or with --baseline, stays the side-by-side report
+    gate_format = format in GATE_FORMATS and len(runs) == 2 and baseline is None
+    if (format in GATE_FORMATS and format != "markdown" and not gate_format) or (
+            gate_format and as_json):
         raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
                              "NEW), without --baseline or --json")
     if not gate_format and (len(runs) > 2 or format != "table" or output is not None
