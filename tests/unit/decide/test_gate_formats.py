@@ -1,7 +1,8 @@
 """`compare BASE NEW --format junit|github|gitlab|markdown` and `export --format openmetrics`
-through the real CLI and a real SQLite store: each output parses against its published schema
-or grammar (JUnit XSD, GitLab Code Quality fields, OpenMetrics), says why a row fails, keeps
-hostile stored names inert, and the exit code stays the gate's."""
+through the real CLI and a real SQLite store: each output parses against a schema or grammar
+of what CI reads (our JUnit XSD written from the documented format, GitLab Code Quality
+fields, OpenMetrics), says why a row fails, keeps hostile stored names inert, and the exit
+code stays the gate's. The JUnit schema is shown to refuse malformed documents."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from virtbench.report.openmetrics import label_value, metric_name
 from virtbench.store import Store
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "data" / "schemas"
-JUNIT = xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
+JUNIT = xmlschema.XMLSchema11(str(SCHEMAS / "junit.xsd"))  # XSD 1.1: it asserts the counts
 CODE_QUALITY = json.loads((SCHEMAS / "gitlab-codequality.schema.json").read_text())
 BASE = [1.0, 1.01, 0.99, 1.0, 1.02]
 SLOWER = [1.2, 1.21, 1.19, 1.2, 1.22]  # time_s 20 % worse, rate 17 % worse
@@ -101,6 +102,60 @@ def test_junit_keeps_hostile_names_as_text(tmp_path: Path, cli: CliRun) -> None:
     JUNIT.validate(document)  # XML 1.0 holds no ESC: it is written as the text '\x1b'
     classnames = {c.get("classname") for c in ET.fromstring(document).iter("testcase")}
     assert classnames == {"w<b>&amp;]]>|`x`\n::warning::pwned\\\"\\x1b[2J"}
+
+
+# A small JUnit document as CI systems read it, and ways to break it that a reader (or the
+# counts it shows) trips over: each must be refused, for its own reason among those the schema
+# gives, or the schema checks nothing.
+JUNIT_SAMPLE = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="virtbench" tests="2" failures="1" errors="0">
+  <testsuite name="s" tests="2" failures="1" errors="0" skipped="0" hostname="h"
+             timestamp="2026-01-31T12:30:00">
+    <properties><property name="base_run" value="r1"/></properties>
+    <testcase classname="w" name="time_s">
+      <failure type="regression" message="m">why</failure>
+      <system-out>why</system-out>
+    </testcase>
+    <testcase classname="w" name="rate" time="0.5"/>
+  </testsuite>
+</testsuites>"""
+FAILURE = '<failure type="regression" message="m">why</failure>'
+# what is broken: (text of JUNIT_SAMPLE, what it becomes, part of the schema's reason)
+JUNIT_BREAKS = {
+    "testcase without name": ('classname="w" name="rate"', 'classname="w"',
+                              "missing required attribute 'name'"),
+    "testcase without classname": ('classname="w" name="rate"', 'name="rate"',
+                                   "missing required attribute 'classname'"),
+    "suite without tests": ('name="s" tests="2"', 'name="s"', "missing required attribute"),
+    "failures not a number": ('failures="1" errors="0" skipped', 'failures="one" errors="0" '
+                              'skipped', "failures='one'"),
+    "negative count": ('skipped="0"', 'skipped="-1"', "skipped='-1'"),
+    "time not in seconds": ('time="0.5"', 'time="0:00:01"', "time='0:00:01'"),
+    "timestamp not ISO 8601": ("2026-01-31T12:30:00", "31/01/2026 12:30", "timestamp="),
+    "output before the failure": (FAILURE, "<system-out>x</system-out>" + FAILURE,
+                                  "Unexpected child with tag 'failure'"),
+    "two outcomes": (FAILURE, FAILURE + "<error/>", "Unexpected child with tag 'error'"),
+    "empty name": ('name="rate"', 'name=""', "name=''"),
+    "counts not the cases'": ('name="s" tests="2"', 'name="s" tests="3"', "assertion"),
+    "property without value": (' value="r1"', "", "missing required attribute 'value'"),
+    "unknown element": ("<properties>", "<note/><properties>", "Unexpected child"),
+    "unknown attribute": ('hostname="h"', 'hostname="h" status="red"', "'status'"),
+}
+
+
+def test_junit_schema_accepts_the_sample() -> None:
+    JUNIT.validate(JUNIT_SAMPLE)
+
+
+@pytest.mark.parametrize("why", list(JUNIT_BREAKS))
+def test_junit_schema_refuses_a_malformed_document(why: str) -> None:
+    old, new, reason = JUNIT_BREAKS[why]
+    assert JUNIT_SAMPLE.count(old) == 1
+    broken = JUNIT_SAMPLE.replace(old, new)
+    with pytest.raises(xmlschema.XMLSchemaValidationError):
+        JUNIT.validate(broken)
+    reasons = [str(error.reason) for error in JUNIT.iter_errors(broken)]
+    assert any(reason in r for r in reasons), reasons
 
 
 # ---- GitHub -----------------------------------------------------------------------------
