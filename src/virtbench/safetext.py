@@ -1,4 +1,5 @@
-"""Stored and user text made safe to show: on a terminal, in rich markup, in CSV and in JSON.
+"""Stored and user text made safe to show: on a terminal, in rich markup, in Markdown, in CSV
+and in JSON.
 
 Names, descriptions, stop reasons, a failing command's stderr and imported files are data
 written by someone else. Every printer passes them through one rule per kind of output:
@@ -9,6 +10,8 @@ written by someone else. Every printer passes them through one rule per kind of 
   rich markup string (``[/dev/sdz]`` printed as written, not read as a closing tag);
   :func:`text` is a rich ``Text`` (never read as markup) for table cells and lines;
   :func:`console` makes a rich console that does not turn ``:name:`` into emoji;
+- Markdown: :func:`markdown_text` writes every character Markdown or HTML acts on as a
+  numeric character reference, for the report, the gate's table and job summaries;
 - CSV: :func:`csv_cell` neutralises a cell that a spreadsheet would run as a formula (OWASP:
   a leading ``'`` before ``= + - @``, tab or CR) and keeps numbers numbers; :func:`csv_document`
   writes rows with it;
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = ["console", "csv_cell", "csv_document", "dumps", "finite_or_reason", "json_safe",
-           "markdown_cell", "markdown_text", "markup", "text", "visible"]
+           "markdown_text", "markup", "text", "visible"]
 
 # Kept as they are: a line break and a tab lay text out and cannot act on the terminal.
 _KEPT = frozenset("\n\t")
@@ -114,12 +117,6 @@ def console(**kwargs: Any) -> Console:
     from rich.console import Console
 
     return Console(emoji=False, **kwargs)
-
-
-def markdown_cell(value: object) -> str:
-    """``value`` in a Markdown table cell: :func:`visible`, a ``|`` escaped (it would end the
-    cell) and a line break as a space (it would end the row)."""
-    return visible(value).replace("|", "\\|").replace("\n", " ")
 
 
 # Characters that Markdown (CommonMark, GitHub's tables, strikethrough, math, @mentions, #refs,

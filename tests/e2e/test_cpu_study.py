@@ -91,7 +91,7 @@ def test_report_formats_and_export(study: tuple[Path, dict[str, object]]) -> Non
     assert csv_out.exit_code == 0
     assert csv_out.stdout.splitlines()[0].startswith("variant,reference,workload,metric,unit")
     md = runner.invoke(app, ["report", "--store", store, "-f", "markdown"])
-    assert "## cpu.aes · bulk_throughput_Bps" in md.stdout
+    assert "## cpu.aes · bulk&#95;throughput&#95;Bps" in md.stdout  # safetext.markdown_text
     exported = tmp / "run.json.gz"
     out = runner.invoke(app, ["export", "latest", "--store", store, "-o", str(exported)])
     assert out.exit_code == 0, out.output

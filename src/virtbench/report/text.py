@@ -204,9 +204,10 @@ def render_csv(analysis: Analysis) -> str:
 
 
 def render_markdown(analysis: Analysis) -> str:
-    """The report as Markdown. Stored text goes through :func:`safetext.markdown_cell`: shown
-    as written, and a ``|`` or a line break in a name cannot end a table cell, row or heading."""
-    md = safetext.markdown_cell
+    """The report as Markdown. Every piece of stored text, and the plain-text paragraphs of
+    the sections, goes through :func:`safetext.markdown_text`: shown as written, so a name
+    cannot end a table cell, row or heading, nor open a tag, code span, link or mention."""
+    md = safetext.markdown_text
     lines = [f"# {md(', '.join(r.experiment for r in analysis.runs))}", ""]
     lines += [f"- {md(line.strip())}" for line in _header(analysis)]
     current = None
@@ -231,7 +232,7 @@ def render_markdown(analysis: Analysis) -> str:
             f"{fmt_p(rec['p_holm'])} | {rec['outliers']} |")
     for section in build_sections(analysis):
         lines += ["", f"## {md(section.title)}", ""]
-        lines += [f"{safetext.visible(p)}\n" for p in section.paragraphs]
+        lines += [f"{md(p)}\n" for p in section.paragraphs]
         if section.columns:
             lines += ["| " + " | ".join(map(md, section.columns)) + " |",
                       "|" + "---|" * len(section.columns)]

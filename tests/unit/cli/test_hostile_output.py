@@ -35,26 +35,27 @@ METRICS = [Metric("time", "s", Better.LOWER, "time [/] of one \x1b[31mrun\x1b[0m
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # rich's own colours: the only escapes allowed
 
 
-def _fill(store: Store, knobs: bool, scale: float) -> str:
+def _fill(store: Store, knobs: bool, scale: float, names: list[str] = NAMES,
+          workload: str = WORKLOAD, experiment: str = "hostile") -> str:
     run_id = store.create_run(
-        experiment="hostile", description="=cmd|' /C calc'!A0 [/] \x1b]0;d\x07",
+        experiment=experiment, description="=cmd|' /C calc'!A0 [/] \x1b]0;d\x07",
         spec_yaml="", spec_path="exp[/]\x1b.yaml", seed=1, host="h[/]\x1b]0;h\x07",
-        target="local\u202e", baseline=NAMES[0], version="0.1.0")
+        target="local\u202e", baseline=names[0], version="0.1.0")
     store.add_variants(run_id, [(name, {"[/]k\x1b": name, "=x": i} if knobs else {})
-                                for i, name in enumerate(NAMES)], NAMES[0])
-    store.add_workload(run_id, WORKLOAD, "exec.command", 0, {"argv": ["[/]", "\x1b[2J"]},
+                                for i, name in enumerate(names)], names[0])
+    store.add_workload(run_id, workload, "exec.command", 0, {"argv": ["[/]", "\x1b[2J"]},
                        METRICS)
     store.add_facts(run_id, "before", {"cpu": {"model": f"CPU [/] \x1b]0;{scale}\x07"},
                                        "kernel": "=1+1"})
-    store.add_realisation(run_id, NAMES[1], WORKLOAD, "mech [/]", {"x": "[/]"},
+    store.add_realisation(run_id, names[1], workload, "mech [/]", {"x": "[/]"},
                           ["cannot [/dev/sdz] \x1b]0;lim\x07"])
     order = 0
-    for v, name in enumerate(NAMES):
+    for v, name in enumerate(names):
         for rep in range(3):
             now = time.time()
             t = scale * (1 + v / 10) * (1 + rep / 50)
             store.record_trial(run_id, TrialRecord(
-                variant=name, workload_id=WORKLOAD, repetition=rep, order_index=order,
+                variant=name, workload_id=workload, repetition=rep, order_index=order,
                 warmup=False, status="ok", error="", started_at=now, ended_at=now + t,
                 target="local", facts_id=None, notes={"note[/]": "\x1b]0;n\x07[bold]"}),
                 [Measurement("time", t), Measurement("rate", 1 / t),
@@ -62,7 +63,7 @@ def _fill(store: Store, knobs: bool, scale: float) -> str:
             order += 1
     now = time.time()
     store.record_trial(run_id, TrialRecord(
-        variant=NAMES[2], workload_id=WORKLOAD, repetition=9, order_index=order, warmup=False,
+        variant=names[2], workload_id=workload, repetition=9, order_index=order, warmup=False,
         status="failed", error="dd: [/dev/sdz]: \x1b[2J\x1b]0;err\x07 =cmd|' /C calc'!A0",
         started_at=now, ended_at=now, target="local", facts_id=None, notes={}), [], {})
     store.set_run_status(run_id, "failed", STOP_REASON)
@@ -196,18 +197,62 @@ def test_json_outputs_are_strict(hostile_store: tuple[str, str, str],
     assert NAMES[0] in json.dumps(document)  # the text itself survives, escaped as JSON
 
 
-def test_markdown_rows_keep_their_columns(hostile_store: tuple[str, str, str]) -> None:
-    location, first, _second = hostile_store
-    result = _invoke(["report", first, "--store", location, "-f", "markdown"])
+# Names that are Markdown or HTML: a tag, a script, code spans, a link, an image, emphasis,
+# strikethrough, a mention, an entity, a cell break after a backslash, a line break.
+MARKDOWN_NAMES = ["<img src=x onerror=alert(1)>", "`rm -rf /`", "[a](http://x.example)",
+                  "![i](http://x.example/i.png)", "*em* __strong__ ~~s~~", "@here #1 :smile:",
+                  "<script>alert(1)</script>", "&lt;b&gt; &amp;", "x\\|y", "a|b\nc"]
+MARKDOWN_WORKLOAD = "wl<b>`x`</b>[l](http://x.example)"
+# What CommonMark with GitHub's tables and strikethrough makes of markup (markdown-it-py, which
+# rich brings): none of it may come from a stored name.
+MARKUP = {"html_inline", "html_block", "code_inline", "code_block", "fence", "link_open",
+          "image", "em_open", "strong_open", "s_open"}
+
+
+@pytest.fixture(scope="module")
+def markdown_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    location = str(tmp_path_factory.mktemp("markdown") / "markdown.db")
+    store = Store(location)
+    try:
+        return location, _fill(store, False, 1e-3, MARKDOWN_NAMES, MARKDOWN_WORKLOAD,
+                               "<b>`exp`</b>")
+    finally:
+        store.close()
+
+
+def _markdown_tokens(document: str) -> list[Any]:
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(document)
+    return [*tokens, *(child for t in tokens for child in t.children or [])]
+
+
+@pytest.mark.parametrize("which", ["markdown", "rich markup"])
+def test_markdown_report_shows_names_as_written(which: str,
+                                                 markdown_store: tuple[str, str],
+                                                 hostile_store: tuple[str, str, str]) -> None:
+    if which == "markdown":
+        (location, run), names = markdown_store, MARKDOWN_NAMES
+    else:
+        (location, run, _second), names = hostile_store, NAMES
+    out = _invoke(["report", run, "--store", location, "-f", "markdown"]).stdout
     columns = None
-    for line in result.stdout.splitlines():
+    for line in out.splitlines():  # no name adds or ends a cell, or ends a row
         if not line.startswith("|"):
             columns = None
             continue
-        count = len(re.findall(r"(?<!\\)\|", line))
-        columns = columns or count
-        assert count == columns, line
-    assert "\\[/\\]" not in result.stdout and "[/]" in result.stdout
+        columns = columns or line.count("|")
+        assert line.count("|") == columns, line
+    tokens = _markdown_tokens(out)
+    assert {t.type for t in tokens} & MARKUP == set()  # no tag, code span, link, image, ...
+    cells = [t.content for t in tokens if t.type == "text"]
+    for name in names:  # each name is shown as written (control characters as escapes)
+        shown = safetext.visible(name).replace("\n", " ")
+        assert shown in cells, (name, [c for c in cells if c[:3] == shown[:3]])
+    for raw in ("<img", "<script", "<b>", "`", "](", "@here", "~~", "\\|"):
+        assert raw not in out, raw
+    if which == "rich markup":
+        assert "\\[/\\]" not in out  # not rich's escapes either
 
 
 def test_a_failing_command_with_markup_in_stderr_ends_as_a_failed_run(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def test_two_values_are_shown_with_the_reason(tmp_path: Path) -> None:
     assert "values 99 %, 99.76 %; no CI from 2 values" in html
     assert "values 500 µs, 3.6 ms; no CI from 2 values" not in html  # unit ms is not scaled
     assert "values 0.5 ms, 3.6 ms; no CI from 2 values" in html
-    assert "2 values: an interval needs at least 3" in render_markdown(analysis)
+    assert "2 values&#58; an interval needs at least 3" in render_markdown(analysis)
     console = Console(width=100, record=True, file=io.StringIO())
     render_terminal(analysis, console)
     text = console.export_text()
