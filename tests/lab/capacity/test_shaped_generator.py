@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,9 +64,20 @@ def test_the_shaper_sets_the_offered_rate(veth: tuple[str, str], tmp_path: Path,
     gen, sink = veth
     values, notes = _trial(gen, sink, tmp_path, frame_size)
     assert "tbf shaper" in notes["generator"]
-    # The token bucket's rate, counted by the sender's interface in the middle of the run.
-    assert values["offered_pps"] == pytest.approx(RATE, rel=0.02)
-    assert values["generator_shortfall"] <= 0.02 and values["generator_excess"] <= 0.02
+    # The shaper caps the offered rate (the sender's interface counts what it let through),
+    # although trafgen sends unpaced.
+    assert values["generator_excess"] <= 0.02
+    if values["generator_shortfall"] <= 0.02:
+        # The usual case: trafgen outruns the token bucket, which holds the rate.
+        assert values["offered_pps"] == pytest.approx(RATE, rel=0.02)
+    else:
+        # A machine too busy for trafgen to offer even the rate (the full suite's load once
+        # gave 2.1 % short): the trial says the generator limited it, as the metric documents,
+        # and trafgen's own count (over its whole run) shows it sent no more than the rate:
+        # the frames were never sent, not lost between trafgen and the interface's counter.
+        sent = re.match(r"trafgen (\d+) frames of .*? in ([0-9.]+) s,", notes["generator"])
+        assert sent is not None, notes["generator"]
+        assert int(sent[1]) / float(sent[2]) < RATE * 1.01, notes["generator"]
     assert values["lost_frames"] == 0
     assert values["received_pps"] == pytest.approx(values["offered_pps"])
     assert 0 <= values["generator_cpu_pct"] <= 100
