@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.record import record
 from tests.unit.parsers.corpus import all_corpus
 from virtbench.parsers import base as parser_base
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 COUNT = 10_000
 ROUNDS = 5

@@ -20,7 +20,7 @@ from record import record
 
 from virtbench.analysis import analyse
 from virtbench.model import Measurement
-from virtbench.report.sections import build_sections
+from virtbench.plugins import build_sections
 from virtbench.store import Store, TrialRecord
 from virtbench.workloads.web.load import WebLoad
 

@@ -225,6 +225,7 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
             baseline: str | None = None, details: bool = False,
             compare_by: str | None = None) -> None:
     from virtbench.analysis import analyse
+    from virtbench.plugins import build_sections
     from virtbench.report import text
 
     run_ids = _distinct_runs(st, run_ids)
@@ -233,21 +234,24 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
         from virtbench.cli_decide import warn_if_not_comparable
 
         warn_if_not_comparable(st, run_ids, err)
+    sections = [] if fmt == "csv" else build_sections(analysis)  # CSV: the result table only
     if fmt == "table" and output is None:
-        text.render_terminal(analysis, console, details)
+        text.render_terminal(analysis, console, details, sections=sections)
         return
     if fmt == "html":
         from virtbench.report.html import render_html
 
-        rendered = render_html(analysis)
+        rendered = render_html(analysis, sections=sections)
     elif fmt == "table":
         file_console = safetext.console(record=True, width=160,
                                         file=open(os.devnull, "w"))  # noqa: SIM115
-        text.render_terminal(analysis, file_console, details)
+        text.render_terminal(analysis, file_console, details, sections=sections)
         rendered = file_console.export_text()
+    elif fmt == "csv":
+        rendered = text.render_csv(analysis)
     else:
-        rendered = {"json": text.render_json, "csv": text.render_csv,
-                    "markdown": text.render_markdown}[fmt](analysis)
+        render = text.render_json if fmt == "json" else text.render_markdown
+        rendered = render(analysis, sections=sections)
     if output is None:
         sys.stdout.write(rendered)
     else:
@@ -345,7 +349,7 @@ def facts(as_json: JsonOpt = False) -> None:
 @app.command()
 def workloads(as_json: JsonOpt = False) -> None:
     """Every workload: metrics (unit, better), parameters and defaults, tools and packages."""
-    from virtbench.workloads.registry import all_workloads
+    from virtbench.plugins import all_workloads
 
     described: list[dict[str, Any]] = []
     for name, cls in all_workloads().items():
@@ -410,7 +414,7 @@ def _print_params_and_tools(entry: dict[str, Any]) -> None:
 @app.command()
 def labs(as_json: JsonOpt = False) -> None:
     """Every lab: the variant knobs it understands, its parameters and defaults, its tools."""
-    from virtbench.labs.registry import all_labs
+    from virtbench.plugins import all_labs
 
     described: list[dict[str, Any]] = []
     for name, cls in all_labs().items():
@@ -536,8 +540,9 @@ def serve(
 def lab_clean() -> None:
     """Remove what crashed runs left behind (namespaces, bridges, daemons, mounts, cgroups)."""
     from virtbench.labs.cleanup import clean_leftovers
+    from virtbench.plugins import all_labs
 
-    outcome = clean_leftovers()
+    outcome = clean_leftovers(all_labs())
     # Text: paths and object lists are never read as markup; soft-wrapped: one event a line,
     # its paths whole (copyable, and matched by whoever greps the output)
     for event in outcome.events:

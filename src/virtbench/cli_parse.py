@@ -25,7 +25,7 @@ def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> Non
         parse_pcap_command(file, flow, as_json)
         return
     from virtbench.cli_input import parse_input, read_input_bytes
-    from virtbench.parsers.registry import get_parser
+    from virtbench.plugins import get_parser
 
     parser = get_parser(tool)
     parsed = parse_input(parser.read, read_input_bytes(file), tool, file)

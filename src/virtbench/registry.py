@@ -1,8 +1,8 @@
-"""The one registry: every workload, lab, parser and report section, built-in or third-party.
+"""The plugin mechanism: third-party plugins from one entry-point group, unique names, kinds.
 
-Built-ins are the modules listed in ``BUILTIN_MODULES`` (imported on first use; each exports
-its plugins in ``WORKLOADS``, ``LABS``, ``PARSERS`` or ``SECTIONS``). Third-party packages
-register through one entry-point group::
+Which plugins exist is said in one place, ``virtbench.plugins``: it imports the built-in modules
+statically and hands them, with their base type, to :func:`classes` or :func:`instances`, which
+add the third-party ones. Third-party packages register through one entry-point group::
 
     [project.entry-points."virtbench.plugins"]
     mine = "my_package.virtbench_plugin:register"
@@ -11,71 +11,27 @@ where ``register()`` returns an iterable of plugins of any kind: ``Workload`` an
 subclasses, ``Parser`` and ``SectionPlugin`` instances. A plugin's kind is its type, so built-ins
 and third parties are found the same way; a name registered twice is an error.
 
-This module imports no plugin family: callers pass the base type they want and the name built-ins
-export it under (``classes(Lab, "LABS", ...)``).
+This module imports no plugin family and no project module by name: a third-party plugin's kind
+is checked on the classes it already derives from (their module and name), so asking for
+workloads never imports the report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import cache
-from importlib import import_module
 from importlib.metadata import entry_points
 from typing import TypeVar
 
 from virtbench.model import VirtbenchError
 
-__all__ = ["BUILTIN_MODULES", "ENTRY_POINT_GROUP", "classes", "clear_cache", "instances"]
+__all__ = ["ENTRY_POINT_GROUP", "KINDS", "Origin", "classes", "clear_cache", "instances"]
 
 ENTRY_POINT_GROUP = "virtbench.plugins"
 
-# What each built-in module exports, by the name it exports it under. Grouped so that asking
-# for workloads imports no report module (the report's statistics take seconds to import).
-BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "WORKLOADS": (
-        "virtbench.workloads.command",
-        "virtbench.workloads.assess_probes",
-        "virtbench.workloads.cpu.aes",
-        "virtbench.workloads.cpu.crc32c",
-        "virtbench.workloads.media.x265",
-        "virtbench.workloads.net.packet_rate",
-        "virtbench.workloads.net.qos_probe",
-        "virtbench.workloads.net.qos_transfer",
-        "virtbench.workloads.net.router",
-        "virtbench.workloads.storage",
-        "virtbench.workloads.storage.fio_capacity",
-        "virtbench.workloads.web",
-    ),
-    "LABS": (
-        "virtbench.labs.storage",
-        "virtbench.labs.assess_probes",
-        "virtbench.labs.host",
-        "virtbench.labs.kvm",
-        "virtbench.labs.net.crosshost",
-        "virtbench.labs.net.router",
-        "virtbench.labs.net.vswitch",
-        "virtbench.labs.web",
-    ),
-    "PARSERS": (
-        "virtbench.parsers.bonnie",
-        "virtbench.parsers.fio",
-        "virtbench.parsers.iperf3",
-        "virtbench.parsers.irtt",
-        "virtbench.parsers.varnishstat",
-    ),
-    "SECTIONS": (
-        "virtbench.report.sections.capacity",
-        "virtbench.report.sections.hosts",
-        "virtbench.report.sections.net_qos",
-        "virtbench.report.sections.storage",
-        "virtbench.report.sections.vnf_scalability",
-        "virtbench.report.sections.web",
-    ),
-}
-
-# The kinds a third-party plugin may be, by (module, class): checked only for entry points, so
-# listing workloads never imports the report.
-_KINDS = (
+# The kinds a plugin may be, as (module, class) of its base: a plugin that derives from none of
+# them is refused by name. Read from the plugin's own classes, so checking imports nothing.
+KINDS = (
     ("virtbench.workloads.base", "Workload"),
     ("virtbench.labs.base", "Lab"),
     ("virtbench.parsers.base", "Parser"),
@@ -85,12 +41,6 @@ _KINDS = (
 T = TypeVar("T")
 Origin = str
 """Where a plugin came from: a built-in module or an entry point (``group:name = value``)."""
-
-
-@cache
-def _builtin(export: str) -> tuple[tuple[object, Origin], ...]:
-    return tuple((plugin, name) for name in BUILTIN_MODULES[export]
-                 for plugin in getattr(import_module(name), export))
 
 
 @cache
@@ -110,28 +60,27 @@ def _third_party() -> tuple[tuple[object, Origin], ...]:
     return tuple(found)
 
 
-def _plugins(export: str) -> tuple[tuple[object, Origin], ...]:
-    return _builtin(export) + _third_party()
-
-
 def _check_kind(plugin: object, origin: Origin) -> None:
-    bases = [getattr(import_module(module), name) for module, name in _KINDS]
-    if any(isinstance(plugin, base) or (isinstance(plugin, type) and issubclass(plugin, base))
-           for base in bases):
+    mro = plugin.__mro__ if isinstance(plugin, type) else type(plugin).__mro__
+    if {(cls.__module__, cls.__qualname__) for cls in mro} & set(KINDS):
         return
     raise VirtbenchError(f"plugin {origin} returned {plugin!r}, which is none of: "
-                         f"{', '.join(name for _module, name in _KINDS)}")
+                         f"{', '.join(name for _module, name in KINDS)}")
 
 
-def classes(base: type[T], export: str, key: Callable[[type[T]], str]) -> dict[str, type[T]]:
-    """Every registered subclass of ``base`` (built-ins export it as ``export``), by ``key``."""
-    return _unique([(p, origin) for p, origin in _plugins(export)
+def classes(base: type[T], builtins: Iterable[tuple[object, Origin]],
+            key: Callable[[type[T]], str]) -> dict[str, type[T]]:
+    """``builtins`` and every third-party subclass of ``base``, by ``key``."""
+    found = [*builtins, *_third_party()]
+    return _unique([(p, origin) for p, origin in found
                     if isinstance(p, type) and issubclass(p, base)], key, base.__name__)
 
 
-def instances(base: type[T], export: str, key: Callable[[T], str]) -> dict[str, T]:
-    """Every registered instance of ``base`` (built-ins export it as ``export``), by ``key``."""
-    return _unique([(p, origin) for p, origin in _plugins(export) if isinstance(p, base)], key,
+def instances(base: type[T], builtins: Iterable[tuple[object, Origin]],
+              key: Callable[[T], str]) -> dict[str, T]:
+    """``builtins`` and every third-party instance of ``base``, by ``key``."""
+    found = [*builtins, *_third_party()]
+    return _unique([(p, origin) for p, origin in found if isinstance(p, base)], key,
                    base.__name__)
 
 
@@ -149,6 +98,5 @@ def _unique(found: Iterable[tuple[T, Origin]], key: Callable[[T], str],
 
 
 def clear_cache() -> None:
-    """Forget what was loaded (tests that install a plugin on the fly)."""
-    _builtin.cache_clear()
+    """Forget the third-party plugins loaded (tests that install a plugin on the fly)."""
     _third_party.cache_clear()

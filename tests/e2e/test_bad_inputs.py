@@ -319,12 +319,12 @@ def test_debug_adds_the_traceback(workdir: Path) -> None:
 
 def test_a_bug_prints_its_traceback_and_exit_code_3(workdir: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from virtbench.parsers import registry
+    from virtbench import plugins
 
     def broken(tool: str) -> object:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(registry, "get_parser", broken)
+    monkeypatch.setattr(plugins, "get_parser", broken)
     code, _out, err = _invoke(["parse", "fio", "text.txt"])
     assert code == 3
     assert "Traceback" in err and "internal error (a bug in virtbench): RuntimeError: a bug" in err

@@ -60,6 +60,12 @@ def test_every_subpackage_has_a_layer() -> None:
     assert not missing, f"not placed in any layer of pyproject.toml: {missing}"
 
 
+def _modules() -> list[tuple[str, Path]]:
+    """(dotted name, file) of every module of the package."""
+    return [(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts), path)
+            for path in sorted(PACKAGE.rglob("*.py"))]
+
+
 def _spawn_calls(path: Path) -> list[str]:
     """``module.function(`` calls (and ``from module import function``) that start processes."""
     tree = ast.parse(path.read_text(), str(path))
@@ -82,13 +88,9 @@ def _spawn_calls(path: Path) -> list[str]:
 
 
 def test_only_targets_spawn_processes() -> None:
-    offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE.parent).with_suffix("")
-        module = ".".join(relative.parts)
-        if module.startswith("virtbench.targets.") or module in ALLOWED_SPAWNS:
-            continue
-        offenders += _spawn_calls(path)
+    offenders = [found for module, path in _modules()
+                 if not module.startswith("virtbench.targets.") and module not in ALLOWED_SPAWNS
+                 for found in _spawn_calls(path)]
     assert not offenders, ("only virtbench.targets may start processes (use Target.run / "
                            "Target.spawn / targets.daemon):\n" + "\n".join(offenders))
 
@@ -101,3 +103,67 @@ def test_the_spawn_check_sees_each_form(tmp_path: Path) -> None:
     found = _spawn_calls(sample)
     assert sorted(line.split(": ", 1)[1] for line in found) == [
         "from pty import spawn", "os.execvp(...)", "subprocess.run(...)"]
+
+
+# Modules allowed to import a project module by a name computed at run time, each with the
+# reason; nowhere else may the import graph miss an edge.
+ALLOWED_DYNAMIC_IMPORTS = {
+    "virtbench.net_qos.compiled": "the ahead-of-time compiled capture loops: an extension module "
+                                  "named by its source's hash when it is built, which imports "
+                                  "no virtbench module",
+}
+
+
+def _dynamic_imports(path: Path) -> list[str]:
+    """``import_module(...)``/``__import__(...)`` calls whose module may be a project module:
+    any name but a string constant naming another package."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in ("import_module", "__import__"):
+            continue
+        first = node.args[0] if node.args else None
+        if (isinstance(first, ast.Constant) and isinstance(first.value, str)
+                and not first.value.startswith(("virtbench", "."))):
+            continue  # a named third-party module (libvirt_qemu): no project edge to hide
+        found.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_project_module_is_imported_by_a_computed_name() -> None:
+    offenders = [found for module, path in _modules() if module not in ALLOWED_DYNAMIC_IMPORTS
+                 for found in _dynamic_imports(path)]
+    assert not offenders, ("import project modules statically (inside a function where start-up "
+                           "needs it), so the layer check sees the edge:\n" + "\n".join(offenders))
+
+
+def test_the_dynamic_import_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import importlib\nfrom importlib import import_module\n"
+                      "importlib.import_module('virtbench.labs.web')\nimport_module(name)\n"
+                      "__import__(f'virtbench.{x}')\nimportlib.import_module('libvirt_qemu')\n")
+    assert [line.split(": ", 1)[1] for line in _dynamic_imports(sample)] == [
+        "importlib.import_module('virtbench.labs.web')", "import_module(name)",
+        "__import__(f'virtbench.{x}')"]
+
+
+def test_the_plugin_assembly_sits_between_its_users_and_the_plugin_families() -> None:
+    """virtbench.plugins imports every built-in plugin: above the families (labs, workloads,
+    report, parsers), below those who look plugins up (spec, runner, fleet, serve, cli)."""
+    config = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]
+    layers = next(c["layers"] for c in config["contracts"] if c.get("type") == "layers")
+
+    def depth(package: str) -> int:
+        return next(i for i, layer in enumerate(layers)
+                    if package in {n.strip() for n in layer.replace(":", "|").split("|")})
+
+    here = depth("virtbench.plugins")
+    for user in ("virtbench.spec", "virtbench.runner", "virtbench.fleet", "virtbench.serve",
+                 "virtbench.cli"):
+        assert depth(user) < here, user
+    for family in ("virtbench.labs", "virtbench.workloads", "virtbench.report",
+                   "virtbench.parsers", "virtbench.registry"):
+        assert depth(family) > here, family

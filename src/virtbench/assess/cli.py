@@ -95,8 +95,10 @@ def assess(
             raise VirtbenchError("nothing was measured, so there is no run to report on; "
                                  "the findings are printed above")
         from virtbench.analysis import analyse
+        from virtbench.plugins import build_sections
         from virtbench.report.html import render_html
 
-        report.write_text(render_html(analyse(st, [result.run_id]),
-                                      lead=[findings_section(result)]))
+        analysis = analyse(st, [result.run_id])
+        report.write_text(render_html(analysis, lead=[findings_section(result)],
+                                      sections=build_sections(analysis)))
         typer.echo(f"wrote {report}", err=True)

@@ -29,8 +29,8 @@ from virtbench import __version__
 from virtbench.fleet.connect import connect, probe
 from virtbench.fleet.inventory import FleetHost
 from virtbench.labs.net.crosshost import CrossHostLab
-from virtbench.labs.registry import get_lab
 from virtbench.model import VirtbenchError
+from virtbench.plugins import get_lab, get_workload
 from virtbench.runner import ProgressHook, Runner
 from virtbench.runner.deadline import GRACE_S
 from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
@@ -39,7 +39,6 @@ from virtbench.spec.models import Experiment
 from virtbench.store import Store
 from virtbench.targets.forked import KILL_WAIT_S, ForkedCall, Send
 from virtbench.targets.ssh import SSHTarget
-from virtbench.workloads.registry import get_workload
 
 __all__ = ["FleetOutcome", "FleetRunner", "HostOutcome", "fleet_record", "latest_fleet"]
 

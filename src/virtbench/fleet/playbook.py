@@ -8,9 +8,8 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from virtbench.contract import Tool
-from virtbench.labs.registry import get_lab
+from virtbench.plugins import get_lab, get_workload
 from virtbench.spec.models import Experiment
-from virtbench.workloads.registry import get_workload
 
 __all__ = ["needed_tools", "playbook_yaml"]
 

@@ -23,7 +23,10 @@ from virtbench.contract import Knob, NoParams, Tool, missing_tools
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
 
-__all__ = ["Lab", "LabState", "Manifest", "lab_root"]
+__all__ = ["RENAMED_LABS", "Lab", "LabState", "Manifest", "lab_root"]
+
+# Former lab kinds still accepted (with a deprecation notice) in experiment files and manifests.
+RENAMED_LABS = {"fs": "storage"}
 
 
 def lab_root() -> Path:

@@ -7,12 +7,12 @@ lists. A manifest whose run is still alive is left alone, as is one whose lab is
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from virtbench.labs.base import Manifest, lab_root
-from virtbench.labs.registry import RENAMED_LABS, all_labs
+from virtbench.labs.base import RENAMED_LABS, Lab, Manifest, lab_root
 
 __all__ = ["CleanEvent", "CleanSummary", "clean_leftovers"]
 
@@ -41,9 +41,10 @@ class CleanSummary:
                 + (f"; {kept} manifests still list objects (see above)" if kept else ""))
 
 
-def clean_leftovers(root: Path | None = None) -> CleanSummary:
-    """Clean every manifest in ``root`` (default :func:`lab_root`) whose run is gone."""
-    labs_by_name = all_labs()
+def clean_leftovers(labs_by_name: Mapping[str, type[Lab]], root: Path | None = None
+                    ) -> CleanSummary:
+    """Clean every manifest in ``root`` (default :func:`lab_root`) whose run is gone, each with
+    its lab among ``labs_by_name`` (``virtbench.plugins.all_labs()``)."""
     outcome = CleanSummary()
     for path in sorted((root or lab_root()).glob("*.json")):
         manifest = Manifest(path, "?")

@@ -29,7 +29,7 @@ from virtbench.analysis.views import (
 )
 from virtbench.report import charts
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
-from virtbench.report.sections import Section, build_sections
+from virtbench.report.sections import Section
 from virtbench.report.tables import row_record
 
 __all__ = ["CHART_BUDGET", "render_html", "report_context", "report_environment"]
@@ -269,20 +269,24 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
              "baseline": "yes" if v.is_baseline else ""} for v in analysis.variants]
 
 
-def render_html(analysis: Analysis, lead: Sequence[Section] = ()) -> str:
-    """The report as one self-contained HTML document (UTF-8 text); ``lead`` sections (an
-    assessment's findings) come first, right below the title."""
-    context = report_context(analysis, lead)
+def render_html(analysis: Analysis, lead: Sequence[Section] = (), *,
+                sections: Sequence[Section]) -> str:
+    """The report as one self-contained HTML document (UTF-8 text), with the study
+    ``sections`` (``virtbench.plugins.build_sections``); ``lead`` sections (an assessment's
+    findings) come first, right below the title."""
+    context = report_context(analysis, lead, sections=sections)
     return report_environment().get_template("report.html.j2").render(**context)
 
 
-def report_context(analysis: Analysis, lead: Sequence[Section] = ()) -> dict[str, Any]:
+def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
+                   sections: Sequence[Section]) -> dict[str, Any]:
     """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
     with charts.chart_style():
-        return _context(analysis, lead)
+        return _context(analysis, lead, sections)
 
 
-def _context(analysis: Analysis, lead: Sequence[Section] = ()) -> dict[str, Any]:
+def _context(analysis: Analysis, lead: Sequence[Section],
+             study_sections: Sequence[Section]) -> dict[str, Any]:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)
@@ -317,7 +321,7 @@ def _context(analysis: Analysis, lead: Sequence[Section] = ()) -> dict[str, Any]
         "sections": sections,
         "summary": summary,
         "series": [_series_section(g) for g in series_groups(analysis)],
-        "study_sections": build_sections(analysis),
+        "study_sections": list(study_sections),
         "lead_sections": list(lead),
         "realisations": _realisations(analysis),
         "limitations": limitations,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group
@@ -15,7 +16,7 @@ from virtbench.analysis import Analysis, MetricRow
 from virtbench.model import Metric
 from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
-from virtbench.report.sections import build_sections
+from virtbench.report.sections import Section
 from virtbench.report.tables import COLUMNS, table_records
 
 __all__ = ["metric_tables", "render_csv", "render_json", "render_markdown", "render_terminal",
@@ -50,8 +51,9 @@ def _header(analysis: Analysis) -> list[str]:
 
 
 def render_terminal(analysis: Analysis, console: Console | None = None,
-                    details: bool = False) -> None:
-    """The result tables; ``details`` adds per-repetition tables, first-vs-rest and notes.
+                    details: bool = False, *, sections: Sequence[Section]) -> None:
+    """The result tables, then the study ``sections`` (``virtbench.plugins.build_sections``);
+    ``details`` adds per-repetition tables, first-vs-rest and notes.
 
     Every name, reason, error and note comes from the store (an import may carry anything):
     it is printed as :func:`safetext.text` or :func:`safetext.markup`, never as markup."""
@@ -82,7 +84,7 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
                               highlight=False)
             if details:
                 _details(analysis, console, wid, metric, identity)
-    for section in build_sections(analysis):
+    for section in sections:
         # Section text is data, not rich markup: a "[x]" in it must print as written.
         console.print(Text("\n") + safetext.text(section.title, style="bold"))
         for paragraph in section.paragraphs:
@@ -203,10 +205,11 @@ def render_csv(analysis: Analysis) -> str:
     return safetext.csv_document(COLUMNS, table_records(analysis), lineterminator="\n")
 
 
-def render_markdown(analysis: Analysis) -> str:
-    """The report as Markdown. Every piece of stored text, and the plain-text paragraphs of
-    the sections, goes through :func:`safetext.markdown_text`: shown as written, so a name
-    cannot end a table cell, row or heading, nor open a tag, code span, link or mention."""
+def render_markdown(analysis: Analysis, *, sections: Sequence[Section]) -> str:
+    """The report as Markdown, with the study ``sections``. Every piece of stored text, and the
+    plain-text paragraphs of the sections, goes through :func:`safetext.markdown_text`: shown as
+    written, so a name cannot end a table cell, row or heading, nor open a tag, code span, link
+    or mention."""
     md = safetext.markdown_text
     lines = [f"# {md(', '.join(r.experiment for r in analysis.runs))}", ""]
     lines += [f"- {md(line.strip())}" for line in _header(analysis)]
@@ -230,7 +233,7 @@ def render_markdown(analysis: Analysis) -> str:
             f"{'–' if rec['cv'] is None else format(rec['cv'], '.1%')} | "
             f"{fmt_ratio(rec['speedup'], rec['speedup_ci_low'], rec['speedup_ci_high'])} | "
             f"{fmt_p(rec['p_holm'])} | {rec['outliers']} |")
-    for section in build_sections(analysis):
+    for section in sections:
         lines += ["", f"## {md(section.title)}", ""]
         lines += [f"{md(p)}\n" for p in section.paragraphs]
         if section.columns:
@@ -241,7 +244,7 @@ def render_markdown(analysis: Analysis) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(analysis: Analysis) -> str:
+def render_json(analysis: Analysis, *, sections: Sequence[Section]) -> str:
     document: dict[str, Any] = {
         "runs": [{"id": r.id, "experiment": r.experiment, "status": r.status,
                   "stop_reason": r.stop_reason, "host": r.host, "target": r.target,
@@ -269,6 +272,6 @@ def render_json(analysis: Analysis) -> str:
                                     for rep, why in items],
                   "preflight": [{"run_id": r, "phase": p, "checks": c}
                                 for r, p, c in analysis.noise.preflight]},
-        "sections": [dataclasses.asdict(s) for s in build_sections(analysis)],
+        "sections": [dataclasses.asdict(s) for s in sections],
     }
     return safetext.dumps(document, indent=2)

@@ -21,8 +21,8 @@ from typing import Any
 from virtbench import __version__
 from virtbench.facts import collect_facts
 from virtbench.labs.base import Lab, LabState
-from virtbench.labs.registry import get_lab
 from virtbench.model import RunFailed, VirtbenchError
+from virtbench.plugins import get_lab, get_workload
 from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.deadline import run_with_time_limit, time_limits
@@ -41,7 +41,6 @@ from virtbench.store.ids import check_run_id
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
 from virtbench.workloads.base import Realisation, TrialContext, Workload
-from virtbench.workloads.registry import get_workload
 
 __all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "refuse_if_running",
            "sigterm_as_interrupt"]

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from virtbench import safetext
 from virtbench.analysis import Analysis
+from virtbench.plugins import build_sections
 from virtbench.report import text
 from virtbench.report.html import render_html
 from virtbench.serve.attachment import content_disposition
@@ -41,7 +42,11 @@ def report(analysis: Analysis, fmt: str, name: str) -> Response:
     if fmt not in REPORT_FORMATS:
         raise HTTPException(404, f"no download format {fmt!r}: one of "
                                  f"export, {', '.join(REPORT_FORMATS)}")
-    body = {"csv": text.render_csv, "json": text.render_json, "html": render_html}[fmt](analysis)
+    if fmt == "csv":
+        body = text.render_csv(analysis)
+    else:
+        render = text.render_json if fmt == "json" else render_html
+        body = render(analysis, sections=build_sections(analysis))
     return _attachment(body, REPORT_FORMATS[fmt], name, fmt)
 
 

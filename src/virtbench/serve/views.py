@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from virtbench.analysis import Analysis, analyse
+from virtbench.plugins import build_sections
 from virtbench.report.html import report_context, report_environment
 from virtbench.serve.cache import VersionedCache
 from virtbench.serve.svgstyle import presentation_attributes
@@ -82,7 +83,7 @@ class RunReports:
 
     def _render(self, ids: list[str]) -> ReportParts:
         analysis = analyse(self.store, ids)
-        context = report_context(analysis)
+        context = report_context(analysis, sections=build_sections(analysis))
         # Markup: rendered by the autoescaping environment, every stored value already escaped;
         # the charts' inline styles become attributes the page's CSP allows
         return ReportParts(

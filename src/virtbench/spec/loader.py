@@ -130,7 +130,7 @@ def _fields_at(model: Any, loc: tuple[int | str, ...]) -> list[str]:
 
 def _follow_lab_rename(experiment: Experiment, tree: Any, source: str) -> None:
     """A former lab kind still runs (as its new name), with a notice naming the file line."""
-    from virtbench.labs.registry import RENAMED_LABS
+    from virtbench.labs.base import RENAMED_LABS
 
     old = experiment.lab.kind
     if old in RENAMED_LABS:
@@ -144,8 +144,7 @@ def _follow_lab_rename(experiment: Experiment, tree: Any, source: str) -> None:
 def _plugin_problems(experiment: Experiment, tree: Any, source: str) -> list[str]:
     """Workload names and parameters, lab kind and parameters, and every variant knob, checked
     against the plugins."""
-    from virtbench.labs.registry import all_labs
-    from virtbench.workloads.registry import all_workloads
+    from virtbench.plugins import all_labs, all_workloads
 
     problems: list[str] = []
     workloads = all_workloads()

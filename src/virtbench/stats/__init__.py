@@ -6,7 +6,7 @@ not SciPy's statistics module, whose import alone costs most of a second."""
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,32 +29,32 @@ if TYPE_CHECKING:
     from virtbench.stats.regression import LinearFit, linear_fit
     from virtbench.stats.summary import Summary, percentile_ci, summarize
 
-# name -> module defining it
+# name -> the submodule defining it
 _WHERE = {
-    "LinearFit": "virtbench.stats.regression",
-    "MainEffect": "virtbench.stats.factorial",
-    "RatioCI": "virtbench.stats.compare",
-    "Significance": "virtbench.stats.compare",
-    "Summary": "virtbench.stats.summary",
-    "best_configuration": "virtbench.stats.factorial",
-    "choose_test": "virtbench.stats.compare",
-    "ci_converged": "virtbench.stats.adaptive",
-    "holm": "virtbench.stats.multiple",
-    "linear_fit": "virtbench.stats.regression",
-    "looks_normal": "virtbench.stats.compare",
-    "mad_outliers": "virtbench.stats.outliers",
-    "main_effects": "virtbench.stats.factorial",
-    "mann_whitney_test": "virtbench.stats.compare",
-    "modified_z_scores": "virtbench.stats.outliers",
-    "percent_change_ci": "virtbench.stats.compare",
-    "percentile_ci": "virtbench.stats.summary",
-    "ratio_ci_delta": "virtbench.stats.compare",
-    "ratio_ci_fieller": "virtbench.stats.compare",
-    "speedup_ci": "virtbench.stats.compare",
-    "speedup_converged": "virtbench.stats.adaptive",
-    "speedup_half_width_rel": "virtbench.stats.adaptive",
-    "summarize": "virtbench.stats.summary",
-    "welch_test": "virtbench.stats.compare",
+    "LinearFit": "regression",
+    "MainEffect": "factorial",
+    "RatioCI": "compare",
+    "Significance": "compare",
+    "Summary": "summary",
+    "best_configuration": "factorial",
+    "choose_test": "compare",
+    "ci_converged": "adaptive",
+    "holm": "multiple",
+    "linear_fit": "regression",
+    "looks_normal": "compare",
+    "mad_outliers": "outliers",
+    "main_effects": "factorial",
+    "mann_whitney_test": "compare",
+    "modified_z_scores": "outliers",
+    "percent_change_ci": "compare",
+    "percentile_ci": "summary",
+    "ratio_ci_delta": "compare",
+    "ratio_ci_fieller": "compare",
+    "speedup_ci": "compare",
+    "speedup_converged": "adaptive",
+    "speedup_half_width_rel": "adaptive",
+    "summarize": "summary",
+    "welch_test": "compare",
 }
 
 __all__ = [
@@ -85,10 +85,34 @@ __all__ = [
 ]
 
 
+def _submodule(name: str) -> ModuleType:
+    """Submodule ``name``, imported statically: the import graph the layer test checks sees it."""
+    if name == "adaptive":
+        from virtbench.stats import adaptive
+        return adaptive
+    if name == "compare":
+        from virtbench.stats import compare
+        return compare
+    if name == "factorial":
+        from virtbench.stats import factorial
+        return factorial
+    if name == "multiple":
+        from virtbench.stats import multiple
+        return multiple
+    if name == "outliers":
+        from virtbench.stats import outliers
+        return outliers
+    if name == "regression":
+        from virtbench.stats import regression
+        return regression
+    from virtbench.stats import summary
+    return summary
+
+
 def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_submodule(module), name)
     globals()[name] = value  # later look-ups skip this function
     return value

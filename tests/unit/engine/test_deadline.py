@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.plugins import get_workload
 from virtbench.runner import Runner
 from virtbench.runner import deadline as deadline_module
 from virtbench.runner.deadline import TimeLimitExceeded, run_with_time_limit, time_limits
@@ -19,7 +20,6 @@ from virtbench.store import Store
 from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext, TrialResult
-from virtbench.workloads.registry import get_workload
 
 
 def _alive(pid: int, what: str) -> bool:

@@ -11,12 +11,16 @@ from pathlib import Path
 import pytest
 
 import virtbench
-from virtbench import registry
-from virtbench.labs.registry import all_labs, get_lab
+from virtbench import plugins, registry
 from virtbench.model import VirtbenchError
-from virtbench.parsers.registry import get_parser
-from virtbench.report.sections import all_sections
-from virtbench.workloads.registry import all_workloads, get_workload
+from virtbench.plugins import (
+    all_labs,
+    all_sections,
+    all_workloads,
+    get_lab,
+    get_parser,
+    get_workload,
+)
 
 PLUGIN = '''
 from virtbench.contract import Knob
@@ -111,8 +115,11 @@ def test_a_name_taken_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_every_module_that_exports_plugins_is_listed() -> None:
-    """Built-ins are an explicit list: a new module that is not on it would be silently lost."""
-    exporting: dict[str, set[str]] = {export: set() for export in registry.BUILTIN_MODULES}
+    """Built-ins are an explicit list (virtbench.plugins): a new module that is not on it would
+    be silently lost."""
+    listed = {"WORKLOADS": plugins._builtin_workloads(), "LABS": plugins._builtin_labs(),
+              "PARSERS": plugins._builtin_parsers(), "SECTIONS": plugins._builtin_sections()}
+    exporting: dict[str, set[str]] = {export: set() for export in listed}
     for package in ("workloads", "labs", "parsers", "report.sections"):
         path = [str(Path(virtbench.__path__[0], *package.split(".")))]
         names = [f"virtbench.{package}"] + [
@@ -121,6 +128,41 @@ def test_every_module_that_exports_plugins_is_listed() -> None:
         for name in names:
             module = import_module(name)
             for export, found in exporting.items():
-                if hasattr(module, export):
+                if getattr(module, export, ()):
                     found.add(name)
-    assert exporting == {export: set(names) for export, names in registry.BUILTIN_MODULES.items()}
+    assert exporting == {export: {origin for _plugin, origin in builtins}
+                         for export, builtins in listed.items()}
+
+
+WORKLOAD_ONLY = PLUGIN.split("class Room")[0].replace(
+    "from virtbench.labs.base import Lab, LabState\n", "").replace(
+    "from virtbench.report.sections import SectionPlugin\n", "").replace(
+    "from virtbench.parsers.base import Parser\n", "") + "def register():\n    return [Answer]\n"
+
+
+@pytest.mark.parametrize("third_party", [False, True])
+def test_a_lookup_imports_only_the_kind_it_asks_for(third_party: bool, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking for workloads (what `run --check` of a CPU experiment does) imports no lab or
+    report module and not SciPy's statistics, also with a third-party plugin installed: its
+    kind is read from its own classes, not by importing every kind."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    if third_party:
+        _install(tmp_path, monkeypatch, WORKLOAD_ONLY)
+        env["PYTHONPATH"] = str(tmp_path)
+    probe = ("import sys\n"
+             "from virtbench.plugins import all_workloads\n"
+             "print(sorted(all_workloads()))\n"
+             "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('virtbench.')}))"
+             "\nprint('scipy.stats' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True, env=env)
+    names, families, scipy_stats = done.stdout.splitlines()
+    assert ("'thirdparty.answer'" in names) is third_party and "'cpu.crc32c'" in names
+    assert "'workloads'" in families
+    for other in ("'report'", "'labs'", "'runner'", "'spec'", "'analysis'"):
+        assert other not in families, (other, families)
+    assert scipy_stats == "False"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 
-from virtbench.labs.registry import all_labs
-from virtbench.parsers.registry import all_parsers
-from virtbench.workloads.registry import all_workloads
+from virtbench.plugins import all_labs, all_parsers, all_workloads
 
 
 def test_every_workload_declares_its_contract() -> None:

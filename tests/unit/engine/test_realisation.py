@@ -64,16 +64,15 @@ warmup: 0
 
 @pytest.fixture(autouse=True)
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from virtbench.labs import registry as lab_registry
-    from virtbench.workloads import registry as workload_registry
+    from virtbench import plugins
 
     Masked.seen.clear()
     Masked.realised.clear()
     SizedLab.entered.clear()
-    workloads = {**workload_registry.all_workloads(), "test.masked": Masked}
-    labs = {**lab_registry.all_labs(), "test.sized": SizedLab}
-    monkeypatch.setattr(workload_registry, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(lab_registry, "all_labs", lambda: labs)
+    workloads = {**plugins.all_workloads(), "test.masked": Masked}
+    labs = {**plugins.all_labs(), "test.sized": SizedLab}
+    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
+    monkeypatch.setattr(plugins, "all_labs", lambda: labs)
     monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
 
 

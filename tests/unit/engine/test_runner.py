@@ -74,14 +74,13 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     LAB_EVENTS.clear()
     FakeTime.fail_on = set()
     FakeTime.interrupt_at = None
-    from virtbench.labs import registry as lab_registry
-    from virtbench.workloads import registry as workload_registry
+    from virtbench import plugins
 
-    workloads = {**workload_registry.all_workloads(), "test.fake": FakeTime,
+    workloads = {**plugins.all_workloads(), "test.fake": FakeTime,
                  "test.undeclared": Undeclared}
-    labs = {**lab_registry.all_labs(), "test.lab": RecordingLab}
-    monkeypatch.setattr(workload_registry, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(lab_registry, "all_labs", lambda: labs)
+    labs = {**plugins.all_labs(), "test.lab": RecordingLab}
+    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
+    monkeypatch.setattr(plugins, "all_labs", lambda: labs)
     monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
 
 

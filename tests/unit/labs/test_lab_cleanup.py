@@ -12,10 +12,11 @@ from typing import Any, ClassVar
 import pytest
 from typer.testing import CliRunner
 
+from virtbench import plugins
 from virtbench.cli import app
 from virtbench.labs import cleanup
 from virtbench.labs.base import Lab, LabState, Manifest
-from virtbench.labs.registry import all_labs
+from virtbench.plugins import all_labs
 
 
 def _dead_pid() -> int:
@@ -51,11 +52,14 @@ class StubbornLab(Lab):
 
 
 @pytest.fixture
-def labs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cleanup, "all_labs", lambda: {**all_labs(), "stubborn": StubbornLab})
+def labs(monkeypatch: pytest.MonkeyPatch) -> dict[str, type[Lab]]:
+    """Every lab plus the stubborn one, for clean_leftovers and for `virtbench lab clean`."""
+    with_stubborn = {**all_labs(), "stubborn": StubbornLab}
+    monkeypatch.setattr(plugins, "all_labs", lambda: with_stubborn)
+    return with_stubborn
 
 
-def test_clean_removes_skips_and_keeps(tmp_path: Path, labs: None) -> None:
+def test_clean_removes_skips_and_keeps(tmp_path: Path, labs: dict[str, type[Lab]]) -> None:
     gone, stuck = tmp_path / "gone", tmp_path / "stuck"
     gone.mkdir()
     stuck.mkdir()
@@ -63,7 +67,7 @@ def test_clean_removes_skips_and_keeps(tmp_path: Path, labs: None) -> None:
     alive = _manifest(tmp_path, "b", "stubborn", {"dir": [str(stuck)]}, pid=os.getppid())
     unknown = _manifest(tmp_path, "c", "no-such-lab", {"dir": [str(stuck)]})
     kept = _manifest(tmp_path, "d", "stubborn", {"stuck": [str(stuck)]})
-    outcome = cleanup.clean_leftovers(tmp_path)
+    outcome = cleanup.clean_leftovers(labs, tmp_path)
     texts = [(e.kind, e.text) for e in outcome.events]
     assert ("removed", f"removed directory {gone}") in texts
     assert ("skipped", f"skipping b.json: its run (pid {os.getppid()}) is still alive") in texts
@@ -80,12 +84,13 @@ def test_manifest_of_the_former_fs_lab_is_cleaned_by_the_storage_lab(tmp_path: P
     scratch = tmp_path / "vbfs-scratch"
     scratch.mkdir()
     old = _manifest(tmp_path, "vbfs-1-abc", "fs", {"dir": [str(scratch)]})
-    outcome = cleanup.clean_leftovers(tmp_path)
+    outcome = cleanup.clean_leftovers(all_labs(), tmp_path)
     assert [e.text for e in outcome.events] == [f"removed directory {scratch}"]
     assert outcome.complete and not old.exists() and not scratch.exists()
 
 
-def test_cli_prints_events_and_fails_when_objects_are_kept(tmp_path: Path, labs: None,
+def test_cli_prints_events_and_fails_when_objects_are_kept(tmp_path: Path,
+                                                           labs: dict[str, type[Lab]],
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path))

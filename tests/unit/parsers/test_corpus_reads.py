@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from virtbench.parsers.base import ParseError
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 from .corpus import DATA, all_corpus
 

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from virtbench.model import Measurement
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 from .corpus import DATA
 

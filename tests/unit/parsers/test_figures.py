@@ -18,8 +18,8 @@ from virtbench.model import Domain, Measurement, Metric
 from virtbench.parsers.base import INVALID, Parsed, check_figures
 from virtbench.parsers.fio import parse_fio
 from virtbench.parsers.iperf3 import iperf3_measurements, parse_iperf3_json
-from virtbench.parsers.registry import get_parser
 from virtbench.parsers.varnishstat import VarnishSnapshot, timeline
+from virtbench.plugins import get_parser
 
 from .corpus import DATA
 

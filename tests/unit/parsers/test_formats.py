@@ -11,7 +11,7 @@ import pytest
 
 from virtbench.model import Measurement
 from virtbench.parsers.base import ParseError
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 from .corpus import DATA
 

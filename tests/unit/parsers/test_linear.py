@@ -12,7 +12,7 @@ import pytest
 
 from virtbench.parsers import jsontext
 from virtbench.parsers.base import ParseError
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 _MB = 1 << 20
 

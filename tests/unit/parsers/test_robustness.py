@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from virtbench.compressed import decompress
 from virtbench.model import Domain
 from virtbench.parsers.base import MAX_OUTPUT_BYTES, ParseError
-from virtbench.parsers.registry import get_parser
+from virtbench.plugins import get_parser
 
 from .corpus import all_corpus, corpus
 

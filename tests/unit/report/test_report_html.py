@@ -10,6 +10,7 @@ from conftest import fill_factorial, fill_matrix, fill_series
 
 from virtbench.analysis import Analysis, MetricRow, VariantInfo, analyse
 from virtbench.model import Better, Measurement, Metric
+from virtbench.plugins import build_sections
 from virtbench.report.html import render_html
 from virtbench.report.tables import row_record
 from virtbench.stats import Summary
@@ -82,7 +83,7 @@ def text_of(html: str) -> str:
 def test_factorial_report_has_tables_charts_effects_and_definitions(store: Store) -> None:
     run_id = fill_factorial(store)
     analysis = analyse(store, [run_id])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     doc = parse(html)
     text = " ".join(doc.text)
 
@@ -135,7 +136,7 @@ def test_factorial_report_has_tables_charts_effects_and_definitions(store: Store
 
 def test_matrix_report_draws_metric_against_numeric_knob(store: Store) -> None:
     analysis = analyse(store, [fill_matrix(store)])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     parse(html)
     assert "throughput vs background_mbps" in html
     assert "switch=ovs" in html and "switch=linux-bridge" in html
@@ -144,7 +145,7 @@ def test_matrix_report_draws_metric_against_numeric_knob(store: Store) -> None:
 
 def test_series_report_has_timeseries_and_distributions(store: Store) -> None:
     analysis = analyse(store, [fill_series(store, requests=600)])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     text = text_of(html)
     assert 'id="series"' in html
     assert "web.varnish · hit_ratio (interval) over time" in html
@@ -170,7 +171,8 @@ def test_report_escapes_names_in_tables_and_charts(store: Store) -> None:
                            [Measurement("t$x$", 1.0 + 0.1 * (i % 3) + (variant == evil))],
                            {"t$x$": "s"})
     store.add_realisation(run_id, evil, "w", evil, {"x": evil}, [evil])
-    html = render_html(analyse(store, [run_id]))
+    analysis = analyse(store, [run_id])
+    html = render_html(analysis, sections=build_sections(analysis))
     parse(html)
     assert "<script" not in html
     assert "&lt;script&gt;" in html
@@ -187,7 +189,7 @@ def test_degenerate_data_single_samples_and_no_baseline_data(store: Store) -> No
                                                "local", None, {}),
                            [Measurement("lat", value)], {"lat": "s"})
     analysis = analyse(store, [run_id])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     text = text_of(html)
     assert "Best configuration:" in text  # 'a' (one sample) is best; no speedups exist
     assert "–" in text
@@ -197,7 +199,8 @@ def test_empty_run_renders(store: Store) -> None:
     run_id = store.create_run(experiment="empty", description="", spec_yaml="", spec_path="",
                               seed=1, host="h", target="local", baseline="base", version="0")
     store.add_variants(run_id, [("base", {})], "base")
-    html = render_html(analyse(store, [run_id]))
+    analysis = analyse(store, [run_id])
+    html = render_html(analysis, sections=build_sections(analysis))
     text = text_of(html)
     assert "No measured samples yet" in text
     assert "No facts snapshot was stored." in text
@@ -212,7 +215,7 @@ def test_nan_statistics_render_as_dashes() -> None:
         workloads=[("w", "w", {})],
         rows=[MetricRow("base", "w", "w", metric, summary, 0, p_holm=nan)],
         main_effects={}, best={}, realisations=[], facts=[], trial_counts={}, failures=[])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     parse(html)
     assert "nan" not in text_of(html).lower().replace("nanoseconds", "")
 
@@ -225,7 +228,7 @@ def test_compare_two_runs_side_by_side(tmp_path: object) -> None:
     try:
         first, second = fill_matrix(store, seed=1, reps=3), fill_matrix(store, seed=2, reps=3)
         analysis = analyse(store, [first, second])
-        html = render_html(analysis)
+        html = render_html(analysis, sections=build_sections(analysis))
         parse(html)
         assert first in html and second in html
         assert "vs background_mbps" in html

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from virtbench.analysis import Analysis, analyse
 from virtbench.model import Better, Measurement, Metric
+from virtbench.plugins import build_sections
 from virtbench.report.html import render_html
 from virtbench.report.text import render_json, render_markdown, render_terminal
 from virtbench.store import Store, TrialRecord
@@ -44,7 +45,7 @@ def _analysis(tmp_path: Path) -> Analysis:
 
 def test_every_interval_stays_in_its_domain(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path)
-    results = json.loads(render_json(analysis))["results"]
+    results = json.loads(render_json(analysis, sections=build_sections(analysis)))["results"]
     with_ci = [r for r in results if r["ci_low"] is not None]
     assert {r["metric"] for r in with_ci} == {"hit_ratio", "p99", "fetches"}
     for r in with_ci:
@@ -57,15 +58,18 @@ def test_every_interval_stays_in_its_domain(tmp_path: Path) -> None:
 
 def test_two_values_are_shown_with_the_reason(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path)
-    two = [r for r in json.loads(render_json(analysis))["results"] if r["variant"] == "two-runs"]
+    sections = build_sections(analysis)
+    two = [r for r in json.loads(render_json(analysis, sections=sections))["results"]
+           if r["variant"] == "two-runs"]
     assert all(r["ci_low"] is None and r["no_ci_reason"] == "2 values: an interval needs at "
                "least 3" for r in two)
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     assert "values 99 %, 99.76 %; no CI from 2 values" in html
     assert "values 500 µs, 3.6 ms; no CI from 2 values" not in html  # unit ms is not scaled
     assert "values 0.5 ms, 3.6 ms; no CI from 2 values" in html
-    assert "2 values&#58; an interval needs at least 3" in render_markdown(analysis)
+    assert "2 values&#58; an interval needs at least 3" in render_markdown(analysis,
+                                                                            sections=sections)
     console = Console(width=100, record=True, file=io.StringIO())
-    render_terminal(analysis, console)
+    render_terminal(analysis, console, sections=build_sections(analysis))
     text = console.export_text()
     assert "n<3" in text  # the ±CI column of the two-value variant

@@ -9,6 +9,7 @@ from conftest import Filler
 from virtbench.analysis import analyse
 from virtbench.analysis.views import knob_grid, metric_views
 from virtbench.model import Better, Measurement, Metric
+from virtbench.plugins import build_sections
 from virtbench.report import charts
 from virtbench.report.html import render_html
 from virtbench.store import Store
@@ -66,7 +67,7 @@ def test_two_hosts_two_lines_with_bands(store: Store) -> None:
     chart = charts.grid_chart(view, grid)
     assert chart is not None and chart.startswith("<svg")
     assert "kvm-host" in chart and "xen-host" in chart  # legend entries (text stays text)
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     assert "one line per host (run)" in html
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from virtbench.analysis import Analysis, analyse
 from virtbench.model import Better, Measurement, Metric
+from virtbench.plugins import build_sections
 from virtbench.report.fit import identity_of
 from virtbench.report.text import metric_tables, render_json, render_markdown, render_terminal
 from virtbench.spec import load_experiment
@@ -101,7 +102,7 @@ def test_matrix_experiment_one_column_per_factor(tmp_path: Path) -> None:
     assert identity_of(analysis.variants).columns == ["switch", "background_mbps"]
     assert _check_tables(analysis) >= len(METRICS)
     console = Console(width=80, record=True, file=io.StringIO())
-    render_terminal(analysis, console)
+    render_terminal(analysis, console, sections=build_sections(analysis))
     out = console.export_text()
     assert "ovs-dpdk" in out and "linux-bridge" in out
     assert "3 of 36 trials measured under noise" in out  # one variant, three repetitions
@@ -126,14 +127,14 @@ def test_html_marks_noisy_trials(tmp_path: Path) -> None:
     from virtbench.report.html import render_html
 
     analysis = _analysis(tmp_path, LONG_NAMES, LONG_NAMES[0][0])
-    html = render_html(analysis)
+    html = render_html(analysis, sections=build_sections(analysis))
     assert "3 of 9 trials measured under noise" in html
     assert html.count('<span class="tag noisy" title=') == len(METRICS)  # one variant, every metric
-    document = json.loads(render_json(analysis))
+    document = json.loads(render_json(analysis, sections=build_sections(analysis)))
     assert document["noise"]["sampled_trials"] == 9
     assert {m["repetition"] for m in document["noise"]["marked_trials"]} == {0, 1, 2}
     assert {r["noisy_trials"] for r in document["results"]} == {0, 3}
-    assert "| 3 (3!) |" in render_markdown(analysis)
+    assert "| 3 (3!) |" in render_markdown(analysis, sections=build_sections(analysis))
 
 
 
@@ -142,7 +143,7 @@ def test_details_per_repetition_tables_fit(tmp_path: Path) -> None:
     analysis = _analysis(tmp_path, [(v.name, v.knobs) for v in exp.all_variants()],
                          exp.baseline_name, text)
     console = Console(width=80, record=True, file=io.StringIO())
-    render_terminal(analysis, console, details=True)
+    render_terminal(analysis, console, details=True, sections=build_sections(analysis))
     out = console.export_text()
     assert "per repetition" in out and "rep 3" in out
     assert max(len(line) for line in out.splitlines()) <= 80

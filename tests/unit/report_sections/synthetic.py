@@ -17,6 +17,7 @@ from virtbench.analysis import Analysis, analyse
 from virtbench.model import Measurement, Metric
 from virtbench.net_qos.grading import mos_from_r, tiphon_index
 from virtbench.parsers.bonnie import BONNIE_METRICS
+from virtbench.plugins import build_sections
 from virtbench.report.sections import Section
 from virtbench.report.text import render_json, render_markdown, render_terminal
 from virtbench.store import Store, TrialRecord
@@ -97,9 +98,9 @@ def check_renderable(analysis: Analysis, sections: Sequence[Section]) -> None:
         for row in section.rows:
             assert len(row) == len(section.columns), (section.key, row)
     console = Console(file=StringIO(), width=160)
-    render_terminal(analysis, console)
-    render_markdown(analysis)
-    render_json(analysis)
+    render_terminal(analysis, console, sections=build_sections(analysis))
+    render_markdown(analysis, sections=build_sections(analysis))
+    render_json(analysis, sections=build_sections(analysis))
 
 
 def analysed(store: Store, refs: Sequence[str] = ("latest",), **kwargs: Any) -> Analysis:

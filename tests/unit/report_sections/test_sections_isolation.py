@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from virtbench.report.sections import build_sections
+from virtbench.plugins import build_sections
 from virtbench.report.sections.net_qos import qos_sections
 from virtbench.report.sections.storage import storage_sections
 from virtbench.report.sections.vnf_scalability import vnf_sections

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from virtbench.report.sections import build_sections
+from virtbench.plugins import build_sections
 from virtbench.report.text import render_terminal
 
 from . import synthetic
@@ -21,7 +21,7 @@ def test_study_sections_fit_80_columns_without_cutting_labels(tmp_path: Path, bu
     getattr(synthetic, build)(store)
     analysis = synthetic.analysed(store)
     console = Console(width=80, record=True, file=io.StringIO())
-    render_terminal(analysis, console)
+    render_terminal(analysis, console, sections=build_sections(analysis))
     text = console.export_text()
     assert not re.search(r"…\s*│", text)  # rich's ellipsis at a cell's end: a cell was cut
     lines = text.splitlines()

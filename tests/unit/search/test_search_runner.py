@@ -55,10 +55,10 @@ class Threshold(Workload):
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     CALLS.clear()
     Threshold.interrupt_at = None
-    from virtbench.workloads import registry as workload_registry
+    from virtbench import plugins
 
-    workloads = {**workload_registry.all_workloads(), "test.threshold": Threshold}
-    monkeypatch.setattr(workload_registry, "all_workloads", lambda: workloads)
+    workloads = {**plugins.all_workloads(), "test.threshold": Threshold}
+    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
     monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
 
 

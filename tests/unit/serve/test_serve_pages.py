@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 from waits import join
 
 from virtbench.analysis import analyse
+from virtbench.plugins import build_sections
 from virtbench.report.html import render_html
 from virtbench.serve import create_app
 from virtbench.serve.svgstyle import presentation_attributes
@@ -61,10 +62,12 @@ def test_run_page_is_the_html_report_body(store: Store, client: TestClient) -> N
     body = _svg_ids(client.get(f"/runs/{run_id}/body").text).strip()
     toc = client.get(f"/runs/{run_id}/toc").text.strip()
     # the same partial, the same context; the page's charts carry their styles as attributes
-    report = _svg_ids(presentation_attributes(render_html(analyse(store, [run_id]))))
+    analysis = analyse(store, [run_id])
+    html = render_html(analysis, sections=build_sections(analysis))
+    report = _svg_ids(presentation_attributes(html))
     assert "<svg" in body and body in report
     assert body in _svg_ids(client.get(f"/runs/{run_id}").text)
-    assert toc and toc in render_html(analyse(store, [run_id]))
+    assert toc and toc in html
 
 
 def _svg_ids(html: str) -> str:
@@ -164,7 +167,8 @@ def test_pages_need_no_inline_style_or_script(store: Store, client: TestClient) 
     """The CSP forbids inline styles and scripts: the pages have none, and the charts keep
     every drawing property matplotlib gave them, as SVG presentation attributes."""
     runs = [make_run(store, "exp", reps=3, scale=1.0 + i) for i in range(2)]
-    report = render_html(analyse(store, runs[:1]))
+    analysis = analyse(store, runs[:1])
+    report = render_html(analysis, sections=build_sections(analysis))
     pages = [f"/runs/{runs[0]}", f"/runs/{runs[0]}/body", f"/compare?run={runs[0]}&run={runs[1]}",
              "/history?experiment=exp", "/runs"]
     for url in pages:

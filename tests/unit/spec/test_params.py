@@ -7,12 +7,11 @@ import pytest
 from pydantic import BaseModel
 
 from virtbench.contract import Params
-from virtbench.labs.registry import all_labs
 from virtbench.model import VirtbenchError
+from virtbench.plugins import all_labs, all_workloads
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.spec.models import TargetSpec
 from virtbench.targets.factory import TARGET_PARAMS, make_target
-from virtbench.workloads.registry import all_workloads
 
 NOOP = "workloads: [{name: exec.noop}]\n"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.registry import all_labs
+from virtbench.plugins import all_labs
 from virtbench.spec import parse_experiment
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

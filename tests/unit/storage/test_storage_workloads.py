@@ -8,9 +8,9 @@ import pytest
 
 from virtbench.labs.storage import parse_filesystem, parse_vm_size
 from virtbench.model import VirtbenchError
+from virtbench.plugins import all_workloads
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
-from virtbench.workloads.registry import all_workloads
 from virtbench.workloads.storage.bonnie import BonnieParams, bonnie_plan
 from virtbench.workloads.storage.fio import FioWorkload
 

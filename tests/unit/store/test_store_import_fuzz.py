@@ -17,6 +17,7 @@ from store_helpers import make_run
 
 from virtbench.analysis import analyse
 from virtbench.model import VirtbenchError
+from virtbench.plugins import build_sections
 from virtbench.report import text
 from virtbench.store import Store
 from virtbench.store import rows as checks
@@ -85,7 +86,7 @@ def test_one_changed_field_is_refused_or_readable(tmp_path_factory: Any, data: A
         return
     try:
         analysis = analyse(store, [run_id])  # what report, compare, history and serve build on
-        json.loads(text.render_json(analysis))
+        json.loads(text.render_json(analysis, sections=build_sections(analysis)))
         text.render_csv(analysis)
     finally:
         store.delete_run(run_id)
@@ -104,4 +105,4 @@ def test_values_spread_over_many_decades_report(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "target.db"))
     run_id = import_run(store, path)
     analysis = analyse(store, [run_id])
-    json.loads(text.render_json(analysis))
+    json.loads(text.render_json(analysis, sections=build_sections(analysis)))

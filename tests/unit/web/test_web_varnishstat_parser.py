@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.parsers.base import ParseError
-from virtbench.parsers.registry import get_parser
 from virtbench.parsers.varnishstat import parse_snapshots, parse_varnishstat, timeline
+from virtbench.plugins import get_parser
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "varnishstat"
 

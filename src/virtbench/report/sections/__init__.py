@@ -2,7 +2,8 @@
 
 A ``SectionPlugin`` — a name and a function ``(analysis: Analysis) -> list[Section]`` —
 contributes sections to every report format; it is registered like every other plugin
-(``virtbench.registry``: built-in modules export ``SECTIONS``). A builder returns [] when its
+(built-in modules export ``SECTIONS``, listed in ``virtbench.plugins``, which builds the sections
+the renderers are given: ``virtbench.plugins.build_sections``). A builder returns [] when its
 study's workloads are not in the analysis.
 """
 
@@ -11,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from virtbench import registry
 from virtbench.analysis import Analysis
 
-__all__ = ["Section", "SectionBuilder", "SectionPlugin", "all_sections", "build_sections"]
+__all__ = ["Section", "SectionBuilder", "SectionPlugin"]
 
 
 @dataclass
@@ -41,14 +41,3 @@ class SectionPlugin:
 
     name: str
     build: SectionBuilder
-
-
-def all_sections() -> dict[str, SectionPlugin]:
-    return registry.instances(SectionPlugin, "SECTIONS", lambda plugin: plugin.name)
-
-
-def build_sections(analysis: Analysis) -> list[Section]:
-    sections: list[Section] = []
-    for plugin in all_sections().values():
-        sections.extend(plugin.build(analysis))
-    return sections
