@@ -63,7 +63,8 @@ def pelt_l2(x: np.ndarray, penalty: float, min_size: int) -> list[int]:
 
     def cost(starts: np.ndarray, end: int) -> np.ndarray:
         total = sums[end] - sums[starts]
-        return (squares[end] - squares[starts]) - total * total / (end - starts)
+        deviations: np.ndarray = (squares[end] - squares[starts]) - total * total / (end - starts)
+        return deviations
 
     best = np.full(n + 1, np.inf)
     best[0] = -penalty  # the first segment has no cut before it
