@@ -93,6 +93,13 @@ def compare(
     allow_unjudged: Annotated[bool, typer.Option(
         "--allow-unjudged", help="with --fail-if-worse: pass rows the gate cannot judge (n < 2 "
                                  "on a side, no ratio); without it they fail the gate")] = False,
+    probability: Annotated[float | None, typer.Option(
+        "--probability", metavar="PCT", parser=number_parser(0),
+        help="add each row's posterior probability that NEW is at least PCT % worse "
+             "(a prior of no change; --prior-ratio; docs/statistics.md)")] = None,
+    prior_ratio: Annotated[float, typer.Option(
+        "--prior-ratio", metavar="R", parser=number_parser(1, low_open=True),
+        help="--probability's prior: 95 % of it on ratios within [1/R, R]")] = 2.0,
     format: Annotated[str, typer.Option(
         "--format", "-f", help="BASE NEW: junit | github | gitlab | markdown (the gate's "
                                "verdicts for CI); more than two runs, or table | json | csv | "
@@ -117,9 +124,11 @@ def compare(
                              "NEW), without --baseline or --json")
     if not gate_format and (len(runs) > 2 or format != "table" or output is not None
                             or baseline is not None):
-        if fail_if_worse is not None or as_json or metric or allow_unjudged:
-            raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json and --metric compare "
-                                 "exactly two runs (BASE NEW) and print verdicts, not a report")
+        if (fail_if_worse is not None or as_json or metric or allow_unjudged
+                or probability is not None):
+            raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
+                                 "--probability compare exactly two runs (BASE NEW) and print "
+                                 "verdicts, not a report")
         from virtbench import cli
 
         if strict:
@@ -134,7 +143,7 @@ def compare(
     open_store = _opener(store)
     base, new = (load_run(ref, open_store) for ref in runs)
     result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
-                          metrics=metric)
+                          metrics=metric, probability_pct=probability, prior_ratio=prior_ratio)
     if strict:
         _refuse_strict(result.differences, "BASE and NEW")
     if as_json:

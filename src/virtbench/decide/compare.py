@@ -12,6 +12,8 @@ from virtbench.decide.comparability import Difference, differences
 from virtbench.decide.runs import RunData
 from virtbench.model import Better, Metric, VirtbenchError
 from virtbench.stats import holm
+from virtbench.stats._sample import SampleLike
+from virtbench.stats.bayes import DEFAULT_PRIOR_RATIO
 from virtbench.stats.counts import zero_baseline_increase_p
 from virtbench.stats.verdict import ALPHA, RatioVerdict, ratio_verdict
 
@@ -32,6 +34,9 @@ class ComparisonRow:
     unjudged: str = ""
     """Why the gate could not judge this row (n < 2, no ratio, no p-value); '' when it could
     or when no gate was asked for"""
+    probability_worse: float = math.nan
+    """--probability X: posterior P(NEW at least X % worse) under the stated prior
+    (stats.bayes); nan when not asked for or without a ratio and its standard error"""
 
     def as_dict(self) -> dict[str, Any]:
         r = self.result
@@ -43,6 +48,7 @@ class ComparisonRow:
                 "p_equivalent": r.p_equivalent, "p_worse": r.p_worse,
                 "p_worse_holm": self.p_worse_holm, "regression": self.regression,
                 "unjudged": self.unjudged or None,
+                "probability_worse": self.probability_worse,
                 "more_repetitions_per_side": r.more_repetitions}
 
 
@@ -54,6 +60,10 @@ class Comparison:
     fail_pct: float | None
     rows: list[ComparisonRow]
     differences: list[Difference] = field(default_factory=list)
+    probability_pct: float | None = None
+    """--probability X: each row's P(NEW at least X % worse) was computed"""
+    prior_ratio: float = DEFAULT_PRIOR_RATIO
+    """that probability's prior: 95 % of its mass on ratios within [1/R, R]"""
 
     @property
     def regressions(self) -> list[ComparisonRow]:
@@ -74,7 +84,11 @@ class Comparison:
                 "alpha": ALPHA, "differences": [d.as_dict() for d in self.differences],
                 "rows": [row.as_dict() for row in self.rows],
                 "regression": bool(self.regressions),
-                "unjudged": len(self.unjudged)}
+                "unjudged": len(self.unjudged),
+                "probability": None if self.probability_pct is None else {
+                    "worse_by_pct": self.probability_pct, "prior": "log ratio ~ normal(0, sd) "
+                    f"with 95 % on ratios within [1/{self.prior_ratio:g}, {self.prior_ratio:g}]",
+                    "prior_ratio": self.prior_ratio}}
 
 
 def variant_pairs(base: RunData, new: RunData) -> list[tuple[str, str, str]]:
@@ -95,11 +109,14 @@ def _selected(metric: Metric, workload_id: str, wanted: list[str]) -> bool:
 
 
 def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
-                 fail_pct: float | None = None, metrics: list[str] | None = None) -> Comparison:
+                 fail_pct: float | None = None, metrics: list[str] | None = None,
+                 probability_pct: float | None = None,
+                 prior_ratio: float = DEFAULT_PRIOR_RATIO) -> Comparison:
     """Verdicts for every workload · metric (per variant) both runs have, and the gate.
 
     ``metrics`` selects metrics by name ('throughput_Bps') or 'workload_id.metric'; the gate's
-    Holm correction runs over the selected rows that have a ratio.
+    Holm correction runs over the selected rows that have a ratio. ``probability_pct`` adds
+    each row's posterior P(NEW at least that % worse) (stats.bayes, prior ``prior_ratio``).
     """
     if not 0 < equivalence_pct < 100:
         raise VirtbenchError(f"--equivalence must be in (0, 100) %, got {equivalence_pct}")
@@ -133,15 +150,36 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
             if result.verdict == "no-ratio":
                 result = _count_from_zero(result, [float(v) for v in bvals],
                                           [float(v) for v in nvals], metric.better)
-            rows.append(ComparisonRow(label, wid, base.workloads.get(wid, (wid, {}))[0],
-                                      metric, result))
+            rows.append(ComparisonRow(
+                label, wid, base.workloads.get(wid, (wid, {}))[0], metric, result,
+                probability_worse=math.nan if probability_pct is None else _probability_worse(
+                    bvals, nvals, metric.better, probability_pct, prior_ratio)))
     if not rows:
         raise VirtbenchError(f"runs {base.id} and {new.id} share no measured workload · metric"
                              + (" among those selected with --metric" if wanted else ""))
     if fail_pct is not None:
         adjusted = holm([r.result.p_worse for r in rows])
         rows = [_gated(r, p) for r, p in zip(rows, adjusted, strict=True)]
-    return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new))
+    return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),
+                      probability_pct, prior_ratio)
+
+
+def _probability_worse(base: SampleLike, new: SampleLike, better: Better, pct: float,
+                       prior_ratio: float) -> float:
+    """The row's posterior P(NEW at least ``pct`` % worse); nan without a ratio (a side with
+    fewer than 2 values or a mean ≤ 0)."""
+    import numpy as np
+
+    from virtbench.stats.bayes import probability_worse
+    from virtbench.stats.verdict import log_ratio_moments
+
+    b, n = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
+    if b.size < 2 or n.size < 2 or b.mean() <= 0 or n.mean() <= 0:
+        return math.nan
+    moments = log_ratio_moments(np.array([b.mean()]), np.array([b.var(ddof=1)]),
+                                np.array([b.size]), np.array([n.mean()]),
+                                np.array([n.var(ddof=1)]), np.array([n.size]))
+    return float(probability_worse(moments, better, pct, prior_ratio)[0])
 
 
 def _count_from_zero(result: RatioVerdict, base: Sequence[float], new: Sequence[float],
