@@ -88,7 +88,7 @@ case "$area" in
     # Lint and types beside the tests (their output after the tests'): the unit area's time
     # is the longer of the two, not their sum.
     static_log="$lines_dir/static.log"
-    (static_checks >"$static_log" 2>&1; echo $? >"$static_log.rc") &
+    (code=0; static_checks >"$static_log" 2>&1 || code=$?; echo "$code" >"$static_log.rc") &
     rc=0
     pytest -n auto tests/unit </dev/null || rc=$?
     wait

@@ -3,7 +3,8 @@
 What `virtbench parse pcap` runs: the scanner walks the records, decodes each packet's 5-tuple
 and sums it into its flow's row of a hash table, so no per-packet array is made and nothing
 heavier than the standard library is imported. Its flows equal those of the per-packet reader
-and its flow analysis (`pcap.read_pcap` + `flows.capture_flows`; tests/unit/net/test_capscan.py).
+and its flow analysis (`pcap.read_pcap` + `flows.capture_flows`;
+tests/unit/net_qos/test_capscan.py).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab)
     # tens of µs late (BENCHMARKS.md: web open-model schedule accuracy), so even a heavily
     # loaded 2-core machine stays far below. Not a precision floor (that is the benchmark's);
     # it catches a generator that falls behind its schedule. Against this fast cache, waiting
-    # for answers (coordinated omission) would hardly show: tests/unit/web/
+    # for answers (coordinated omission) would hardly show: tests/unit/loadgen/
     # test_web_open_model_lag.py checks that against slow answers, where it exceeds the bound.
     assert statistics.median(r.send_lag_s for r in recs) < 0.1
     assert all(r.send_lag_s == r.start - r.scheduled for r in recs)
