@@ -501,7 +501,7 @@ def import_cmd(
 def _register_decide() -> None:
     from virtbench import cli_decide as decide_cli
 
-    app.command()(decide_cli.compare)
+    app.command(cls=decide_cli.SidesCommand)(decide_cli.compare)
     app.command()(decide_cli.history)
 
 
