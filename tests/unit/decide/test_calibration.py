@@ -185,6 +185,11 @@ def test_run_sets_on_the_command_line(sqlite_store: Store, cli, tmp_path: Path) 
     code, out, _ = cli("compare", *bases, "--", *news, "-s", store, "-f", "junit",
                        "--fail-if-worse", "2")
     assert code == 1 and f'name="new_run" value="{",".join(news)}"' in out
+    code, _, _ = cli("compare", *bases, "--", *news, "-s", store, "--strict")
+    assert code == 0  # same facts and settings: nothing refused, no gate asked
+    other_cpu = _levels_run(sqlite_store, 1.0, 70, run_facts=facts(model="Other CPU"))
+    code, _, err = cli("compare", *bases, "--", news[0], other_cpu, "-s", store, "--strict")
+    assert code == 2 and "--strict" in err and "Other CPU" in err
     code, _, err = cli("compare", bases[0], "--", *news, "-s", store)
     assert code == 2 and "at least 2 runs on each side" in err
     code, _, err = cli("compare", *bases, "--", "-s", store)
