@@ -259,3 +259,34 @@ def test_calibrate_table_states_components_detectable_effects_and_definitions(
                      "drift between runs outweighs the noise within a run",
                      "--budget 60 s: stopped"):
         assert expected in text, expected
+
+
+def test_profiles_and_their_migration_on_postgresql(postgres_url: str) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"),
+                          isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("DROP DATABASE IF EXISTS vbstore_profiles WITH (FORCE)"))
+        conn.execute(text("CREATE DATABASE vbstore_profiles"))
+    url = make_url(postgres_url).set(database="vbstore_profiles").render_as_string(
+        hide_password=False)
+    try:
+        old = Store(url)
+        run_id = _levels_run(old, 1.0, 1)
+        with old.engine.begin() as conn:  # back to schema 5: no profiles table
+            conn.execute(text("DROP TABLE noise_profiles"))
+            conn.execute(text("UPDATE schema_version SET version = 5"))
+        old.close()
+        store = Store(url)
+        assert find_profile(store, load_run(run_id, lambda: store)) is None
+        profile = _calibrate(store)
+        found = find_profile(store, load_run(profile.run_ids[0], lambda: store))
+        assert found is not None and found.id == profile.id
+        assert found.for_metric("w", "time_s") == profile.for_metric("w", "time_s")
+        store.close()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text("DROP DATABASE IF EXISTS vbstore_profiles WITH (FORCE)"))
+        admin.dispose()
