@@ -27,6 +27,7 @@ from record import record
 
 REPO = Path(__file__).resolve().parent.parent
 TOTAL = re.compile(r"^([0-9]+ passed, [0-9]+ failed)$", re.M)
+LINE = re.compile(r"^line (\w+): ([0-9]+) s wall", re.M)
 SUMMARY = re.compile(r"^=+ (.*(?:passed|failed).*) in [0-9.]+s", re.M)
 
 
@@ -34,7 +35,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run(clone: Path, how: str, log: Path) -> tuple[float, int, str]:
+def _run(clone: Path, how: str, log: Path) -> tuple[float, int, str, str]:
     argv = ["bash", "scripts/test.sh"]
     hog = None
     started = time.monotonic()
@@ -59,7 +60,8 @@ def _run(clone: Path, how: str, log: Path) -> tuple[float, int, str]:
     total = TOTAL.findall(text)  # scripts/test.sh's line over its three pytest lines
     found = SUMMARY.findall(text)
     summary = total[-1] if total else found[-1] if found else "no pytest summary"
-    return wall, code, summary
+    lines = ", ".join(f"{name} {seconds}" for name, seconds in LINE.findall(text))
+    return wall, code, summary, lines or "—"
 
 
 def main() -> None:
@@ -76,13 +78,14 @@ def main() -> None:
               "background": "`setsid ... < /dev/null &`, SIGINT ignored",
               "hog": "foreground, `stress-ng --cpu 1` beside it"}
     for how in ("foreground", "background", "hog"):
-        wall, code, summary = _run(clone, how, work / f"{how}.log")
-        rows.append(f"| {labels[how]} | {wall / 60:.1f} min | {code} | {summary} |")
+        wall, code, summary, lines = _run(clone, how, work / f"{how}.log")
+        rows.append(f"| {labels[how]} | {wall / 60:.1f} min | {code} | {summary} | {lines} |")
         print(rows[-1], flush=True)
     body = (f"Fresh clone of {head}, installed once before the runs (not timed); each run is the "
             "whole `bash scripts/test.sh` (install check, ruff, mypy, every test; PostgreSQL "
             "started and stopped), one after the other.\n\n"
-            "| started | wall time | exit code | pytest's summary |\n|---|---|---|---|\n"
+            "| started | wall time | exit code | pytest's summary | lines (wall, s) |\n"
+            "|---|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
     record("suite: the test command's duration", ".venv/bin/python benchmarks/suite_duration.py",
            body)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from virtbench import safetext
 from virtbench.assess.cli import assess as assess_cmd
-from virtbench.cli_errors import ErrorReportingGroup
+from virtbench.cli_lazy import LazyGroup, LazyRootGroup
 from virtbench.cli_options import (
     DEFAULT_SERVE_PORT,
     DEFAULT_STORE,
@@ -24,8 +24,6 @@ from virtbench.cli_options import (
     StoreOpt,
     number_parser,
 )
-from virtbench.fleet.cli import hosts_app
-from virtbench.kvm.cli import app as kvm_app
 from virtbench.model import VirtbenchError
 from virtbench.targets.signals import keep_ignoring_sigint_but_not_in_children
 
@@ -38,7 +36,7 @@ if TYPE_CHECKING:
 app = typer.Typer(help="virtbench: reproducible, statistically rigorous experiments on "
                        "virtualised infrastructure.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False,
-                  cls=ErrorReportingGroup,
+                  cls=LazyRootGroup,
                   epilog="Exit codes: 0 success, 1 the run or check failed, 2 bad input or "
                          "usage, 3 a bug in virtbench, 130 interrupted (docs/cli.md).")
 lab_app = typer.Typer(help="Labs: the testbeds experiments build.", no_args_is_help=True)
@@ -61,11 +59,30 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 
 app.command("assess")(assess_cmd)
 
-# The kvm commands import the optional libvirt binding only when they run: without it,
-# `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error of
-# the group is a bug that must surface, not a silently missing command.
-app.add_typer(kvm_app, name="kvm")
-app.add_typer(hosts_app, name="hosts")
+
+
+def _kvm_app() -> typer.Typer:
+    # The kvm commands import the optional libvirt binding only when they run: without it,
+    # `virtbench kvm ...` says how to install it (LIBVIRT_MISSING), and any other import error
+    # of the group is a bug that must surface, not a silently missing command.
+    from virtbench.kvm.cli import app as kvm_app
+
+    return kvm_app
+
+
+def _hosts_app() -> typer.Typer:
+    from virtbench.fleet.cli import hosts_app
+
+    return hosts_app
+
+
+# Loaded when used (virtbench.cli_lazy); their help here is the groups' own (a test compares).
+LazyRootGroup.lazy_groups = (
+    LazyGroup("kvm", "Guest CPU flags of libvirt/KVM domains: inventory, tune, rollback.",
+              _kvm_app),
+    LazyGroup("hosts", "Fleet hosts: check them against an experiment, write a playbook.",
+              _hosts_app),
+)
 
 
 @app.callback()

@@ -111,6 +111,13 @@ def compare(
     allow_unjudged: Annotated[bool, typer.Option(
         "--allow-unjudged", help="with --fail-if-worse: pass rows the gate cannot judge (n < 2 "
                                  "on a side, no ratio); without it they fail the gate")] = False,
+    probability: Annotated[float | None, typer.Option(
+        "--probability", metavar="PCT", parser=number_parser(0),
+        help="add each row's posterior probability that NEW is at least PCT % worse "
+             "(a prior of no change; --prior-ratio; docs/statistics.md)")] = None,
+    prior_ratio: Annotated[float, typer.Option(
+        "--prior-ratio", metavar="R", parser=number_parser(1, low_open=True),
+        help="--probability's prior: 95 % of it on ratios within [1/R, R]")] = 2.0,
     format: Annotated[str, typer.Option(
         "--format", "-f", help="BASE NEW: junit | github | gitlab | markdown (the gate's "
                                "verdicts for CI); more than two runs, or table | json | csv | "
@@ -148,9 +155,11 @@ def compare(
                              "NEW) or of BASE... -- NEW..., without --baseline or --json")
     if sides is None and not gate_format and (len(runs) > 2 or format != "table"
                                               or output is not None or baseline is not None):
-        if fail_if_worse is not None or as_json or metric or allow_unjudged:
-            raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json and --metric compare "
-                                 "exactly two runs (BASE NEW) and print verdicts, not a report")
+        if (fail_if_worse is not None or as_json or metric or allow_unjudged
+                or probability is not None):
+            raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
+                                 "--probability compare exactly two runs (BASE NEW) and print "
+                                 "verdicts, not a report")
         from virtbench import cli
 
         if strict:
@@ -167,13 +176,15 @@ def compare(
         bases = [load_run(ref, open_store) for ref in sides[0]]
         news = [load_run(ref, open_store) for ref in sides[1]]
         result = compare_run_sets(bases, news, equivalence_pct=equivalence,
-                                  fail_pct=fail_if_worse, metrics=metric)
+                                  fail_pct=fail_if_worse, metrics=metric,
+                                  probability_pct=probability, prior_ratio=prior_ratio)
     else:
         base, new = (load_run(ref, open_store) for ref in runs)
         profile = None if no_profile else _profile(open_store, new)
         result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
                               metrics=metric, profile=profile,
-                              no_profile_reason="--no-profile" if no_profile else "")
+                              no_profile_reason="--no-profile" if no_profile else "",
+                              probability_pct=probability, prior_ratio=prior_ratio)
     if strict and sides is not None:
         from virtbench.decide.comparability import differences_many
 

@@ -21,7 +21,7 @@ from pydantic import (
     ValidationError,
 )
 
-from virtbench.model import VirtbenchError
+from virtbench.model import PORT_MAX, PORT_MIN, VirtbenchError
 
 __all__ = [
     "MAX_SECONDS",
@@ -62,7 +62,6 @@ MIN_SIZE_MIB = 1 / 1024
 """The smallest buffer or data size a parameter may give, in MiB (1 KiB): below it a workload
 measures next to nothing (1e-12 MiB measured a 0-byte buffer as throughput 0)."""
 
-PORT_MIN, PORT_MAX = 1, 65535
 Port = Annotated[int, Field(ge=PORT_MIN, le=PORT_MAX, description="TCP or UDP port, 1-65535")]
 """A port number, wherever one is given (parameters, inventories, options)."""
 

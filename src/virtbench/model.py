@@ -7,8 +7,12 @@ from enum import StrEnum
 
 from virtbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, VirtbenchError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "Artifact", "Better", "Domain", "Measurement", "Metric",
-           "RunFailed", "VirtbenchError", "default_domain"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "PORT_MAX", "PORT_MIN", "Artifact", "Better", "Domain",
+           "Measurement", "Metric", "RunFailed", "VirtbenchError", "default_domain"]
+
+PORT_MIN, PORT_MAX = 1, 65535
+"""A TCP or UDP port's range, wherever one is given (files: contract.Port; options:
+inputs.values.port_number); here, below both, so that an option parser imports no pydantic."""
 
 
 class Better(StrEnum):

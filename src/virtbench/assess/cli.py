@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from virtbench.contract import MAX_SECONDS
 from virtbench.model import VirtbenchError
 from virtbench.safetext import visible
 
@@ -26,6 +25,8 @@ def parse_budget(text: str) -> float:
     match = _BUDGET.match(text)
     if not match:
         raise VirtbenchError(f"--budget {text!r}: write a duration like 90s, 5m or 1h")
+    from virtbench.contract import MAX_SECONDS  # pydantic: not for `virtbench --help`
+
     factor = {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600}[match.group(2)]
     seconds = float(match.group(1)) * factor
     if not 0 <= seconds <= MAX_SECONDS:  # 10**20 h overflows the timers

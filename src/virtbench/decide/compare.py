@@ -22,6 +22,8 @@ from virtbench.decide.comparability import Difference, differences
 from virtbench.decide.runs import RunData
 from virtbench.model import Better, Metric, VirtbenchError
 from virtbench.stats import holm
+from virtbench.stats._sample import SampleLike
+from virtbench.stats.bayes import DEFAULT_PRIOR_RATIO
 from virtbench.stats.counts import zero_baseline_increase_p
 from virtbench.stats.verdict import ALPHA, RatioVerdict, ratio_verdict
 
@@ -93,6 +95,9 @@ class ComparisonRow:
     """the noise profile's between-run SD (log scale) added to each side; None without one"""
     per_run_means: bool = False
     """n counts runs (each run's mean one value: `compare B1 B2 -- N1 N2`)"""
+    probability_worse: float = math.nan
+    """--probability X: posterior P(NEW at least X % worse) under the stated prior
+    (stats.bayes); nan when not asked for or without a ratio and its standard error"""
 
     def as_dict(self) -> dict[str, Any]:
         r = self.result
@@ -104,6 +109,7 @@ class ComparisonRow:
                 "p_equivalent": r.p_equivalent, "p_worse": r.p_worse,
                 "p_worse_holm": self.p_worse_holm, "regression": self.regression,
                 "unjudged": self.unjudged or None,
+                "probability_worse": self.probability_worse,
                 "more_repetitions_per_side": r.more_repetitions,
                 "n_counts": "runs" if self.per_run_means else "values",
                 "between_run_sd": self.between_sd}
@@ -117,6 +123,10 @@ class Comparison:
     fail_pct: float | None
     rows: list[ComparisonRow]
     differences: list[Difference] = field(default_factory=list)
+    probability_pct: float | None = None
+    """--probability X: each row's P(NEW at least X % worse) was computed"""
+    prior_ratio: float = DEFAULT_PRIOR_RATIO
+    """that probability's prior: 95 % of its mass on ratios within [1/R, R]"""
     variance: VarianceModel = field(default_factory=independent_model)
     base_runs: list[RunData] = field(default_factory=list)
     """every BASE run (several with `compare B1 B2 -- N1 N2`); [] means [base]"""
@@ -149,7 +159,11 @@ class Comparison:
                 "alpha": ALPHA, "differences": [d.as_dict() for d in self.differences],
                 "rows": [row.as_dict() for row in self.rows],
                 "regression": bool(self.regressions),
-                "unjudged": len(self.unjudged)}
+                "unjudged": len(self.unjudged),
+                "probability": None if self.probability_pct is None else {
+                    "worse_by_pct": self.probability_pct, "prior": "log ratio ~ normal(0, sd) "
+                    f"with 95 % on ratios within [1/{self.prior_ratio:g}, {self.prior_ratio:g}]",
+                    "prior_ratio": self.prior_ratio}}
 
 
 def variant_pairs(base: RunData, new: RunData) -> list[tuple[str, str, str]]:
@@ -188,9 +202,9 @@ def _selection(base: RunData, metrics: list[str] | None) -> list[str]:
 
 Values = list[npt.NDArray[np.float64]]
 """one array of values per run of a side"""
-Judge = Callable[[str, Metric, Values, Values], tuple[RatioVerdict, float | None]]
+Judge = Callable[[str, Metric, Values, Values], tuple[RatioVerdict, float | None, float]]
 """(workload id, metric, BASE values per run, NEW values per run) -> (verdict, the between-run
-SD it assumed, None for none)"""
+SD it assumed (None for none), P(NEW at least --probability % worse) (nan if not asked))"""
 
 
 def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[RunData],
@@ -215,12 +229,13 @@ def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[
                      if (nvar, wid, mname) in r.values]
             if not bvals or not nvals:
                 continue
-            result, between_sd = judge(wid, metric, bvals, nvals)
+            result, between_sd, probability = judge(wid, metric, bvals, nvals)
             if result.verdict == "no-ratio":
                 result = _count_from_zero(result, [float(v) for a in bvals for v in a],
                                           [float(v) for a in nvals for v in a], metric.better)
             rows.append(ComparisonRow(label, wid, base.workloads.get(wid, (wid, {}))[0],
-                                      metric, result, between_sd=between_sd))
+                                      metric, result, between_sd=between_sd,
+                                      probability_worse=probability))
     if not rows:
         raise VirtbenchError(f"runs {base.id} and {new.id} share no measured workload · metric"
                              + (" among those selected with --metric" if wanted else ""))
@@ -236,8 +251,9 @@ def _gate(rows: list[ComparisonRow], fail_pct: float | None) -> list[ComparisonR
 
 def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
                  fail_pct: float | None = None, metrics: list[str] | None = None,
-                 profile: NoiseProfile | None = None,
-                 no_profile_reason: str = "") -> Comparison:
+                 profile: NoiseProfile | None = None, no_profile_reason: str = "",
+                 probability_pct: float | None = None,
+                 prior_ratio: float = DEFAULT_PRIOR_RATIO) -> Comparison:
     """Verdicts for every workload · metric (per variant) both runs have, and the gate.
 
     ``metrics`` selects metrics by name ('throughput_Bps') or 'workload_id.metric'; the gate's
@@ -245,35 +261,41 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
     profile of NEW's host and experiment file, whose between-run variance σ_b² of each
     workload · metric is added to each side (the baseline variant's σ_b stands for every
     variant); without it the runs are taken as independent draws (``no_profile_reason`` says
-    why there is none, default: none stored).
+    why there is none, default: none stored). ``probability_pct`` adds each row's posterior
+    P(NEW at least that % worse) (stats.bayes, prior ``prior_ratio``), under the same variance.
     """
     _check_options(equivalence_pct, fail_pct)
     wanted = _selection(base, metrics)
     applied = 0
 
     def judge(wid: str, metric: Metric, bvals: Values, nvals: Values
-              ) -> tuple[RatioVerdict, float | None]:
+              ) -> tuple[RatioVerdict, float | None, float]:
         nonlocal applied
         components = profile.for_metric(wid, metric.name) if profile is not None else None
-        if components is None:
-            return ratio_verdict(bvals[0], nvals[0], metric.better,
-                                 equivalence_pct=equivalence_pct,
-                                 fail_pct=fail_pct or 0.0), None
-        applied += 1
-        return ratio_verdict(bvals[0], nvals[0], metric.better, equivalence_pct=equivalence_pct,
-                             fail_pct=fail_pct or 0.0, between_var=components.between_var,
-                             between_df=components.between_df), components.between_sd
+        between_var, between_df = 0.0, math.inf
+        if components is not None:
+            applied += 1
+            between_var, between_df = components.between_var, components.between_df
+        result = ratio_verdict(bvals[0], nvals[0], metric.better, equivalence_pct=equivalence_pct,
+                               fail_pct=fail_pct or 0.0, between_var=between_var,
+                               between_df=between_df)
+        probability = (math.nan if probability_pct is None else _probability_worse(
+            bvals[0], nvals[0], metric.better, probability_pct, prior_ratio, between_var,
+            between_df))
+        return (result, components.between_sd if components is not None else None,
+                probability)
 
     rows = _gate(_rows(base, new, [base], [new], wanted, fail_pct, judge), fail_pct)
     variance = (profile_model(profile, applied, len(rows)) if profile is not None
                 else independent_model(no_profile_reason))
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),
-                      variance)
+                      probability_pct, prior_ratio, variance=variance)
 
 
 def compare_run_sets(bases: Sequence[RunData], news: Sequence[RunData], *,
                      equivalence_pct: float = 2.0, fail_pct: float | None = None,
-                     metrics: list[str] | None = None) -> Comparison:
+                     metrics: list[str] | None = None, probability_pct: float | None = None,
+                     prior_ratio: float = DEFAULT_PRIOR_RATIO) -> Comparison:
     """Several runs per side (each side from one experiment file): every run's mean is one
     value, and the verdicts are those of :func:`ratio_verdict` on the run means (Welch on the
     run means' log ratio), so run-to-run drift is measured by the runs themselves. A side
@@ -291,16 +313,39 @@ def compare_run_sets(bases: Sequence[RunData], news: Sequence[RunData], *,
     wanted = _selection(base, metrics)
 
     def judge(wid: str, metric: Metric, bvals: Values, nvals: Values
-              ) -> tuple[RatioVerdict, float | None]:
+              ) -> tuple[RatioVerdict, None, float]:
         base_means = np.array([a.mean() for a in bvals])
         new_means = np.array([a.mean() for a in nvals])
+        probability = (math.nan if probability_pct is None else _probability_worse(
+            base_means, new_means, metric.better, probability_pct, prior_ratio))
         return ratio_verdict(base_means, new_means, metric.better,
-                             equivalence_pct=equivalence_pct, fail_pct=fail_pct or 0.0), None
+                             equivalence_pct=equivalence_pct, fail_pct=fail_pct or 0.0), None, \
+            probability
 
     rows = _gate([dataclasses.replace(row, per_run_means=True)
                   for row in _rows(base, new, bases, news, wanted, fail_pct, judge)], fail_pct)
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),
-                      run_means_model(len(bases), len(news)), list(bases), list(news))
+                      probability_pct, prior_ratio, variance=run_means_model(len(bases), len(news)),
+                      base_runs=list(bases), new_runs=list(news))
+
+
+def _probability_worse(base: SampleLike, new: SampleLike, better: Better, pct: float,
+                       prior_ratio: float, between_var: float = 0.0,
+                       between_df: float = math.inf) -> float:
+    """The row's posterior P(NEW at least ``pct`` % worse), its likelihood the gate's log-ratio
+    moments (with the noise profile's drift when given); nan without a ratio (a side with
+    fewer than 2 values or a mean ≤ 0)."""
+    from virtbench.stats.bayes import probability_worse
+    from virtbench.stats.verdict import log_ratio_moments
+
+    b, n = np.asarray(base, dtype=np.float64), np.asarray(new, dtype=np.float64)
+    if b.size < 2 or n.size < 2 or b.mean() <= 0 or n.mean() <= 0:
+        return math.nan
+    moments = log_ratio_moments(np.array([b.mean()]), np.array([b.var(ddof=1)]),
+                                np.array([b.size]), np.array([n.mean()]),
+                                np.array([n.var(ddof=1)]), np.array([n.size]),
+                                between_var=between_var, between_df=between_df)
+    return float(probability_worse(moments, better, pct, prior_ratio)[0])
 
 
 def _count_from_zero(result: RatioVerdict, base: Sequence[float], new: Sequence[float],

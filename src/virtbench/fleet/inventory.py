@@ -23,9 +23,8 @@ from urllib.parse import urlsplit
 
 from ruamel.yaml.comments import CommentedMap
 
-from virtbench.contract import PORT_MAX, PORT_MIN
 from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
-from virtbench.model import VirtbenchError
+from virtbench.model import PORT_MAX, PORT_MIN, VirtbenchError
 
 __all__ = ["MAX_HOSTS", "FleetHost", "InventoryError", "host_from_url", "load_inventory",
            "parse_inventory"]

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pydantic_core import PydanticCustomError
+from virtbench.model import PORT_MAX, PORT_MIN
 
-from virtbench.contract import PORT_MAX, PORT_MIN
+if TYPE_CHECKING:
+    from pydantic_core import PydanticCustomError
 
 __all__ = ["finite_number", "number_parser", "port_number"]
 
 
 def _refuse(message: str) -> PydanticCustomError:
+    # Imported when a value is refused: every command's start-up parses options with these.
+    from pydantic_core import PydanticCustomError
+
     return PydanticCustomError("bad_value", message)
 
 

@@ -85,6 +85,15 @@ def _verdict(row: ComparisonRow) -> str:
     return f"[{style}]{text}[/]" if style else text
 
 
+def _probability_text(p: float) -> str:
+    """A probability as a percentage that never rounds to a certainty it does not have."""
+    if p > 0.999:
+        return ">99.9%"
+    if p < 0.001:
+        return "<0.1%"
+    return f"{100 * p:.1f}%"
+
+
 def render_comparison(comparison: Comparison, console: Console, *,
                       allow_unjudged: bool = False) -> None:
     """Runs, differences, one row per workload · metric · variant, and the gate's outcome.
@@ -113,6 +122,10 @@ def render_comparison(comparison: Comparison, console: Console, *,
     table.add_column("verdict", overflow="fold", min_width=12)
     if gate:
         table.add_column("gate", overflow="fold", min_width=4)
+    chance = comparison.probability_pct
+    if chance is not None:
+        # two short header lines: the table still fits 80 columns
+        table.add_column(f"P(≥{chance:g} %\nworse)", no_wrap=True, justify="right")
     for row in comparison.rows:
         arrow = "↓" if row.metric.better.value == "lower" else "↑"
         cells: list[Any] = [safetext.text(row.workload_id),
@@ -123,10 +136,19 @@ def render_comparison(comparison: Comparison, console: Console, *,
         if gate:
             cells.append("[red]FAIL[/]" if row.regression
                          else ("[yellow]cannot judge[/]" if row.unjudged else "ok"))
+        if chance is not None:
+            cells.append("–" if math.isnan(row.probability_worse)
+                         else _probability_text(row.probability_worse))
         table.add_row(*cells)
     console.print(table)
     if not several and comparison.rows:
         console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
+    if chance is not None:
+        r = comparison.prior_ratio
+        console.print(f"P(≥{chance:g} % worse): posterior probability that NEW is at least "
+                      f"{chance:g} % worse than BASE, from the same log-ratio likelihood the gate "
+                      f"uses and a prior of no change, 95 % of it on ratios within "
+                      f"[1/{r:g}, {r:g}] (docs/statistics.md)", highlight=False)
     if gate:
         bad = comparison.regressions
         pct = f"{comparison.fail_pct:g} %"

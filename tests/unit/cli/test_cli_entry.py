@@ -126,3 +126,32 @@ def test_run_check_of_a_cpu_experiment_imports_no_statistics(tmp_path: Path) -> 
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+def test_the_top_level_help_loads_no_command_group() -> None:
+    """`virtbench --help` lists kvm and hosts from their names and help alone: neither group's
+    module (libvirt helpers, the fleet's drivers) nor pydantic is imported."""
+    groups = ("virtbench.kvm.cli", "virtbench.fleet", "virtbench.contract", "pydantic")
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(["--help"]),
+                          json.dumps(groups)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+    listed = out.stdout
+    for name in ("kvm", "hosts", "run", "report", "compare", "assess"):
+        assert f" {name} " in listed, (name, listed)
+
+
+def test_a_lazy_group_says_what_the_group_says() -> None:
+    """The help shown for a group before it is loaded is the group's own, and using the group
+    reaches its real commands."""
+    from typer.testing import CliRunner
+
+    from virtbench.cli import app
+    from virtbench.cli_lazy import LazyRootGroup
+
+    for group in LazyRootGroup.lazy_groups:
+        real = group.real()
+        assert group.help == real.help, group.name
+        assert group.list_commands(None) == real.list_commands(None)  # type: ignore[arg-type]
+    result = CliRunner().invoke(app, ["hosts", "--help"])
+    assert result.exit_code == 0 and "playbook" in result.output

@@ -290,3 +290,19 @@ def test_profiles_and_their_migration_on_postgresql(postgres_url: str) -> None:
         with admin.connect() as conn:
             conn.execute(text("DROP DATABASE IF EXISTS vbstore_profiles WITH (FORCE)"))
         admin.dispose()
+
+
+def test_probability_uses_the_same_variance_model(sqlite_store: Store) -> None:
+    """--probability's likelihood is the gate's: with a profile, drift makes 'at least 2 %
+    worse' less certain for two runs 5 % apart; on run means it is computed from the runs."""
+    base, new = (load_run(r, lambda: sqlite_store) for r in _drifted_pair(sqlite_store))
+    plain = compare_runs(base, new, probability_pct=2.0)
+    profile = _calibrate(sqlite_store)
+    drifting = compare_runs(base, new, probability_pct=2.0, profile=profile)
+    for p_plain, p_drift in zip((r.probability_worse for r in plain.rows),
+                                (r.probability_worse for r in drifting.rows), strict=True):
+        assert 0.99 < p_plain <= 1.0 and 0.5 < p_drift < 0.95
+    bases = _runs(sqlite_store, (1.0, 1.03, 0.98), 20)
+    news = _runs(sqlite_store, (1.02, 0.99, 1.04), 30)
+    sets = compare_run_sets(bases, news, probability_pct=2.0)
+    assert all(0.0 < r.probability_worse < 0.9 for r in sets.rows)

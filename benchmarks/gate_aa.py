@@ -1,0 +1,165 @@
+"""The regression gate on real runs of this machine (gate issue): A/A false alarms, A/B detection.
+
+    .venv/bin/python benchmarks/gate_aa.py collect STORE [--minutes 32] [--rounds 20]
+    .venv/bin/python benchmarks/gate_aa.py analyse STORE
+
+`collect` runs, round after round for at least ``--minutes``, real `virtbench run`s into STORE:
+each round one run of each A configuration (`cpu.crc32c` with SSE4.2; `exec.command` running a
+fixed CPU loop) and of each planted slowdown (crc32c with SSE4.2 masked: its software path; the
+loop 5 % and 10 % longer), in a shuffled order, with a `stress-ng --cpu 1` burst beside some
+rounds (other load coming and going) and a pause so the runs spread over the whole time.
+`analyse` compares every pair of A runs of one configuration with `--fail-if-worse 2` (the
+false-alarm rate: A/A pairs are the same configuration) and every A run against every planted
+run (the detection rate), and records the figures in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import combinations
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from record import record
+
+REPO = Path(__file__).resolve().parent.parent
+VIRTBENCH = str(REPO / ".venv/bin/virtbench")
+LOOP = 3_000_000  # iterations of the fixed CPU loop: about 0.1-0.2 s here
+GATE_PCT = 2.0
+
+CRC = """name: {name}
+seed: {seed}
+baseline: cpu
+variants:
+  - {{name: cpu, knobs: {{cpu_features: {features}}}}}
+workloads:
+  - {{name: cpu.crc32c, params: {{size_mib: 4, loops: 21}}}}
+repetitions: 10
+warmup: 1
+"""
+COMMAND = """name: {name}
+seed: {seed}
+baseline: cpu
+variants:
+  - {{name: cpu, knobs: {{}}}}
+workloads:
+  - name: exec.command
+    params: {{argv: [python3, -c, "for _ in range({loop}): pass"]}}
+repetitions: 10
+warmup: 1
+"""
+CONFIGURATIONS = {  # experiment name -> (A configuration it is measured against, spec)
+    "aa-crc32c": ("aa-crc32c", lambda seed: CRC.format(
+        name="aa-crc32c", seed=seed, features="[ssse3, sse4.1, sse4.2]")),
+    "ab-crc32c-no-sse42": ("aa-crc32c", lambda seed: CRC.format(
+        name="ab-crc32c-no-sse42", seed=seed, features="[ssse3, sse4.1]")),
+    "aa-loop": ("aa-loop", lambda seed: COMMAND.format(name="aa-loop", seed=seed, loop=LOOP)),
+    "ab-loop-5pct": ("aa-loop", lambda seed: COMMAND.format(
+        name="ab-loop-5pct", seed=seed, loop=int(LOOP * 1.05))),
+    "ab-loop-10pct": ("aa-loop", lambda seed: COMMAND.format(
+        name="ab-loop-10pct", seed=seed, loop=int(LOOP * 1.10))),
+}
+
+
+def collect(store: Path, minutes: float, least_rounds: int) -> None:
+    rng = random.Random(1)
+    work = Path(tempfile.mkdtemp(prefix="vb-gate-aa-"))
+    deadline = time.monotonic() + minutes * 60
+    rounds = 0
+    while time.monotonic() < deadline or rounds < least_rounds:
+        started = time.monotonic()
+        hog = None
+        if rng.random() < 0.4:  # other load comes and goes
+            hog = subprocess.Popen(["stress-ng", "--cpu", "1", "--timeout",
+                                    f"{rng.randint(10, 40)}s", "--quiet"],
+                                   stdin=subprocess.DEVNULL)
+        names = list(CONFIGURATIONS)
+        rng.shuffle(names)
+        for name in names:
+            spec = work / f"{name}.yaml"
+            spec.write_text(CONFIGURATIONS[name][1](rng.randint(1, 10**6)))
+            subprocess.run([VIRTBENCH, "run", str(spec), "--store", str(store), "--quiet"],
+                           check=True, stdout=subprocess.DEVNULL, timeout=900)
+        if hog is not None:
+            hog.wait(timeout=120)
+        rounds += 1
+        print(f"round {rounds}: {time.monotonic() - started:.0f} s", flush=True)
+        # Spread the rounds over the whole time.
+        time.sleep(max(0.0, minutes * 60 / least_rounds - (time.monotonic() - started)))
+
+
+def _run_ids(store: Path) -> dict[str, list[str]]:
+    from virtbench.store import Store
+
+    st = Store(str(store), create=False)
+    try:
+        by_experiment: dict[str, list[tuple[float, str]]] = {}
+        for run in st.runs():
+            if run.status == "complete":
+                by_experiment.setdefault(run.experiment, []).append((run.started_at, run.id))
+    finally:
+        st.close()
+    return {name: [i for _, i in sorted(runs)] for name, runs in by_experiment.items()}
+
+
+def analyse(store: Path) -> None:
+    from virtbench.decide.compare import compare_runs
+    from virtbench.decide.runs import load_run
+    from virtbench.store import Store
+
+    st = Store(str(store), create=False)
+    ids = _run_ids(store)
+    loaded = {i: load_run(i, lambda: st) for runs in ids.values() for i in runs}
+
+    def fails(base: str, new: str) -> bool:
+        return bool(compare_runs(loaded[base], loaded[new], fail_pct=GATE_PCT).regressions)
+
+    rows = []
+    for a in ("aa-crc32c", "aa-loop"):
+        runs = ids.get(a, [])
+        pairs = list(combinations(runs, 2))  # the earlier run as BASE, as a pipeline would
+        alarms = sum(fails(b, n) for b, n in pairs)
+        rows.append(f"| {a} (A/A) | {len(runs)} | {len(pairs)} | {alarms} | "
+                    f"{100 * alarms / max(1, len(pairs)):.1f} % |")
+    for planted, (a, _spec) in CONFIGURATIONS.items():
+        if planted.startswith("aa-"):
+            continue
+        pairs = [(b, n) for b in ids.get(a, []) for n in ids.get(planted, [])]
+        caught = sum(fails(b, n) for b, n in pairs)
+        rows.append(f"| {planted} vs {a} (A/B) | {len(ids.get(planted, []))} | {len(pairs)} | "
+                    f"{caught} | {100 * caught / max(1, len(pairs)):.1f} % |")
+    st.close()
+    body = ("Real runs on this machine (`collect`: rounds of every configuration in shuffled "
+            "order, a `stress-ng --cpu 1` burst beside about 4 rounds in 10, spread over at "
+            "least 30 minutes); each run 10 repetitions + 1 warm-up. Gate: `compare --fail-if-"
+            f"worse {GATE_PCT:g}` (one-sided α = 5 %, Holm over the workload's metrics), today's "
+            "model (every trial an independent draw), the earlier run as BASE.\n\n"
+            "| comparison | runs | pairs | gate failed | rate |\n|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n\nA/A rows: false alarms (the goal is ≤ 5 %); A/B rows: "
+            "detections.\n")
+    print(body)
+    record("decide: the gate on real A/A and A/B runs",
+           ".venv/bin/python benchmarks/gate_aa.py collect STORE && "
+           ".venv/bin/python benchmarks/gate_aa.py analyse STORE", body)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("step", choices=("collect", "analyse"))
+    parser.add_argument("store", type=Path)
+    parser.add_argument("--minutes", type=float, default=32.0)
+    parser.add_argument("--rounds", type=int, default=20, help="at least this many rounds")
+    args = parser.parse_args()
+    if args.step == "collect":
+        collect(args.store, args.minutes, args.rounds)
+    else:
+        analyse(args.store)
+
+
+if __name__ == "__main__":
+    main()
