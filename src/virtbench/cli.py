@@ -516,10 +516,12 @@ def import_cmd(
 
 
 def _register_decide() -> None:
+    from virtbench import cli_calibrate
     from virtbench import cli_decide as decide_cli
 
-    app.command()(decide_cli.compare)
+    app.command(cls=decide_cli.SidesCommand)(decide_cli.compare)
     app.command()(decide_cli.history)
+    app.command()(cli_calibrate.calibrate)
 
 
 _register_decide()

@@ -11,18 +11,35 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from virtbench import safetext
 from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.model import VirtbenchError
 
-__all__ = ["compare", "history", "warn_if_not_comparable"]
+__all__ = ["SIDES", "SidesCommand", "compare", "history", "warn_if_not_comparable"]
 
 console = safetext.console()
 err = safetext.console(stderr=True)
 
 GATE_FORMATS = ("junit", "github", "gitlab", "markdown")
 """compare BASE NEW --format: the gate's verdicts for a CI system (docs/decide.md, "In CI")"""
+
+
+SIDES = "\x00--"
+"""What a bare ``--`` among compare's arguments becomes: the line between the BASE runs and the
+NEW runs (no argument can contain NUL, so no run reference is taken for it)."""
+
+
+class SidesCommand(TyperCommand):
+    """`compare B1 B2 -- N1 N2`: click drops a bare ``--`` (it ends the options, and options
+    after the NEW runs would then be read as runs); the first one is kept as :data:`SIDES`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            args = [*args[:at], SIDES, *args[at + 1:]]
+        return super().parse_args(ctx, args)
 
 
 def _opener(location: str) -> Any:
@@ -74,7 +91,8 @@ def warn_if_not_comparable(store: Any, run_refs: list[str], out: Console) -> Non
 def compare(
     runs: Annotated[list[str], typer.Argument(
         help="BASE NEW: two run ids (or prefixes, experiment names) or exported files; "
-             "more than two runs: a side-by-side report")],
+             "BASE1 BASE2 ... -- NEW1 NEW2 ...: several runs per side, judged on run means; "
+             "more than two runs without --: a side-by-side report")],
     store: StoreOpt = DEFAULT_STORE,
     fail_if_worse: Annotated[float | None, typer.Option(
         "--fail-if-worse", metavar="PCT", parser=number_parser(0),
@@ -111,19 +129,32 @@ def compare(
                                "here; report formats: the report")] = None,
     baseline: Annotated[str | None, typer.Option(
         help="side-by-side report: 'run-label/variant' to compare against")] = None,
+    no_profile: Annotated[bool, typer.Option(
+        "--no-profile", help="ignore a stored noise profile (`virtbench calibrate`): take the "
+                             "runs as independent draws")] = False,
 ) -> None:
     """Compare BASE and NEW: better / worse / equivalent / inconclusive per workload · metric,
-    with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report."""
+    with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report, or
+    with BASE... -- NEW... a verdict on run means."""
+    sides = _sides(runs)
+    if sides is not None and min(map(len, sides)) == max(map(len, sides)) == 1:
+        runs, sides = [sides[0][0], sides[1][0]], None  # `compare BASE -- NEW`: one per side
     if len(runs) < 2:
         raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
     # markdown of more runs, or with --baseline, stays the side-by-side report
-    gate_format = format in GATE_FORMATS and len(runs) == 2 and baseline is None
+    gate_format = (format in GATE_FORMATS and (len(runs) == 2 or sides is not None)
+                   and baseline is None)
+    if sides is not None and (not gate_format and (format != "table" or baseline is not None
+                                                   or output is not None)):
+        raise VirtbenchError("BASE... -- NEW... gives verdicts: --format table (default), "
+                             "--json or a CI format (junit, github, gitlab, markdown), without "
+                             "--baseline")
     if (format in GATE_FORMATS and format != "markdown" and not gate_format) or (
             gate_format and as_json):
         raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
-                             "NEW), without --baseline or --json")
-    if not gate_format and (len(runs) > 2 or format != "table" or output is not None
-                            or baseline is not None):
+                             "NEW) or of BASE... -- NEW..., without --baseline or --json")
+    if sides is None and not gate_format and (len(runs) > 2 or format != "table"
+                                              or output is not None or baseline is not None):
         if (fail_if_worse is not None or as_json or metric or allow_unjudged
                 or probability is not None):
             raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
@@ -137,14 +168,29 @@ def compare(
                 _refuse_strict(diffs, f"runs {first} and {run_id}")
         cli.report(runs, store, format, output, baseline, False, None)
         return
-    from virtbench.decide.compare import compare_runs
+    from virtbench.decide.compare import compare_run_sets, compare_runs
     from virtbench.decide.runs import load_run
 
     open_store = _opener(store)
-    base, new = (load_run(ref, open_store) for ref in runs)
-    result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
-                          metrics=metric, probability_pct=probability, prior_ratio=prior_ratio)
-    if strict:
+    if sides is not None:
+        bases = [load_run(ref, open_store) for ref in sides[0]]
+        news = [load_run(ref, open_store) for ref in sides[1]]
+        result = compare_run_sets(bases, news, equivalence_pct=equivalence,
+                                  fail_pct=fail_if_worse, metrics=metric,
+                                  probability_pct=probability, prior_ratio=prior_ratio)
+    else:
+        base, new = (load_run(ref, open_store) for ref in runs)
+        profile = None if no_profile else _profile(open_store, new)
+        result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
+                              metrics=metric, profile=profile,
+                              no_profile_reason="--no-profile" if no_profile else "",
+                              probability_pct=probability, prior_ratio=prior_ratio)
+    if strict and sides is not None:
+        from virtbench.decide.comparability import differences_many
+
+        for run_id, diffs in differences_many([*bases, *news]).items():
+            _refuse_strict(diffs, f"runs {bases[0].id} and {run_id}")
+    elif strict:
         _refuse_strict(result.differences, "BASE and NEW")
     if as_json:
         sys.stdout.write(_dumps(result.as_dict()))
@@ -156,6 +202,35 @@ def compare(
         render_comparison(result, console, allow_unjudged=allow_unjudged)
     if result.regressions or (result.unjudged and not allow_unjudged):
         raise typer.Exit(1)
+
+
+def _sides(runs: list[str]) -> tuple[list[str], list[str]] | None:
+    """BASE... -- NEW...: the runs on either side of the separator; None without one."""
+    if SIDES not in runs:
+        return None
+    at = runs.index(SIDES)
+    bases, news = runs[:at], runs[at + 1:]
+    if not bases or not news:
+        raise VirtbenchError("compare BASE... -- NEW...: give at least one run on each side "
+                             "of --")
+    if min(len(bases), len(news)) == 1 < max(len(bases), len(news)):
+        raise VirtbenchError(
+            f"compare BASE... -- NEW...: {len(bases)} BASE and {len(news)} NEW runs; judging "
+            "run means needs at least 2 runs on each side (with one run per side, `compare "
+            "BASE NEW` uses the host's noise profile)")
+    return bases, news
+
+
+def _profile(open_store: Any, new: Any) -> Any:
+    """The stored noise profile of NEW's host fingerprint and experiment file, or None (also
+    when there is no store: two exported files compare without one)."""
+    from virtbench.decide.calibration import find_profile
+
+    try:
+        store = open_store()
+    except VirtbenchError:
+        return None
+    return find_profile(store, new)
 
 
 def _write(path: Path, text: str, *, append: bool = False) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from virtbench.model import Better
+from virtbench.stats.between_runs import variance_components
 from virtbench.stats.changepoints import change_points
 from virtbench.stats.verdict import (
     ALPHA,
@@ -19,7 +20,8 @@ from virtbench.stats.verdict import (
     worse_p,
 )
 
-__all__ = ["Rate", "changepoint_rates", "draw", "gate_rate", "null_gate_rate", "tost_rate"]
+__all__ = ["Rate", "changepoint_rates", "draw", "drift_gate_rates", "drifting_runs", "gate_rate",
+           "null_gate_rate", "tost_rate"]
 
 SIMULATIONS = 4000
 NULL_SIZES = (5, 10, 20, 30)
@@ -98,3 +100,39 @@ def changepoint_rates(step: float, seed: int, histories: int = 200, runs: int = 
     else:
         hits = sum(any(abs(cp.index - at) <= within for cp in change_points(h)) for h in series)
     return Rate(hits, histories)
+
+
+def drifting_runs(rng: np.random.Generator, between_sd: float, within_cv: float, n: int,
+                  runs: int, count: int = SIMULATIONS, factor: float = 1.0) -> np.ndarray:
+    """``count`` sets of ``runs`` runs, n log-normal values each (shape count × runs × n): each
+    run's level is exp(b), b ~ N(0, between_sd²) (drift), each value log-normal with CV
+    ``within_cv`` around it (mean 1 × ``factor`` before drift)."""
+    sigma = math.sqrt(math.log1p(within_cv * within_cv))
+    effects = rng.normal(0.0, between_sd, (count, runs, 1))
+    return factor * np.exp(effects + rng.normal(-sigma * sigma / 2, sigma, (count, runs, n)))
+
+
+def drift_gate_rates(between_sd: float = 0.03, within_cv: float = 0.02, n: int = 10,
+                     fail_pct: float = 2.0, calibration_runs: int = 5, seed: int = 0,
+                     planted_pct: float = 0.0, better: Better = Better.LOWER,
+                     count: int = SIMULATIONS) -> tuple[Rate, Rate]:
+    """How often `compare BASE NEW --fail-if-worse fail_pct` fires on two runs whose levels
+    drift from run to run, NEW worse by ``planted_pct`` (0: the same configuration): with the
+    runs taken as independent (no profile) and with a noise profile, estimated for each
+    comparison from ``calibration_runs`` A/A runs of n values as `calibrate` estimates it."""
+    rng = np.random.default_rng(seed)
+    p = planted_pct / 100
+    factor = 1 + p if better is Better.LOWER else 1 - p
+    base = drifting_runs(rng, between_sd, within_cv, n, 1, count)[:, 0]
+    new = drifting_runs(rng, between_sd, within_cv, n, 1, count, factor)[:, 0]
+    calibrations = drifting_runs(rng, between_sd, within_cv, n, calibration_runs, count)
+    profiles = [variance_components(list(runs)) for runs in calibrations]
+    between_var = np.array([c.between_var for c in profiles])
+    between_df = np.array([c.between_df for c in profiles])
+    independent = _moments(base, new)
+    n_b, n_n = np.full(count, n), np.full(count, n)
+    with_profile = log_ratio_moments(base.mean(1), base.var(1, ddof=1), n_b, new.mean(1),
+                                     new.var(1, ddof=1), n_n, between_var=between_var,
+                                     between_df=between_df)
+    return (Rate(int(np.count_nonzero(worse_p(independent, better, fail_pct) < ALPHA)), count),
+            Rate(int(np.count_nonzero(worse_p(with_profile, better, fail_pct) < ALPHA)), count))

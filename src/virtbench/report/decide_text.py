@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # history pulls in the change-point library: only `history` n
     from virtbench.decide.history import History
     from virtbench.decide.runs import RunData
 
-__all__ = ["SPARK_WIDTH", "render_comparison", "render_differences", "render_history",
-           "sparkline"]
+__all__ = ["SPARK_WIDTH", "render_calibration", "render_comparison", "render_differences",
+           "render_history", "sparkline"]
 
 SPARK_WIDTH = 12
 """Most characters of a sparkline; longer histories are averaged into this many buckets."""
@@ -99,15 +99,19 @@ def render_comparison(comparison: Comparison, console: Console, *,
     """Runs, differences, one row per workload · metric · variant, and the gate's outcome.
     Names come from the store or an exported file: cells are safetext.text, never markup."""
     # one line each, never wrapped: a run's file path stays whole (copyable)
-    console.print(safetext.text(_run_line("BASE", comparison.base)), highlight=False,
-                  soft_wrap=True)
-    console.print(safetext.text(_run_line("NEW ", comparison.new)), highlight=False,
-                  soft_wrap=True)
+    for role, runs in (("BASE", comparison.base_runs or [comparison.base]),
+                       ("NEW ", comparison.new_runs or [comparison.new])):
+        for run in runs:
+            console.print(safetext.text(_run_line(role, run)), highlight=False,
+                          soft_wrap=True)
+    console.print(safetext.text(f"variance model: {comparison.variance.text}"),
+                  highlight=False)
     render_differences(comparison.differences, console, "differences")
     several = len({row.variant for row in comparison.rows}) > 1
     gate = comparison.fail_pct is not None
+    what = "run means" if comparison.per_run_means else "means"
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
-                  title=f"NEW/BASE ratio of means, 95 % CI; equivalent = within "
+                  title=f"NEW/BASE ratio of {what}, 95 % CI; equivalent = within "
                         f"±{comparison.equivalence_pct:g} % (TOST); ↓ lower is better, "
                         "↑ higher", title_justify="left")
     table.add_column("workload", overflow="fold", min_width=6)
@@ -216,3 +220,85 @@ def render_history(history: History, console: Console) -> None:
                 f"{step.p_value:.1g}) between run {step.last_before} and {step.first_after} "
                 f"({step.runs_before} runs before, {step.runs_after} after)"),
                 highlight=False, overflow="fold")
+
+
+def _num(value: float) -> str:
+    """A percentage's number, compact: 0.56, 3.4, 12, 530."""
+    return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2g}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{_num(value)} %"
+
+
+def render_calibration(document: dict[str, Any], console: Console) -> None:
+    """`virtbench calibrate`: per workload · metric the within- and between-run SD, the
+    minimum detectable effect for n values per run and R runs per side, and with --detect the
+    n and R needed; then what each column means and each metric's definition. ``document`` is
+    calibration.plan_document's (names in it are stored text: shown with safetext.text)."""
+    profile = document["profile"]
+    n = document["values_per_run"]
+    console.print(safetext.text(
+        f"{profile['experiment']} on {profile['host']}: noise profile from "
+        f"{len(profile['run_ids'])} runs of variant {profile['variant']} (A/A); runs "
+        + ", ".join(profile["run_ids"])), highlight=False, soft_wrap=True)
+    rows = document["rows"]
+    detect = next((r["detect"] for r in rows if r.get("detect")), None)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+                  title=f"SD in % of the mean; R = r: detectable worsening in % at n = {n} "
+                        "per run, r runs per side", title_justify="left")
+    table.add_column("workload · metric", overflow="fold", min_width=12)
+    table.add_column("runs×n", justify="right", no_wrap=True)
+    table.add_column("within SD", justify="right", no_wrap=True)
+    table.add_column("between SD [95 % CI]", no_wrap=True)
+    runs_per_side = [d["runs_per_side"] for d in next(
+        (r["detectable_pct"] for r in rows if r.get("detectable_pct")), [])]
+    for r in runs_per_side:
+        table.add_column(f"R = {r}", justify="right", no_wrap=True)
+    if detect is not None:
+        table.add_column(f"n for {detect['pct']:g} %", justify="right", no_wrap=True)
+        table.add_column(f"R for {detect['pct']:g} %", justify="right", no_wrap=True)
+    drifting: list[str] = []
+    for row in rows:
+        arrow = "↓" if row["better"] == "lower" else "↑"
+        name = safetext.text(f"{row['workload_id']} · {row['metric']} {arrow}")
+        if row.get("problem"):
+            table.add_row(name, "–", "–", safetext.text(f"cannot estimate: {row['problem']}"),
+                          *["–"] * (len(runs_per_side) + (2 if detect is not None else 0)))
+            continue
+        low, high = row["between_sd_ci_pct"]
+        cells: list[Any] = [name, f"{row['runs']}×{row['values_per_run']:.3g}",
+                            _pct(row["within_sd_pct"]),
+                            f"{_pct(row['between_sd_pct'])} [{_num(low)}, {_num(high)}]"]
+        cells += [_pct(d["pct"]) for d in row["detectable_pct"]]
+        if detect is not None:
+            wanted = row["detect"]
+            needed = wanted["n_with_one_run_per_side"]
+            cells += ["never" if needed is None else str(needed),
+                      str(wanted["runs_per_side_at_n"])]
+        table.add_row(*cells)
+        if (row["between_sd_pct"] / 100) ** 2 > (row["within_sd_pct"] / 100) ** 2 / n:
+            drifting.append(f"{row['workload_id']} · {row['metric']}")
+    console.print(table)
+    console.print(
+        "within SD, between SD: σ_w and σ_b of a one-way random-effects model (ANOVA estimator, "
+        "σ_b truncated at 0), ×100, on the natural log of the values (≈ % of the mean); a "
+        "metric with values ≤ 0 on the values / their mean. CI of σ_b: χ² with runs − 1 df. "
+        "R = r: the smallest worsening (% of BASE) a gate of one-sided α = 5 % finds with 80 % "
+        "power, (z₀.₉₅ + z₀.₈)·√(2(σ_b² + σ_w²/n)/R) on the log scale; with "
+        "--fail-if-worse P it finds a worsening of about P plus that. n for D %: repetitions "
+        "needed with one run per side to detect D % (never: drift alone is too large); R for "
+        f"D %: runs per side needed at n = {n} (`compare B1 B2 -- N1 N2`).", highlight=False)
+    for row in rows:
+        definition = f"{row['unit'] or 'unitless'}, {row['better']} is better"
+        if row["description"]:
+            definition += f": {row['description']}"
+        console.print(safetext.text(f"{row['workload_id']} · {row['metric']}: {definition}"),
+                      highlight=False)
+    if drifting:
+        console.print(safetext.text(
+            "drift between runs outweighs the noise within a run at n = "
+            f"{n} for {'; '.join(drifting)}: more repetitions help little, more runs per side "
+            "do (`compare B1 B2 -- N1 N2`)"), highlight=False)
+    if document.get("stopped"):
+        console.print(safetext.text(str(document["stopped"])), style="yellow", highlight=False)

@@ -54,26 +54,38 @@ class LogRatioMoments:
     rel_var_base: Array
     """s²/m² of one BASE sample (per-sample relative variance)"""
     rel_var_new: Array
+    between_var: Array | float = 0.0
+    """σ_b²: the variance a run mean drifts by from run to run (log scale), on each side; 0
+    when runs are taken to be independent draws"""
 
 
 def log_ratio_moments(mean_base: Array, var_base: Array, n_base: Array,
-                      mean_new: Array, var_new: Array, n_new: Array) -> LogRatioMoments:
+                      mean_new: Array, var_new: Array, n_new: Array, *,
+                      between_var: Array | float = 0.0,
+                      between_df: Array | float = math.inf) -> LogRatioMoments:
     """Moments of the log ratio from per-group means, variances (n-1 divisor) and sizes.
 
     Means must be positive. df is the Welch–Satterthwaite df of the two variance parts (inf
-    when both are zero).
+    when both are zero). ``between_var`` (σ_b², a noise profile's between-run variance on the
+    log scale, with ``between_df`` degrees of freedom) adds run-to-run drift to each side: the
+    variance of L becomes 2σ_b² + s_b²/(n_b m_b²) + s_n²/(n_n m_n²), and df the Satterthwaite
+    df of those three parts (2σ_b² is one estimate, shared by both sides). With σ_b² = 0 this
+    is the Welch test above.
     """
     rb = np.asarray(var_base, dtype=np.float64) / np.square(mean_base)
     rn = np.asarray(var_new, dtype=np.float64) / np.square(mean_new)
     nb = np.asarray(n_base, dtype=np.float64)
     nn = np.asarray(n_new, dtype=np.float64)
     vb, vn = rb / nb, rn / nn
-    total = vb + vn
+    drift = 2.0 * np.asarray(between_var, dtype=np.float64)
+    total = vb + vn + drift
     with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.square(total) / (np.square(vb) / (nb - 1) + np.square(vn) / (nn - 1))
+        drift_part = np.where(drift > 0, np.square(drift) / between_df, 0.0)
+        df = np.square(total) / (np.square(vb) / (nb - 1) + np.square(vn) / (nn - 1)
+                                 + drift_part)
     df = np.where(total > 0, df, np.inf)
     return LogRatioMoments(np.log(np.asarray(mean_new, dtype=np.float64) / mean_base),
-                           np.sqrt(total), df, rb, rn)
+                           np.sqrt(total), df, rb, rn, between_var)
 
 
 # scipy.special rather than scipy.stats: the same functions, without the second it takes to
@@ -146,20 +158,25 @@ def more_repetitions(m: LogRatioMoments, n_base: Array, n_new: Array,
 
     Normal approximation with equal n on both sides: n = (z_α + z_β)² (v_base + v_new) / δ²,
     δ = |L| for a difference, margin - |L| for equivalence. 0 where the current n suffices.
+    With run-to-run drift (``m.between_var`` = σ_b²) more repetitions only shrink the within
+    part: n = k² (v_base + v_new) / (δ² − 2 k² σ_b²), inf when δ² ≤ 2 k² σ_b².
     """
     z_beta = _z(POWER)
     per_sample = m.rel_var_base + m.rel_var_new
+    drift = 2.0 * np.asarray(m.between_var, dtype=np.float64)
     high = math.log1p(margin_pct / 100.0)
     low = -math.log1p(-margin_pct / 100.0)
     size = np.abs(m.log_ratio)
     margin = np.where(m.log_ratio >= 0, high, low)
+    k_diff = (_z(1 - ALPHA / 2) + z_beta) ** 2
+    k_eq = (_z(1 - ALPHA) + z_beta) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_diff = (_z(1 - ALPHA / 2) + z_beta) ** 2 * per_sample / size**2
+        room_diff = size**2 - k_diff * drift
+        n_diff = np.where(room_diff > 0, k_diff * per_sample / room_diff, np.inf)
         eq_gap = margin - size
-        n_eq = np.where(eq_gap > 0,
-                        (_z(1 - ALPHA) + z_beta) ** 2 * per_sample / eq_gap**2,
-                        np.inf)
-    needed = np.minimum(np.nan_to_num(n_diff, nan=np.inf), n_eq)
+        room_eq = eq_gap**2 - k_eq * drift
+        n_eq = np.where((eq_gap > 0) & (room_eq > 0), k_eq * per_sample / room_eq, np.inf)
+    needed = np.minimum(np.nan_to_num(n_diff, nan=np.inf, posinf=np.inf), n_eq)
     have = np.minimum(np.asarray(n_base, dtype=np.float64), n_new)
     return np.where(np.isfinite(needed), np.maximum(0.0, np.ceil(needed - have)), np.inf)
 
@@ -187,8 +204,10 @@ class RatioVerdict:
 
 def ratio_verdict(base: SampleLike, new: SampleLike, better: Better, *,
                   equivalence_pct: float = 2.0, fail_pct: float = 0.0,
-                  confidence: float = 1 - ALPHA) -> RatioVerdict:
-    """Compare two samples of one metric (see module docstring).
+                  confidence: float = 1 - ALPHA, between_var: float = 0.0,
+                  between_df: float = math.inf) -> RatioVerdict:
+    """Compare two samples of one metric (see module docstring); ``between_var`` and
+    ``between_df``: run-to-run drift from a noise profile (:func:`log_ratio_moments`).
 
     Verdict: 'equivalent' when TOST shows the ratio within ±equivalence_pct %; else 'better' or
     'worse' (by the metric's direction) when the two-sided CI excludes 1; else 'inconclusive'.
@@ -206,7 +225,8 @@ def ratio_verdict(base: SampleLike, new: SampleLike, better: Better, *,
     if mb <= 0 or mn <= 0:
         return RatioVerdict(nb, nn, mb, mn, nan, nan, nan, "no-ratio", nan, nan, nan)
     m = log_ratio_moments(np.array([mb]), np.array([np.var(x, ddof=1)]), np.array([nb]),
-                          np.array([mn]), np.array([np.var(y, ddof=1)]), np.array([nn]))
+                          np.array([mn]), np.array([np.var(y, ddof=1)]), np.array([nn]),
+                          between_var=between_var, between_df=between_df)
     df = float(m.df[0])
     q = 0.5 + confidence / 2
     t = _z(q) if math.isinf(df) else float(special.stdtrit(df, q))

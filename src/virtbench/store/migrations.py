@@ -48,10 +48,15 @@ def _v5_run_owner(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE runs ADD COLUMN {name} {kind}"))
 
 
+def _v6_noise_profiles(conn: Connection) -> None:
+    if not inspect(conn).has_table("noise_profiles"):  # a store created at version 6 has it
+        s.noise_profiles.create(conn)  # with its index
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
                                                   _v3_realisation_env, _v4_metric_domain,
-                                                  _v5_run_owner]
+                                                  _v5_run_owner, _v6_noise_profiles]
 
 
 def current_version(conn: Connection) -> int:

@@ -22,6 +22,7 @@ __all__ = [
     "facts",
     "metadata",
     "metrics",
+    "noise_profiles",
     "realisations",
     "runs",
     "samples",
@@ -32,7 +33,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -193,3 +194,22 @@ saved_state = Table(
     Column("value_json", Text, nullable=False),
     Column("saved_at", Float, nullable=False),
 )
+
+# v6: noise profiles of `virtbench calibrate` (decide/calibration.py): the within- and
+# between-run variance of one experiment file on one host, from A/A runs of its baseline. Not
+# tied to the runs by a foreign key: deleting a calibration run leaves the profile it made.
+noise_profiles = Table(
+    "noise_profiles",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("experiment_hash", String(64), nullable=False),
+    Column("experiment", String(200), nullable=False),
+    Column("host", String(200), nullable=False),
+    Column("variant", String(200), nullable=False),
+    Column("run_ids_json", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("virtbench_version", String(40), nullable=False, default=""),
+    Column("data_json", Text, nullable=False),
+)
+Index("ix_noise_profiles_key", noise_profiles.c.fingerprint, noise_profiles.c.experiment_hash)

@@ -470,6 +470,41 @@ class Store:
                                 .order_by(s.saved_state.c.key)).all()
         return [r[0] for r in rows]
 
+    # ---- noise profiles (`virtbench calibrate`, decide/calibration.py) -------------------
+    def add_noise_profile(self, *, fingerprint: str, experiment_hash: str, experiment: str,
+                          host: str, variant: str, run_ids: Sequence[str],
+                          data: Mapping[str, Any], version: str = "") -> int:
+        """Store a profile (an older one of the same key stays; the latest is read)."""
+        with self.engine.begin() as conn:
+            result = conn.execute(insert(s.noise_profiles).values(
+                fingerprint=fingerprint, experiment_hash=experiment_hash,
+                experiment=experiment, host=host, variant=variant,
+                run_ids_json=json.dumps(list(run_ids)), created_at=time.time(),
+                virtbench_version=version, data_json=json.dumps(data, allow_nan=True)))
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    def noise_profile(self, fingerprint: str, experiment_hash: str) -> dict[str, Any] | None:
+        """The latest profile of this host fingerprint and experiment file, or None: its
+        columns, with ``run_ids`` and ``data`` decoded (stored text: the caller checks it)."""
+        t = s.noise_profiles
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(t).where(t.c.fingerprint == fingerprint,
+                                t.c.experiment_hash == experiment_hash)
+                .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).mappings().first()
+        if row is None:
+            return None
+        found = dict(row)
+        try:
+            found["run_ids"] = json.loads(found.pop("run_ids_json"))
+            found["data"] = json.loads(found.pop("data_json"))
+        except ValueError as exc:
+            raise VirtbenchError(f"the store's noise profile {found['id']} is damaged "
+                                 f"({exc}); run `virtbench calibrate` again") from exc
+        return found
+
     # ---- reading -------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
         with self.engine.connect() as conn:

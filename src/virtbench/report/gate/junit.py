@@ -30,7 +30,9 @@ def _text(value: object) -> str:
 def _properties(comparison: Comparison, allow_unjudged: bool) -> ET.Element:
     element = ET.Element("properties")
     pct = comparison.fail_pct
-    for name, value in (("base_run", comparison.base.id), ("new_run", comparison.new.id),
+    for name, value in (("base_run", ",".join(gate_rows.run_ids(comparison, "base"))),
+                        ("new_run", ",".join(gate_rows.run_ids(comparison, "new"))),
+                        ("variance_model", comparison.variance.text),
                         ("base_experiment", comparison.base.experiment),
                         ("new_experiment", comparison.new.experiment),
                         ("fail_if_worse_pct", "" if pct is None else f"{pct:g}"),

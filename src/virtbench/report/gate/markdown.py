@@ -22,9 +22,11 @@ _GATE = {"regression": "**FAIL**", "unjudged": "**FAIL** (cannot judge)",
 def render_markdown(comparison: Comparison, *, allow_unjudged: bool = False) -> str:
     several = gate_rows.several_variants(comparison)
     base, new = comparison.base, comparison.new
+    base_ids = ", ".join(md(i) for i in gate_rows.run_ids(comparison, "base"))
+    new_ids = ", ".join(md(i) for i in gate_rows.run_ids(comparison, "new"))
     lines = ["### virtbench compare", "",
-             f"BASE {md(base.id)} ({md(base.experiment)} on {md(base.host or '?')}) → "
-             f"NEW {md(new.id)} ({md(new.experiment)} on {md(new.host or '?')})", "",
+             f"BASE {base_ids} ({md(base.experiment)} on {md(base.host or '?')}) → "
+             f"NEW {new_ids} ({md(new.experiment)} on {md(new.host or '?')})", "",
              gate_rows.summary_line(comparison, allow_unjudged), "",  # no stored text
              f"NEW/BASE = ratio of means with its 95 % CI; equivalent = within "
              f"±{comparison.equivalence_pct:g} % (TOST).", "",

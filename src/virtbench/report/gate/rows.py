@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from virtbench.model import Metric
 
 __all__ = ["Outcome", "definition", "explanation", "failing", "outcome", "ratio_text",
-           "several_variants", "summary_line", "threshold_text", "title", "verdict_text"]
+           "run_ids", "several_variants", "summary_line", "threshold_text", "title",
+           "verdict_text"]
 
 Outcome = Literal["regression", "unjudged", "allowed", "ok", "no gate"]
 """regression and unjudged fail the gate; allowed is an unjudged row --allow-unjudged passes"""
@@ -36,6 +37,12 @@ def failing(comparison: Comparison, allow_unjudged: bool) -> list[ComparisonRow]
     """The rows that fail the gate (exit 1): regressions, and unjudged rows unless allowed."""
     return [row for row in comparison.rows
             if outcome(comparison, row, allow_unjudged) in ("regression", "unjudged")]
+
+
+def run_ids(comparison: Comparison, side: Literal["base", "new"]) -> list[str]:
+    """The ids of a side's runs (one, or several with `compare B1 B2 -- N1 N2`)."""
+    runs = comparison.base_runs if side == "base" else comparison.new_runs
+    return [r.id for r in runs] or [comparison.base.id if side == "base" else comparison.new.id]
 
 
 def several_variants(comparison: Comparison) -> bool:
@@ -68,7 +75,12 @@ def verdict_text(row: ComparisonRow) -> str:
         r.verdict, r.verdict)
     if r.verdict == "inconclusive":
         more = "many" if math.isinf(r.more_repetitions) else f"~{int(r.more_repetitions)}"
-        text += f": {more} more reps/side"
+        if row.per_run_means:  # the repetitions of run means are runs
+            text += f": {more} more runs/side"
+        elif row.between_sd is not None and math.isinf(r.more_repetitions):
+            text += ": drift between runs: more runs/side, not reps"
+        else:
+            text += f": {more} more reps/side"
     return text
 
 
@@ -97,9 +109,13 @@ def explanation(comparison: Comparison, row: ComparisonRow) -> str:
     """One paragraph: means, ratio with its interval, verdict, p-value, threshold, definition
     (the text of a JUnit failure, a GitHub annotation or a Code Quality issue)."""
     r, unit = row.result, row.metric.unit
+    if comparison.per_run_means:
+        sizes = (f"mean of {r.n_base} run means", f"mean of {r.n_new} run means")
+    else:
+        sizes = (f"n = {r.n_base}", f"n = {r.n_new}")
     parts = [f"NEW/BASE = {ratio_text(row)} (ratio of means, 95 % CI)",
-             f"BASE mean {fmt_value(r.mean_base, unit)} (n = {r.n_base}), NEW mean "
-             f"{fmt_value(r.mean_new, unit)} (n = {r.n_new})",
+             f"BASE mean {fmt_value(r.mean_base, unit)} ({sizes[0]}), NEW mean "
+             f"{fmt_value(r.mean_new, unit)} ({sizes[1]})",
              f"verdict: {verdict_text(row)}"]
     if comparison.fail_pct is not None:
         parts.append(f"one-sided p = {_p(row.p_worse_holm)} (Holm over {len(comparison.rows)} "
@@ -107,14 +123,19 @@ def explanation(comparison: Comparison, row: ComparisonRow) -> str:
         if row.unjudged:
             parts.append(f"cannot judge: {row.unjudged}")
     parts.append(f"threshold: {threshold_text(comparison, row.metric)}")
+    parts.append(f"variance model: {comparison.variance.text}"
+                 + (f" (between-run SD {100 * row.between_sd:.2g} % of the mean added to each "
+                    "side)" if row.between_sd is not None else ""))
     parts.append(f"{row.metric.name}: {definition(row.metric)}")
     return "; ".join(parts)
 
 
 def summary_line(comparison: Comparison, allow_unjudged: bool) -> str:
     """The gate's outcome in one sentence."""
+    model = f"; variance model: {comparison.variance.text}"
     if comparison.fail_pct is None:
-        return f"{len(comparison.rows)} rows compared; no gate (--fail-if-worse not given)"
+        return (f"{len(comparison.rows)} rows compared; no gate (--fail-if-worse not given)"
+                + model)
     bad = len(comparison.regressions)
     unjudged = len(comparison.unjudged)
     text = (f"{bad} of {len(comparison.rows)} rows worse than BASE by more than "
@@ -123,4 +144,4 @@ def summary_line(comparison: Comparison, allow_unjudged: bool) -> str:
         text += (f"; {unjudged} cannot be judged"
                  + (" (passed: --allow-unjudged)" if allow_unjudged else " (fail the gate)"))
     passed = not failing(comparison, allow_unjudged)
-    return ("gate passed: " if passed else "gate failed: ") + text
+    return ("gate passed: " if passed else "gate failed: ") + text + model
