@@ -125,8 +125,7 @@ def run(
         help="run the fleet's ssh clients inside this network namespace")] = None,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
-    from virtbench.preflight import NoiseWatch
-    from virtbench.runner import Runner, check_experiment
+    from virtbench.runner import check_experiment
     from virtbench.spec import load_experiment
 
     exp, text = load_experiment(experiment)
@@ -173,6 +172,8 @@ def run(
         refuse_if_running(info)
         resume = info.id
     from virtbench.cli_progress import RichProgress
+    from virtbench.preflight import NoiseWatch
+    from virtbench.runner import Runner
 
     noise = NoiseWatch()
     # Target, tools, params and knobs are checked first: bad input fails before the noise

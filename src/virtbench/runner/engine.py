@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -20,21 +20,19 @@ from typing import Any
 
 from virtbench import __version__
 from virtbench.facts import collect_facts
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.base import LabState
 from virtbench.model import RunFailed, VirtbenchError
-from virtbench.plugins import get_lab, get_workload
 from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
+from virtbench.runner.build import check_experiment, instantiate_workloads, make_lab, realise_all
 from virtbench.runner.deadline import run_with_time_limit, time_limits
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
 from virtbench.runner.search import (
     SearchedWorkload,
     after_from_trials,
     run_search,
-    searched,
     trace_from_trials,
 )
-from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.store import RunInfo, Store, TrialRecord
 from virtbench.store.ids import check_run_id
@@ -68,73 +66,6 @@ class RunOutcome:
     trials: int
     failures: int
     repetitions: dict[Pair, int] = field(default_factory=dict)
-
-
-def _instantiate(exp: Experiment) -> dict[str, Workload]:
-    workloads: dict[str, Workload] = {}
-    for index, spec in enumerate(exp.workloads):
-        cls = get_workload(spec.name)
-        try:
-            params = cls.Params.model_validate(spec.params)
-        except Exception as exc:  # pydantic's ValidationError, reworded with the location
-            raise VirtbenchError(f"workloads[{index}] ({spec.name}) params: {exc}") from exc
-        workload = cls(params)
-        workloads[spec.workload_id] = searched(workload, spec.search) if spec.search else workload
-    return workloads
-
-
-def _make_lab(exp: Experiment, workdir: Path, target: Target) -> Lab:
-    cls = get_lab(exp.lab.kind)
-    try:
-        params = cls.Params.model_validate(exp.lab.params)
-    except Exception as exc:
-        raise VirtbenchError(f"lab ({exp.lab.kind}) params: {exc}") from exc
-    return cls(params, workdir, target)
-
-
-def realise_all(workloads: Mapping[str, Workload], variants: Mapping[str, Mapping[str, Any]],
-                ) -> tuple[dict[Pair, Realisation], list[str]]:
-    """Each (variant, workload)'s realisation, computed once; and the knobs it cannot realise."""
-    realisations: dict[Pair, Realisation] = {}
-    problems: list[str] = []
-    for workload_id, workload in workloads.items():
-        for variant, knobs in variants.items():
-            try:
-                realisations[(variant, workload_id)] = workload.realise(knobs)
-            except VirtbenchError as exc:
-                problems.append(f"variant {variant}: {exc}")
-    return realisations, problems
-
-
-def check_experiment(exp: Experiment, *, realise: bool = True,
-                     target: Target | None = None) -> list[str]:
-    """Every problem that would stop the run, found before anything runs.
-
-    ``realise=False``: the caller (the runner) realises the variants itself, once.
-    ``target``: check there instead of the experiment's own target (a fleet host); not closed.
-    """
-    own_target = target is None
-    target = target or make_target(exp.target)
-    problems = target.check()
-    if problems:  # nothing else can be checked on a target that cannot be reached
-        if own_target:
-            target.close()
-        return problems
-    try:
-        lab = _make_lab(exp, Path("/tmp"), target)
-        workloads = _instantiate(exp)
-        # The spec loader did this with file lines; an Experiment built in code gets it here.
-        problems += knob_problems(exp, [Declarer(f"lab {lab.name}", lab.knobs)] + [
-            Declarer(f"workload {w.name}", w.knobs) for w in workloads.values()], lambda _: "")
-        problems += lab.check()
-        for workload in workloads.values():
-            problems += workload.check(target)
-        if realise:
-            problems += realise_all(workloads, {v.name: v.knobs for v in exp.all_variants()})[1]
-    finally:
-        if own_target:
-            target.close()
-    return problems
 
 
 @contextlib.contextmanager
@@ -186,7 +117,7 @@ class Runner:
         self.target = target or make_target(exp.target)
         self.host_label = host_label or socket.gethostname()
         self.new_run_id = run_id
-        self.workloads = _instantiate(exp)
+        self.workloads = instantiate_workloads(exp)
         self.time_limits = time_limits(exp.workloads, self.workloads)
         self.variants = {v.name: v.knobs for v in exp.all_variants()}
         self.baseline = exp.baseline_name
@@ -195,7 +126,7 @@ class Runner:
         # same time never share files.
         self.work_root = workdir or cache / "virtbench" / "work" / exp.name
         self.workdir = self.work_root
-        self.lab = _make_lab(exp, self.workdir, self.target)
+        self.lab = make_lab(exp, self.workdir, self.target)
         self._values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         self._setup_done: set[Pair] = set()
         self._setup_states: dict[Pair, LabState] = {}
