@@ -225,6 +225,16 @@ def _wipe(st: Store) -> None:
 
 
 @pytest.fixture
+def no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a process (subprocess.Popen, which every target's run and spawn but the
+    timed run use) fails the test: for tests on a FakeTarget."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the test started a process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
+
+
+@pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A private directory the nginx and varnish users can traverse (pytest's tmp is 0700)."""
     path = Path(tempfile.mkdtemp(prefix="vb-test-"))
