@@ -112,13 +112,24 @@ class Process:
         return Finished(code, rusage=self._rusage)
 
     def _wait4(self, timeout: float | None) -> None:
-        """Reap a local process with ``os.wait4`` for its resource use; under the lock
-        ``Popen`` itself takes, so ``poll`` elsewhere never reaps it under our feet."""
+        """Reap a local process with ``os.wait4`` for its resource use, as ``Popen.wait`` reaps
+        with ``waitpid``: under the lock Popen itself takes (so a ``poll`` elsewhere never reaps
+        it under our feet), blocking without a timeout, else polling with growing sleeps."""
         popen = self._popen
         lock = getattr(popen, "_waitpid_lock", None)
         if not isinstance(lock, type(threading.Lock())):
             return  # another Python: Popen.wait alone, without the resource use
-        ends = None if timeout is None else time.monotonic() + timeout
+        if timeout is None:
+            with lock:
+                if popen.returncode is None:
+                    try:
+                        _pid, status, usage = os.wait4(popen.pid, 0)
+                    except ChildProcessError:
+                        return  # reaped elsewhere: Popen.wait knows what it can
+                    self._rusage = usage
+                    popen.returncode = os.waitstatus_to_exitcode(status)
+            return
+        ends = time.monotonic() + timeout
         delay = 0.0005
         while popen.returncode is None:
             if lock.acquire(False):
@@ -133,10 +144,10 @@ class Process:
                     return  # reaped elsewhere: Popen.wait knows what it can
                 finally:
                     lock.release()
-            left = None if ends is None else ends - time.monotonic()
-            if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(self.argv, timeout or 0.0)
-            time.sleep(delay if left is None else min(delay, left))
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.argv, timeout)
+            time.sleep(min(delay, left))
             delay = min(delay * 2, 0.05)
 
     def signal(self, sig: int) -> None:

@@ -11,9 +11,10 @@ import pytest
 from virtbench.targets.local import LocalTarget
 
 
-def test_wait_gives_the_exit_code_and_the_resource_use() -> None:
+@pytest.mark.parametrize("timeout", [None, 60.0])
+def test_wait_gives_the_exit_code_and_the_resource_use(timeout: float | None) -> None:
     proc = LocalTarget().spawn([sys.executable, "-c", "sum(range(3_000_000)); raise SystemExit(3)"])
-    finished = proc.wait(60)
+    finished = proc.wait(timeout)
     assert finished.returncode == 3 == proc.returncode
     assert finished.rusage is not None and finished.rusage.ru_utime > 0
     assert finished.stdout is None
