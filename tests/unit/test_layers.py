@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import logging
 import tomllib
 from pathlib import Path
 
@@ -42,9 +43,18 @@ ALLOWED_SPAWNS: dict[str, str] = {}
 
 
 def test_imports_follow_the_declared_layers() -> None:
-    # The report (the broken contract, with the offending import chains) goes to stdout.
-    assert lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True) == 0, (
-        "an import breaks the layers in pyproject.toml [tool.importlinter]; see the report above")
+    # import-linter configures logging with disable_existing_loggers: every logger made so far
+    # (virtbench's) would stay silent for the tests after this one (caplog sees nothing).
+    loggers = [logger for logger in logging.Logger.manager.loggerDict.values()
+               if isinstance(logger, logging.Logger) and not logger.disabled]
+    try:
+        # The report (the broken contract, with the offending import chains) goes to stdout.
+        assert lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True) == 0, (
+            "an import breaks the layers in pyproject.toml [tool.importlinter]; see the report "
+            "above")
+    finally:
+        for logger in loggers:
+            logger.disabled = False
 
 
 def _layered_packages() -> set[str]:
