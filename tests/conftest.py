@@ -225,6 +225,18 @@ def _wipe(st: Store) -> None:
 
 
 @pytest.fixture
+def no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a process fails the test (subprocess.Popen, which the targets' run and spawn
+    use; os.posix_spawn, their timed run's; os.fork, a forked call's): for FakeTarget tests."""
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the test started a process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
+    for name in ("posix_spawn", "posix_spawnp", "fork"):
+        monkeypatch.setattr(os, name, refused)
+
+
+@pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A private directory the nginx and varnish users can traverse (pytest's tmp is 0700)."""
     path = Path(tempfile.mkdtemp(prefix="vb-test-"))

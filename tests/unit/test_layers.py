@@ -6,11 +6,15 @@
 2. Every subpackage of virtbench is placed in a layer (a new one cannot escape the check).
 3. Only ``virtbench.targets`` spawns processes: no subprocess/os.spawn*/os.exec*/os.system/
    os.fork/os.popen/asyncio subprocesses/pty.spawn anywhere else in src/.
+4. Only ``virtbench.targets`` signals or waits for a process itself: elsewhere a process is
+   driven through the handle ``Target.spawn`` returns (targets.process.Process: signal, stop,
+   kill_group, wait, poll).
 """
 
 from __future__ import annotations
 
 import ast
+import logging
 import tomllib
 from pathlib import Path
 
@@ -21,7 +25,8 @@ PYPROJECT = ROOT / "pyproject.toml"
 PACKAGE = ROOT / "src" / "virtbench"
 
 # Calls that start a process, by module. (`subprocess.DEVNULL`, `subprocess.Popen[bytes]` in a
-# type annotation and `subprocess.TimeoutExpired` stay allowed: they start nothing.)
+# type annotation and `subprocess.TimeoutExpired` start nothing: allowed here; the signal check
+# below refuses naming Popen.)
 SPAWNING = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
                    "getstatusoutput"},
@@ -38,9 +43,18 @@ ALLOWED_SPAWNS: dict[str, str] = {}
 
 
 def test_imports_follow_the_declared_layers() -> None:
-    # The report (the broken contract, with the offending import chains) goes to stdout.
-    assert lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True) == 0, (
-        "an import breaks the layers in pyproject.toml [tool.importlinter]; see the report above")
+    # import-linter configures logging with disable_existing_loggers: every logger made so far
+    # (virtbench's) would stay silent for the tests after this one (caplog sees nothing).
+    loggers = [logger for logger in logging.Logger.manager.loggerDict.values()
+               if isinstance(logger, logging.Logger) and not logger.disabled]
+    try:
+        # The report (the broken contract, with the offending import chains) goes to stdout.
+        assert lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True) == 0, (
+            "an import breaks the layers in pyproject.toml [tool.importlinter]; see the report "
+            "above")
+    finally:
+        for logger in loggers:
+            logger.disabled = False
 
 
 def _layered_packages() -> set[str]:
@@ -103,6 +117,79 @@ def test_the_spawn_check_sees_each_form(tmp_path: Path) -> None:
     found = _spawn_calls(sample)
     assert sorted(line.split(": ", 1)[1] for line in found) == [
         "from pty import spawn", "os.execvp(...)", "subprocess.run(...)"]
+
+
+# Calls that signal a process, by module; and methods of a raw process (``subprocess.Popen``,
+# asyncio's Process, multiprocessing's) refused outright, whatever their receiver: the handle
+# Target.spawn returns calls these ``signal``, ``stop``, ``kill_group`` and ``wait``.
+SIGNALLING = {"os": {"kill", "killpg"}, "signal": {"pthread_kill"}}
+RAW_PROCESS_METHODS = {"terminate", "kill", "send_signal", "communicate"}
+# ``.wait(`` and ``.poll()`` stay allowed: a simple AST check cannot tell their receivers apart
+# (threading.Event.wait, Condition.wait, select.poll(), the handle's own wait and poll), and
+# they need none: outside targets no raw process exists to call them on -- the spawn check
+# above refuses every way to start one, and this one refuses naming its type
+# (``subprocess.Popen`` even in an annotation), so a ``.wait(`` there is the handle's, which
+# reaps a process as targets do.
+RAW_PROCESS_TYPES = {"subprocess": {"Popen", "CompletedProcess"}}
+# Modules outside targets/ allowed to signal, each with the reason.
+ALLOWED_SIGNALS = {
+    "virtbench.store.liveness": "os.kill(pid, 0) probes whether a run's owner is alive (signal 0 "
+                                "sends nothing); store sits beside targets in the layers and "
+                                "cannot import it",
+}
+
+
+def _signal_calls(path: Path) -> list[str]:
+    """Calls that signal or wait for a raw process, and names of a raw process's type."""
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = {}  # local name -> module
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            refused = (SIGNALLING.get(node.module, set())
+                       | RAW_PROCESS_TYPES.get(node.module, set()))
+            found += [f"{path}:{node.lineno}: from {node.module} import {alias.name}"
+                      for alias in node.names if alias.name in refused]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            module = aliases.get(node.value.id)
+            if module in RAW_PROCESS_TYPES and node.attr in RAW_PROCESS_TYPES[module]:
+                found.append(f"{path}:{node.lineno}: {module}.{node.attr}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            module = aliases.get(func.value.id) if isinstance(func.value, ast.Name) else None
+            if module in SIGNALLING and func.attr in SIGNALLING[module]:
+                found.append(f"{path}:{node.lineno}: {module}.{func.attr}(...)")
+            elif module is None and func.attr in RAW_PROCESS_METHODS:
+                found.append(f"{path}:{node.lineno}: .{func.attr}(...)")
+    return found
+
+
+def test_only_targets_signal_or_wait_for_processes() -> None:
+    offenders = [found for module, path in _modules()
+                 if not module.startswith("virtbench.targets.") and module not in ALLOWED_SIGNALS
+                 for found in _signal_calls(path)]
+    assert not offenders, ("only virtbench.targets may signal or wait for a process itself (use "
+                           "the handle Target.spawn returns: signal, stop, kill_group, wait):\n"
+                           + "\n".join(offenders))
+
+
+def test_the_signal_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os as o\nimport subprocess\nfrom os import killpg\n"
+                      "from subprocess import Popen\n"
+                      "o.kill(1, 9)\nproc.terminate()\nself.proc.kill()\n"
+                      "p.send_signal(2)\nout, err = p.communicate(timeout=1)\n"
+                      "x: subprocess.Popen[bytes] | None = None\n"
+                      "event.wait(1)\nproc.wait(1)\nproc.poll()\nproc.stop(10)\n"
+                      "proc.kill_group()\nproc.signal(2)\nsubprocess.TimeoutExpired\n")
+    found = _signal_calls(sample)
+    assert sorted(line.split(": ", 1)[1] for line in found) == sorted([
+        "from os import killpg", "from subprocess import Popen", "os.kill(...)",
+        ".terminate(...)", ".kill(...)", ".send_signal(...)", ".communicate(...)",
+        "subprocess.Popen"])
 
 
 # Modules allowed to import a project module by a name computed at run time, each with the

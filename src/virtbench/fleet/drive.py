@@ -185,7 +185,7 @@ class FleetRunner:
             ends_at = time.monotonic() + bound
             for group, worker in zip(groups, workers, strict=True):
                 if worker.wait(max(0.0, ends_at - time.monotonic())) is None:
-                    worker.kill()
+                    worker.kill_group()
                     for host in group:
                         if host.name not in results:
                             reason = (f"did not stop within {bound:g} s of the interrupt "

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.labs.base import Manifest
 from virtbench.model import VirtbenchError
+from virtbench.targets.cgroup import kill_members
 
 __all__ = ["SUBTREE", "Cgroup", "CgroupLayout", "CgroupLimits", "remove_cgroup_dir"]
 
@@ -104,20 +103,6 @@ class CgroupLayout:
         return f"{kind} ({usable})"
 
 
-def _kill_members(directory: Path) -> None:
-    """SIGKILL processes left in a group virtbench made (a CgroupTarget started them there)."""
-    protected = {os.getpid(), os.getppid()}
-    try:
-        pids = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
-    except OSError:
-        return
-    for pid in pids:
-        if pid in protected:
-            continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def remove_cgroup_dir(directory: Path) -> bool:
     """Empty (kill leftovers started inside it) and rmdir one group; True when it is gone."""
     if not directory.exists():
@@ -128,7 +113,7 @@ def remove_cgroup_dir(directory: Path) -> bool:
         remove_cgroup_dir(child)
     deadline = time.monotonic() + 5.0
     while True:  # ends: done, or past the deadline below
-        _kill_members(directory)
+        kill_members(directory)
         try:
             directory.rmdir()
             return True

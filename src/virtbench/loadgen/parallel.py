@@ -18,7 +18,8 @@ from pathlib import Path
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, read_records
-from virtbench.targets.local import LocalTarget, kill_process_group
+from virtbench.targets.local import LocalTarget
+from virtbench.targets.process import Process
 
 __all__ = ["announce_and_wait", "run_in_processes"]
 
@@ -47,7 +48,7 @@ def run_in_processes(config: LoadConfig) -> tuple[list[RequestRecord], dict[str,
     sizes = [config.users // count + (1 if i < config.users % count else 0) for i in range(count)]
     workdir = Path(tempfile.mkdtemp(prefix="vb-loadgen-"))
     target = LocalTarget()
-    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+    procs: list[tuple[Process, Path]] = []
     try:
         for index, users in enumerate(sizes):
             # Each process seeds its users' URL choices from the run's seed and its number.
@@ -70,7 +71,7 @@ def run_in_processes(config: LoadConfig) -> tuple[list[RequestRecord], dict[str,
         bound = config.duration_s + config.timeout_s + 60
         for proc, err in procs:
             try:
-                code = proc.wait(bound)
+                code: int | None = proc.wait(bound).returncode
             except subprocess.TimeoutExpired:
                 code = None
             if code != 0:
@@ -80,11 +81,11 @@ def run_in_processes(config: LoadConfig) -> tuple[list[RequestRecord], dict[str,
     finally:
         for proc, _ in procs:
             if proc.poll() is None:
-                kill_process_group(proc)  # spawned in a session of its own
+                proc.kill_group()  # spawned in a session of its own
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _wait_ready(workdir: Path, procs: list[tuple[subprocess.Popen[bytes], Path]]) -> None:
+def _wait_ready(workdir: Path, procs: list[tuple[Process, Path]]) -> None:
     deadline = time.monotonic() + _READY_BOUND_S
     for index, (proc, err) in enumerate(procs):
         while not (workdir / f"part{index}.ready").exists():

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from virtbench.targets.base import ProcResult, Target
-from virtbench.targets.local import kill_process_group
+from virtbench.targets.process import Process
 
 if TYPE_CHECKING:
     from virtbench.spec.models import WorkloadSpec
@@ -50,7 +50,7 @@ class _Deadline:
     def __init__(self, limit_s: float) -> None:
         self.limit_s = limit_s
         self.ends_at = time.monotonic() + limit_s
-        self._spawned: list[subprocess.Popen[bytes]] = []
+        self._spawned: list[Process] = []
         # Re-entrant: the SIGALRM handler may run while the main thread holds it in track().
         self._lock = threading.RLock()
 
@@ -69,7 +69,7 @@ class _Deadline:
     def reason(self) -> str:
         return f"time limit {self.limit_s:g} s exceeded"
 
-    def track(self, proc: subprocess.Popen[bytes]) -> None:
+    def track(self, proc: Process) -> None:
         with self._lock:
             self._spawned.append(proc)
 
@@ -77,7 +77,7 @@ class _Deadline:
         with self._lock:
             for proc in self._spawned:
                 if proc.poll() is None:  # poll() never blocks, also inside a signal handler
-                    kill_process_group(proc, reap=False)
+                    proc.kill_group(reap=False)
 
 
 class DeadlineTarget(Target):
@@ -101,7 +101,7 @@ class DeadlineTarget(Target):
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
               cwd: str | None = None, stdout: int | None = subprocess.DEVNULL,
-              stderr: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+              stderr: int | None = subprocess.DEVNULL) -> Process:
         self.deadline.clip(None)
         proc = self.inner.spawn(argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr)
         self.deadline.track(proc)

@@ -6,6 +6,10 @@ import abc
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from virtbench.targets.process import Process
 
 __all__ = ["BINARY_PROBE", "COMMAND_TIMEOUT_S", "KILL_WAIT_S", "PATH_STAT", "CommandFailed",
            "Gathered", "ProcResult", "Target", "cannot_run_true", "command_timeout"]
@@ -106,8 +110,10 @@ class Target(abc.ABC):
         cwd: str | None = None,
         stdout: int | None = subprocess.DEVNULL,
         stderr: int | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
-        """Start a long-running process (a server, a background flow); the caller stops it."""
+    ) -> Process:
+        """Start a long-running process (a server, a background flow); the caller stops it
+        through the handle (``stop``, ``signal``, ``wait``): nothing outside the targets
+        signals or waits for a process itself."""
 
     @abc.abstractmethod
     def which(self, binary: str) -> str | None:

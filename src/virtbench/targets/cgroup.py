@@ -8,13 +8,16 @@ removing it is the labs' (``labs/cgroups.py``). The two meet in :class:`CgroupMe
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from virtbench.targets.local import LocalTarget
 
-__all__ = ["CgroupMembership", "CgroupTarget", "cgroup_argv"]
+__all__ = ["CgroupMembership", "CgroupTarget", "cgroup_argv", "kill_members"]
 
 # A fixed script: the procs files and the command arrive as arguments, never as text inside the
 # script, so nothing is ever interpreted by the shell. Exit 125 when a write fails.
@@ -68,3 +71,17 @@ class CgroupTarget(LocalTarget):
 
     def python(self) -> list[str]:
         return self.inner.python()
+
+
+def kill_members(directory: Path) -> None:
+    """SIGKILL processes left in a group virtbench made (a CgroupTarget started them there)."""
+    protected = {os.getpid(), os.getppid()}
+    try:
+        pids = [int(p) for p in (directory / "cgroup.procs").read_text().split()]
+    except OSError:
+        return
+    for pid in pids:
+        if pid in protected:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
+from virtbench.targets.process import Process
 
 __all__ = ["Daemon", "free_port", "is_ours", "listening", "start_daemon", "stop_pid",
            "wait_until"]
@@ -27,10 +28,10 @@ __all__ = ["Daemon", "free_port", "is_ours", "listening", "start_daemon", "stop_
 class Daemon:
     """A process we started on ``target``; ``stop`` ends it and its process group."""
 
-    def __init__(self, target: Target, popen: subprocess.Popen[bytes], argv: Sequence[str],
+    def __init__(self, target: Target, process: Process, argv: Sequence[str],
                  what: str, log: Path | None) -> None:
         self.target = target
-        self.popen = popen
+        self.process = process
         self.argv = list(argv)
         self.what = what
         self.log = log
@@ -39,16 +40,16 @@ class Daemon:
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.process.pid
 
     def alive(self) -> bool:
-        return self.popen.poll() is None
+        return self.process.poll() is None
 
     def exit_error(self) -> VirtbenchError | None:
         """The error to raise when the process has exited (None while it runs)."""
         if self.alive():
             return None
-        return VirtbenchError(f"{self.what} exited with code {self.popen.returncode} while "
+        return VirtbenchError(f"{self.what} exited with code {self.process.returncode} while "
                               f"starting: {_tail(self.log)}")
 
     def wait_for_port(self, port: int, *, udp: bool = False, timeout_s: float = 15.0) -> float:
@@ -67,16 +68,16 @@ class Daemon:
     def stop(self, grace_s: float = 10.0) -> int | None:
         """SIGTERM the process group, SIGKILL after ``grace_s`` s; returns the exit code."""
         if self.alive():
-            _signal_group(self.pid, signal.SIGTERM)
+            self.process.signal_group(signal.SIGTERM)
             try:
-                self.popen.wait(grace_s)
+                self.process.wait(grace_s)
             except subprocess.TimeoutExpired:
-                _signal_group(self.pid, signal.SIGKILL)
-                self.popen.wait(grace_s)
+                self.process.signal_group(signal.SIGKILL)
+                self.process.wait(grace_s)
         if self.on_stop is not None:
             hook, self.on_stop = self.on_stop, None
             hook()
-        return self.popen.returncode
+        return self.process.returncode
 
 
 def start_daemon(target: Target, argv: Sequence[str], *, what: str | None = None,
@@ -86,11 +87,11 @@ def start_daemon(target: Target, argv: Sequence[str], *, what: str | None = None
     out = open(log, "ab") if log is not None else None  # noqa: SIM115 - kept for the child
     try:
         sink = out.fileno() if out is not None else subprocess.DEVNULL
-        popen = target.spawn(argv, env=env, cwd=cwd, stdout=sink, stderr=sink)
+        process = target.spawn(argv, env=env, cwd=cwd, stdout=sink, stderr=sink)
     finally:
         if out is not None:
             out.close()
-    return Daemon(target, popen, argv, what or os.path.basename(argv[0]), log)
+    return Daemon(target, process, argv, what or os.path.basename(argv[0]), log)
 
 
 def wait_until(ready: Callable[[], bool], what: str, *, daemons: Sequence[Daemon] = (),

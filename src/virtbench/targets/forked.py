@@ -83,7 +83,7 @@ class ForkedCall:
                              "last messages may be lost", self.pid, READER_GRACE_S)
         return self.returncode
 
-    def kill(self) -> int | None:
+    def kill_group(self) -> int | None:
         """SIGKILL the child's process group and reap it; its exit code (None: it survived
         SIGKILL for KILL_WAIT_S, stuck in the kernel, and a warning says so)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):

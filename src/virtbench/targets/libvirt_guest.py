@@ -21,6 +21,7 @@ from typing import Any
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, ProcResult, Target, command_timeout
 from virtbench.targets.libvirt_connection import open_connection
+from virtbench.targets.process import Process
 from virtbench.targets.ssh import SSHTarget, remote_argv
 
 __all__ = ["LibvirtGuestTarget", "agent_channel_connected", "guest_address"]
@@ -149,7 +150,7 @@ class LibvirtGuestTarget(Target):
         cwd: str | None = None,
         stdout: int | None = subprocess.DEVNULL,
         stderr: int | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
+    ) -> Process:
         if self.ssh is None:
             raise VirtbenchError(
                 f"{self.name}: background processes need SSH access to the guest "

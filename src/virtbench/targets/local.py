@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,10 +19,10 @@ from virtbench.targets.base import (
     cannot_run_true,
     command_timeout,
 )
+from virtbench.targets.process import Process
 from virtbench.targets.timed import spawn_timed
 
-__all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env",
-           "reap_killed"]
+__all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,34 +37,10 @@ def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:
     return env
 
 
-def kill_process_group(proc: subprocess.Popen[Any], *, reap: bool = True) -> None:
+def kill_process_group(proc: subprocess.Popen[Any] | Process, *, reap: bool = True) -> None:
     """SIGKILL the process group that ``proc`` leads (started with ``start_new_session``),
-    then reap ``proc`` unless ``reap`` is False (in a signal handler, where waiting could
-    deadlock with a wait it interrupted); children that moved to a session of their own are
-    out of reach. A process still there :data:`KILL_WAIT_S` after SIGKILL is stuck in the
-    kernel (a hung disk or NFS): a warning names it and it is left behind."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    if reap:
-        reap_killed(proc)
-
-
-def reap_killed(proc: subprocess.Popen[Any]) -> int | None:
-    """Reap ``proc`` after SIGKILL, waiting at most :data:`KILL_WAIT_S`; its exit code, or
-    None (with a warning) when it did not end."""
-    try:
-        return proc.wait(KILL_WAIT_S)
-    except subprocess.TimeoutExpired:
-        _log.warning("process %d (%s) did not end within %g s of SIGKILL; left behind",
-                     proc.pid, _name(proc), KILL_WAIT_S)
-        return None
-
-
-def _name(proc: subprocess.Popen[Any]) -> str:
-    args = proc.args
-    if isinstance(args, str | bytes | os.PathLike):
-        return os.fsdecode(args)
-    return " ".join(os.fsdecode(a) for a in list(args)[:3])
+    then reap it unless ``reap`` is False: :meth:`Process.kill_group`."""
+    (proc if isinstance(proc, Process) else Process(proc, local=True)).kill_group(reap=reap)
 
 
 class LocalTarget(Target):
@@ -139,18 +113,19 @@ class LocalTarget(Target):
         stdout: int | None = subprocess.DEVNULL,
         stderr: int | None = subprocess.DEVNULL,
         stdin: int | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
+    ) -> Process:
         # A new session keeps Ctrl-C in the terminal from reaching servers before we stop them.
         # stdin: a pipe only for a process we talk to (the SSH agent's session).
-        return subprocess.Popen(
-            self._wrap(argv),
+        full = self._wrap(argv)
+        return Process(subprocess.Popen(
+            full,
             env=merged_env(env),
             cwd=cwd,
             stdout=stdout,
             stderr=stderr,
             stdin=stdin,
             start_new_session=True,
-        )
+        ), full)
 
     def which(self, binary: str) -> str | None:
         return shutil.which(binary)

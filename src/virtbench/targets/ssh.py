@@ -41,7 +41,8 @@ from virtbench.targets.base import (
     cannot_run_true,
     command_timeout,
 )
-from virtbench.targets.local import LocalTarget, kill_process_group
+from virtbench.targets.local import LocalTarget
+from virtbench.targets.process import Process
 from virtbench.targets.ssh_agent import (
     AgentSession,
     AgentUnavailable,
@@ -253,7 +254,7 @@ class SSHTarget(Target):
         cwd: str | None = None,
         stdout: int | None = subprocess.DEVNULL,
         stderr: int | None = subprocess.DEVNULL,
-    ) -> subprocess.Popen[bytes]:
+    ) -> Process:
         # -tt gives the remote command a terminal, so it gets SIGHUP when the local client
         # is stopped and does not outlive the caller.
         remote = remote_argv(argv, env=env, cwd=cwd)
@@ -262,7 +263,7 @@ class SSHTarget(Target):
 
     def start(self, argv: Sequence[str], *, stdout_path: str | None = None,
               stderr_path: str | None = None, env: Mapping[str, str | None] | None = None,
-              cwd: str | None = None) -> RemoteProcess:
+              cwd: str | None = None) -> Process:
         """A background process that the agent starts on the host, its output into files on
         the host: unlike ``spawn``'s ssh session it can be signalled (SIGUSR1, SIGINT) and
         waited for, and it ends with the agent's session at the latest."""
@@ -279,7 +280,7 @@ class SSHTarget(Target):
             raise CommandFailed(self._lost(argv, lost)) from None
         except RuntimeError as exc:  # the agent could not start it (no such program, ...)
             raise VirtbenchError(f"{self.name}: cannot start {argv[0]}: {exc}") from None
-        return RemoteProcess(agent, int(reply["pid"]), list(argv))
+        return Process(RemoteProcess(agent, int(reply["pid"]), list(argv)), list(argv))
 
     def fetch(self, remote_path: str, local_path: Path, *, timeout_s: float = 600.0) -> None:
         """Copy a file of the host here, byte for byte (``cat`` in an ssh session of its own:
@@ -288,9 +289,9 @@ class SSHTarget(Target):
             proc = self._local.spawn(self.ssh_argv(["cat", "--", remote_path]), stdout=out.fileno(),
                                      stderr=subprocess.PIPE)
             try:
-                _, err = proc.communicate(timeout=timeout_s)
+                err = proc.wait(timeout_s).stderr or b""  # read to its end
             except BaseException as exc:  # our bound, Ctrl-C: the copy ends with its ssh
-                kill_process_group(proc)
+                proc.kill_group()
                 local_path.unlink(missing_ok=True)
                 if isinstance(exc, subprocess.TimeoutExpired):
                     raise VirtbenchError(f"{self.name}: copying {remote_path} took over "

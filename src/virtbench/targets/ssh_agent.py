@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from virtbench.targets.local import LocalTarget, kill_process_group
+from virtbench.targets.process import raw_popen
 
 __all__ = ["AgentSession", "AgentUnavailable", "SessionLost", "agent_command"]
 
@@ -57,8 +58,8 @@ class AgentSession:
     """A running agent: ``request`` sends one request and waits for its reply."""
 
     def __init__(self, local: LocalTarget, ssh_argv: Sequence[str], hello_timeout_s: float):
-        self._proc = local.spawn(list(ssh_argv), stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._proc = raw_popen(local.spawn(list(ssh_argv), stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}

@@ -3,7 +3,6 @@ is recorded as failed with the reason, and the run goes on."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.process import Process
 from virtbench.workloads.base import TrialContext, TrialResult
 
 
@@ -68,7 +68,7 @@ def _ctx(tmp_path: Path, target: Target) -> TrialContext:
 
 
 def test_spawned_process_group_is_killed_at_the_limit(tmp_path: Path) -> None:
-    spawned: list[subprocess.Popen[bytes]] = []
+    spawned: list[Process] = []
 
     def waits_forever(ctx: TrialContext) -> TrialResult:
         spawned.append(ctx.target.spawn(["sh", "-c", "sleep 1000 & sleep 1000"]))

@@ -14,6 +14,7 @@ from virtbench.runner import Runner
 from virtbench.runner import engine as engine_module
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
+from virtbench.targets.fake import FakeTarget
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
 CALLS: list[tuple[str, str, int]] = []
@@ -240,16 +241,33 @@ def test_adaptive_budget_is_reported(tmp_path: Path) -> None:
     assert store.run(outcome.run_id).stop_reason == outcome.stop_reason
 
 
-def test_missing_tool_is_reported_before_anything_runs(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from virtbench.targets.local import LocalTarget
-
-    monkeypatch.setattr(LocalTarget, "which", lambda self, binary: None)
+@pytest.mark.usefixtures("no_processes")
+def test_missing_tool_is_reported_before_anything_runs(tmp_path: Path) -> None:
     text = "name: x\nworkloads: [{name: media.x265}]\n"
     store = Store(str(tmp_path / "s.db"))
+    target = FakeTarget(binaries={})  # nothing installed
     with pytest.raises(VirtbenchError, match="install the Debian package 'ffmpeg'"):
-        Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
+        Runner(store, parse_experiment(text), text, workdir=tmp_path, target=target).run()
     assert store.runs() == []
+    assert [c for c in target.calls if c.kind != "run"] == []  # nothing was measured
+
+
+@pytest.mark.usefixtures("no_processes")
+def test_a_command_workload_runs_on_the_experiments_target(tmp_path: Path) -> None:
+    """Each trial of exec.command is one timed run on the target (here a FakeTarget: the
+    samples are its scripted durations, and no process is started)."""
+    text = ("name: x\nseed: 3\nvariants: [{name: a}, {name: b}]\n"
+            "workloads: [{name: exec.command, params: {argv: [my-bench, -n, '5']}}]\n"
+            "repetitions: 2\nwarmup: 1\n")
+    target = FakeTarget().add("my-bench", duration_s=0.125)
+    store = Store(str(tmp_path / "s.db"))
+    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path, target=target).run()
+    assert outcome.status == "complete"
+    timed = [c for c in target.calls if c.kind == "run_timed"]
+    assert len(timed) == 2 * (2 + 1)  # variants x (repetitions + warm-up)
+    assert {c.argv for c in timed} == {("my-bench", "-n", "5")}
+    samples = store.samples(outcome.run_id)
+    assert len(samples) == 4 and {s.value for s in samples} == {0.125}
 
 
 def _quiet_host(tmp_path: Path) -> Any:

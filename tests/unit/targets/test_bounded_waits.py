@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from virtbench.targets import base, local
+from virtbench.targets import base, process
 from virtbench.targets.local import LocalTarget, kill_process_group
 
 
@@ -18,6 +18,7 @@ class _Unkillable:
     """A Popen stand-in for a process in uninterruptible sleep: wait() always times out."""
 
     pid = 4242
+    returncode = None
 
     def __init__(self) -> None:
         self.args = ["mount.nfs", "server:/x", "/mnt"]
@@ -30,11 +31,11 @@ class _Unkillable:
 
 def test_a_process_that_survives_sigkill_is_reported_not_waited_for(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(local, "KILL_WAIT_S", 0.01)
+    monkeypatch.setattr(process, "KILL_WAIT_S", 0.01)
     signalled: list[tuple[int, int]] = []
-    monkeypatch.setattr(local.os, "killpg", lambda pid, sig: signalled.append((pid, sig)))
+    monkeypatch.setattr(process.os, "killpg", lambda pid, sig: signalled.append((pid, sig)))
     stuck: Any = _Unkillable()
-    with caplog.at_level(logging.WARNING, logger="virtbench.targets.local"):
+    with caplog.at_level(logging.WARNING, logger="virtbench.targets.process"):
         kill_process_group(stuck)
     assert signalled == [(4242, 9)] and stuck.waited == [0.01]
     assert (f"process {stuck.pid} (mount.nfs server:/x /mnt) did not end within 0.01 s of "

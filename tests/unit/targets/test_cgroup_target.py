@@ -33,7 +33,7 @@ def test_spawned_process_joins_before_it_starts(tmp_path: Path) -> None:
     procs = tmp_path / "cgroup.procs"
     procs.write_text("")
     proc = CgroupTarget(LocalTarget(), FakeGroup("g", [procs])).spawn(["sleep", "0"])
-    assert proc.wait(10) == 0
+    assert proc.wait(10).returncode == 0
     assert procs.read_text().strip() == str(proc.pid)
 
 

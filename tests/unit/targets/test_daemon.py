@@ -118,7 +118,7 @@ def test_stop_pid_touches_only_a_process_whose_command_line_matches(tmp_path: Pa
         assert stop_pid(stranger.pid, marker) is False
         assert stranger.alive()
         assert stop_pid(ours.pid, marker, grace_s=5) is True
-        ours.popen.wait(5)
+        ours.process.wait(5)
         assert _group_members(ours.pid) == []  # the shell and its sleep
     finally:
         stranger.stop()

@@ -82,7 +82,7 @@ def test_interrupt_reaches_the_child_however_sigint_was_inherited(inherited: Any
     call.interrupt()
     code = call.wait(WAIT_S)
     if code is None:
-        call.kill()
+        call.kill_group()
         pytest.fail("the child ignored interrupt()")
     assert messages == [{"ready": True}, {"interrupted": True}]
 
@@ -97,7 +97,7 @@ def test_a_bounded_wait_returns_none_while_the_child_runs_and_kill_ends_it() -> 
     messages = _collect(call)
     assert call.wait(0.05) is None
     assert call.returncode is None
-    assert call.kill() == -signal.SIGKILL
+    assert call.kill_group() == -signal.SIGKILL
     assert call.wait(0) == -signal.SIGKILL  # reaped once, the code is kept
     assert messages == [{"ready": True}]
 
@@ -111,4 +111,4 @@ def test_the_child_is_in_its_own_group_as_soon_as_it_exists() -> None:
 
     call = ForkedCall(work)
     assert os.getpgid(call.pid) == call.pid
-    assert call.kill() == -signal.SIGKILL
+    assert call.kill_group() == -signal.SIGKILL

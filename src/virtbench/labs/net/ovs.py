@@ -130,7 +130,7 @@ class OvsDaemons:
         while True:  # ends: done, or past the deadline below
             for proc in self.procs:
                 if not proc.alive():
-                    raise self.error(f"OVS: {proc.argv[0]} exited ({proc.popen.returncode}) "
+                    raise self.error(f"OVS: {proc.argv[0]} exited ({proc.process.returncode}) "
                                      f"before {what}")
             if ready():
                 return

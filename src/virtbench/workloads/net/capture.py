@@ -20,7 +20,6 @@ import contextlib
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from typing import Literal
 
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import Target
-from virtbench.targets.ssh import RemoteProcess, SSHTarget
+from virtbench.targets.process import Process
+from virtbench.targets.ssh import SSHTarget
 
 __all__ = ["CAPTURE_PACKAGES", "Capture", "CaptureStats", "CaptureTool"]
 
@@ -92,7 +92,7 @@ class Capture:
             self.argv = ["dumpcap", "-i", iface, "-s", str(snaplen), "-P", "-B", str(buffer_mib),
                          "-f", bpf, "-w", str(written)]
         self.written = written
-        self.popen: subprocess.Popen[bytes] | RemoteProcess | None = None
+        self.process: Process | None = None
 
     def keep(self) -> Path:
         """Move the pcap (and the tool's log) to ``destination``; returns it."""
@@ -125,14 +125,14 @@ class Capture:
     def start(self, timeout_s: float = 10.0) -> None:
         self.path.unlink(missing_ok=True)
         if self.host is not None:
-            self.popen = self.host.start(self.argv, stderr_path=str(self.host_log))
+            self.process = self.host.start(self.argv, stderr_path=str(self.host_log))
         else:
             with open(self.log, "wb") as log:
-                self.popen = self.target.spawn(self.argv, stderr=log.fileno())
+                self.process = self.target.spawn(self.argv, stderr=log.fileno())
         deadline = time.monotonic() + timeout_s
         while not self._ready():
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"{self.tool} exited {self.popen.returncode}: "
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.tool} exited {self.process.returncode}: "
                                    f"{self._log_text().strip()[-300:]}")
             if time.monotonic() > deadline:
                 said = self._log_text().strip()[-300:]
@@ -144,10 +144,10 @@ class Capture:
     def _drain(self) -> None:
         """Wait until tcpdump has written every packet its filter took (asked via SIGUSR1), at
         most one block timeout plus a margin (loopback counts each packet twice, never equal)."""
-        assert self.popen is not None
+        assert self.process is not None
         deadline = time.monotonic() + _BLOCK_TIMEOUT_S["tcpdump"] + 0.5
-        while time.monotonic() < deadline and self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGUSR1)
+        while time.monotonic() < deadline and self.process.poll() is None:
+            self.process.signal(signal.SIGUSR1)
             time.sleep(0.05)
             text = self._log_text()
             captured, received = _TCPDUMP_CAPTURED.findall(text), _TCPDUMP_RECEIVED.findall(text)
@@ -156,18 +156,14 @@ class Capture:
             time.sleep(0.1)
 
     def stop(self, timeout_s: float = 10.0) -> CaptureStats:
-        if self.popen is not None and self.popen.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             if self.tool == "tcpdump":
                 self._drain()
             else:  # dumpcap cannot report progress; give the ring one block timeout
                 time.sleep(_BLOCK_TIMEOUT_S["dumpcap"] + 0.25)
-            self.popen.send_signal(signal.SIGINT)  # both flush the file and print counts on SIGINT
-            try:
-                self.popen.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(timeout_s)
-        self.popen = None
+            # Both flush the file and print counts on SIGINT; SIGKILL after timeout_s.
+            self.process.stop(timeout_s, first=signal.SIGINT, group=False)
+        self.process = None
         text = self._log_text()
         if self.host is not None:
             self.log.write_text(text)

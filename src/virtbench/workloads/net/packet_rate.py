@@ -31,7 +31,7 @@ from virtbench.packetgen import (
 )
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.targets.base import Target
-from virtbench.targets.local import kill_process_group
+from virtbench.targets.process import Process
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
 from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
@@ -218,7 +218,7 @@ class PacketRate(Workload):
         super().__init__(params)
         self._pacing: dict[str, list[tuple[float, float]]] = {}
         """(gap, measured interval per frame) of recent trafgen runs, per frame mix."""
-        self._server: subprocess.Popen[bytes] | None = None
+        self._server: Process | None = None
         """The irtt server this workload started for latency_probe."""
         self._port = self.params.probe_port
         self._realtime_refused = False
@@ -278,11 +278,8 @@ class PacketRate(Workload):
 
     def teardown(self, ctx: TrialContext) -> None:
         if self._server is not None and self._server.poll() is None:
-            self._server.terminate()
-            try:
-                self._server.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # not left running: killed with its group
-                kill_process_group(self._server)
+            # SIGTERM; not left running: killed with its group after 10 s.
+            self._server.stop(10, group=False)
         self._server = None
 
     def _probe_address(self, target: Target, path: Path) -> str:
@@ -447,20 +444,21 @@ class PacketRate(Workload):
                                stdout=subprocess.PIPE)
         proc = generator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            out, _err = proc.communicate(timeout=p.duration_s * 20 + 60)
+            generated = proc.wait(p.duration_s * 20 + 60)
             # Reads after trafgen's end count the drain of its socket's frames: not offered at
             # trafgen's pace, so left out.
             ended = time.monotonic()
-            sampled, _err = sampler.communicate(timeout=p.duration_s + 30)
+            sampled = sampler.wait(p.duration_s + 30).stdout or b""
         except subprocess.TimeoutExpired:
             for stuck in (proc, sampler):
-                kill_process_group(stuck)  # bounded, unlike reading the pipes to their end
+                stuck.kill_group()  # bounded, unlike reading the pipes to their end
             raise VirtbenchError("trafgen or its tx counter sampler did not finish") from None
         samples = [s for s in parse_samples(sampled.decode(errors="replace")) if s[0] < ended]
-        return proc.returncode, out.decode(errors="replace"), window_rate(samples)
+        return (generated.returncode, (generated.stdout or b"").decode(errors="replace"),
+                window_rate(samples))
 
     def _start_probe(self, target: Target, path: Path, out: Any
-                     ) -> subprocess.Popen[bytes] | None:
+                     ) -> Process | None:
         p: PacketRateParams = self.params
         if not p.latency_probe:
             return None
@@ -468,14 +466,14 @@ class PacketRate(Workload):
                              f"{p.probe_interval_ms:g}ms", "-d", f"{p.duration_s:g}s", "-Q",
                              "-o", str(out), self._probe_address(target, path)])
 
-    def _finish_probe(self, probe: subprocess.Popen[bytes] | None,
+    def _finish_probe(self, probe: Process | None,
                       out: Any) -> list[Measurement]:
         if probe is None:
             return []
         try:
-            probe.wait(timeout=self.params.duration_s + 30)
+            probe.wait(self.params.duration_s + 30)
         except subprocess.TimeoutExpired:
-            kill_process_group(probe)
+            probe.kill_group()
             raise VirtbenchError("irtt client did not finish") from None
         text = out.read_text()
         out.unlink(missing_ok=True)
