@@ -59,12 +59,14 @@ def _moments(base: np.ndarray, new: np.ndarray) -> LogRatioMoments:
                              new.var(1, ddof=1), n_n)
 
 
-def null_gate_rate(dist: str, seed: int) -> Rate:
-    """`--fail-if-worse 0` on equal distributions over n = 5..30, CV 1–20 %, both directions."""
+def null_gate_rate(dist: str, seed: int, sizes: tuple[int, ...] = NULL_SIZES,
+                   cvs: tuple[float, ...] = NULL_CVS) -> Rate:
+    """`--fail-if-worse 0` on equal distributions over n = 5..30, CV 1–20 % (or the ``sizes``
+    and ``cvs`` given), both directions."""
     rng = np.random.default_rng(seed)
     hits = trials = 0
-    for n in NULL_SIZES:
-        for cv in NULL_CVS:
+    for n in sizes:
+        for cv in cvs:
             for better in (Better.LOWER, Better.HIGHER):
                 m = _moments(draw(rng, dist, cv, n), draw(rng, dist, cv, n))
                 hits += int(np.count_nonzero(worse_p(m, better, 0.0) < ALPHA))
