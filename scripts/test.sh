@@ -11,8 +11,8 @@
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
 # The whole suite runs as five processes at once, each with its own temporary folder and
-# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity and
-# tests/lab/assess (a loop device and veth pair of their own); the unit
+# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity,
+# tests/lab/assess (a loop device and veth pair of their own) and calibrate's e2e test; the unit
 # tests (two pytest-xdist workers); the end-to-end tests; the TCG guests (kvm: a private
 # libvirtd); the other labs. Inside the other lines tests run one at a time: they start real
 # services whose ports, namespaces and timing they own. Each line's output is printed whole
@@ -106,11 +106,12 @@ case "$area" in
     # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests;
     # the other labs.
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
-    start_line static "$web_knee" "$storage_knee" tests/lab/assess
+    # (calibrate's end-to-end test beside them: the e2e line was the longest by a minute)
+    start_line static "$web_knee" "$storage_knee" tests/lab/assess tests/e2e/test_calibrate.py
     start_line guests tests/lab/kvm
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess \
       --ignore "$web_knee" --ignore "$storage_knee"
-    start_line e2e tests/e2e
+    start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py
     start_line unit -n 2 tests/unit
     wait
     status=0 passed=0 failed=0
