@@ -128,17 +128,23 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
         kill(child)  # a crash: no down()
     manifests = list((tmp_path / "labs").glob("vbnet-*.json"))
     assert len(manifests) == 1
-    # This lab's namespaces only (named after its manifest): the suite's other lines create
-    # vbnet- namespaces of their own meanwhile (the assess probes' counted here once).
-    ours = f"{manifests[0].stem}-"
-    assert len({ns for ns in _namespaces() if ns.startswith(ours)}) == 5
-    removed = VSwitchLab.clean(Manifest(manifests[0], "vswitch"))
-    assert any("namespace" in r for r in removed)
-    assert any("ovs-vswitchd" in r or "process" in r for r in removed)
-    assert {ns for ns in _namespaces() if ns.startswith(ours)} == set()
-    leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
-                              timeout=60).stdout
-    assert str(tmp_path) not in leftover  # no ovsdb-server/ovs-vswitchd of ours survives
+    removed: list[str] | None = None
+    try:
+        # This lab's namespaces only (named after its manifest): the suite's other lines
+        # create vbnet- namespaces of their own meanwhile (the assess probes' counted here once).
+        ours = f"{manifests[0].stem}-"
+        assert len({ns for ns in _namespaces() if ns.startswith(ours)}) == 5
+        removed = VSwitchLab.clean(Manifest(manifests[0], "vswitch"))
+        assert any("namespace" in r for r in removed)
+        assert any("ovs-vswitchd" in r or "process" in r for r in removed)
+        assert {ns for ns in _namespaces() if ns.startswith(ours)} == set()
+        leftover = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True,
+                                  timeout=60).stdout
+        assert str(tmp_path) not in leftover  # no ovsdb-server/ovs-vswitchd of ours survives
+    finally:
+        if removed is None and manifests[0].exists():
+            # A failed assertion before clean() must not leave daemons and namespaces behind.
+            VSwitchLab.clean(Manifest(manifests[0], "vswitch"))
 
 
 def _hugetlbfs_mounts() -> set[str]:

@@ -31,8 +31,11 @@ def test_selector_returns_no_key_for_its_timer_and_timers_still_fire_in_order() 
     loop = new_loop(0.0002)
     fired: list[int] = []
     try:
+        # One base time for every timer: with call_later, a preemption between two calls
+        # (over 1 ms on a loaded machine) would reorder the timers, not the selector.
+        base = loop.time()
         for i in range(5):
-            loop.call_later(0.001 * (5 - i), fired.append, i)
+            loop.call_at(base + 0.001 * (5 - i), fired.append, i)
         loop.run_until_complete(asyncio.sleep(0.01))
     finally:
         loop.close()
