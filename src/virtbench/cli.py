@@ -125,19 +125,19 @@ def run(
         help="run the fleet's ssh clients inside this network namespace")] = None,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
-    from virtbench.runner import check_experiment
-    from virtbench.spec import load_experiment
+    from virtbench.spec import load_resolved
 
-    exp, text = load_experiment(experiment)
+    resolved, text = load_resolved(experiment)  # plugins, parameters and knobs judged once
+    exp = resolved.experiment
     if hosts is not None or host:
         from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet
 
         fleet_members = fleet_hosts(hosts, host or [])  # a bad inventory fails here (exit 2)
         if check:  # --check with --hosts checks the hosts, never this machine
-            raise typer.Exit(0 if check_fleet(exp, str(experiment), store, fleet_members,
+            raise typer.Exit(0 if check_fleet(resolved, str(experiment), store, fleet_members,
                                               known_hosts=known_hosts, netns=netns,
                                               out=console) else 1)
-        fleet = run_fleet(exp, text, str(experiment), store, fleet_members,
+        fleet = run_fleet(resolved, text, str(experiment), store, fleet_members,
                           resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
         st = _store(store, create=True)
         measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
@@ -148,12 +148,15 @@ def run(
         if any(h.status != "complete" for h in fleet.hosts):
             raise typer.Exit(1)
         return
+    from virtbench.runner import build_plan
+
+    plan = build_plan(resolved)
     if check:
-        problems = check_experiment(exp)
-        variants = exp.all_variants()
-        console.print(f"{safetext.markup(exp.name)}: {len(variants)} variants × "
-                      f"{len(exp.workloads)} workloads; baseline "
-                      f"{safetext.markup(exp.baseline_name)}; repetitions {exp.repetitions}")
+        from virtbench.cli_plan import print_plan
+        from virtbench.runner import check_experiment
+
+        problems = check_experiment(plan)
+        print_plan(plan, console)
         for problem in problems:
             console.print(f"[red]problem:[/] {safetext.markup(problem)}")
         raise typer.Exit(1 if problems else 0)
@@ -178,7 +181,8 @@ def run(
     noise = NoiseWatch()
     # Target, tools, params and knobs are checked first: bad input fails before the noise
     # checks spend their window (and before their table is printed).
-    runner = Runner(st, exp, text, str(experiment), progress=RichProgress(err, quiet), noise=noise)
+    runner = Runner(st, plan, text, str(experiment), progress=RichProgress(err, quiet),
+                    noise=noise)
     runner.check()
     noise.initial = _preflight_gate(noise, strict, quiet)
     try:

@@ -5,6 +5,7 @@ profile was stored, 1 a run failed or too few runs completed, 2 bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -70,9 +71,10 @@ def calibrate(
     from virtbench.decide.runs import load_run
     from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner
-    from virtbench.spec import load_experiment
+    from virtbench.spec import load_resolved
 
-    exp, text = load_experiment(experiment)
+    resolved, text = load_resolved(experiment)  # judged once; each run is its baseline only
+    exp = resolved.experiment
     st = cli._store(store, create=True)
     run_ids: list[str] = []
     durations: list[float] = []
@@ -88,7 +90,9 @@ def calibrate(
                            f"{expected:.0f} s more)")
                 break
         noise = NoiseWatch()
-        runner = Runner(st, calibration_experiment(exp, index, runs), text, str(experiment),
+        runner = Runner(st, dataclasses.replace(
+                            resolved, experiment=calibration_experiment(exp, index, runs)),
+                        text, str(experiment),
                         progress=RichProgress(err, quiet), noise=noise)
         before = time.monotonic()
         try:

@@ -30,7 +30,7 @@ from virtbench.assess.findings import Gain
 from virtbench.assess.probes import PROBE_TRIAL_S, Probe
 from virtbench.runner import Runner
 from virtbench.runner.engine import ProgressHook
-from virtbench.spec.loader import parse_experiment
+from virtbench.spec.loader import parse_resolved
 from virtbench.spec.models import Adaptive
 from virtbench.store import Store
 from virtbench.workloads.cpu.features import KNOWN_FEATURES
@@ -243,12 +243,13 @@ def run_plan(store: Store, plan: Plan, budget_s: float,
     """Run the plan as a normal stored run; returns the run id and each workload's primary
     speedup of the changed variant over the baseline (``Plan.variant_names``)."""
     text = plan.experiment_text()
-    experiment = parse_experiment(text, "<assess>")
+    resolved = parse_resolved(text, "<assess>")
+    experiment = resolved.experiment
     assert isinstance(experiment.repetitions, Adaptive)
     experiment.repetitions.budget_s = round(max(1.0, budget_s), 1)
     experiment.description += (f" (this run's time for trials: "
                                f"{experiment.repetitions.budget_s:g} s)")
-    outcome = Runner(store, experiment, text, "virtbench assess", progress=progress).run()
+    outcome = Runner(store, resolved, text, "virtbench assess", progress=progress).run()
     analysis = analyse(store, [outcome.run_id])
     changed = plan.variant_names()[1]
     probes = {p.id: p for p in plan.probes}

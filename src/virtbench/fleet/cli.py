@@ -20,6 +20,7 @@ from virtbench.model import VirtbenchError
 if TYPE_CHECKING:
     from virtbench.fleet.drive import FleetOutcome
     from virtbench.spec.models import Experiment
+    from virtbench.spec.resolve import ResolvedExperiment
 
 __all__ = ["check_fleet", "fleet_hosts", "hosts_app", "run_fleet"]
 
@@ -36,7 +37,8 @@ def fleet_hosts(inventory: Path | None, urls: Sequence[str]) -> list[FleetHost]:
     return hosts
 
 
-def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[FleetHost], *,
+def check_fleet(resolved: Experiment | ResolvedExperiment, spec_path: str, store: str,
+                hosts: Sequence[FleetHost], *,
                 known_hosts: str | None, netns: str | None, out: Console) -> bool:
     """``run --hosts INVENTORY --check``: what the run would do on each host of the (already
     validated) inventory, then each host checked as ``hosts check`` does (reachable, the tools
@@ -44,7 +46,9 @@ def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[Fle
     from virtbench.fleet.drive import FleetRunner
     from virtbench.fleet.hostcheck import check_hosts
 
-    plan = FleetRunner(store, exp, "", spec_path, hosts, known_hosts=known_hosts, netns=netns)
+    plan = FleetRunner(store, resolved, "", spec_path, hosts, known_hosts=known_hosts,
+                       netns=netns)
+    exp = plan.exp
     variants = exp.all_variants()
 
     def say(line: str) -> None:  # names from the file and the inventory: shown literally
@@ -59,7 +63,7 @@ def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[Fle
         say(f"host {plan.server.name} ({plan.server.describe()}): the server role of lab "
             f"{exp.lab.kind}, peer of {plan.hosts[0].name}")
         checked.append(plan.server)
-    checks = check_hosts(exp, checked, known_hosts=known_hosts, netns=netns)
+    checks = check_hosts(plan.resolved, checked, known_hosts=known_hosts, netns=netns)
     for c in checks:
         for problem in c.problems:
             out.print(Text.assemble(("problem:", "red"), " ",
@@ -69,13 +73,15 @@ def check_fleet(exp: Experiment, spec_path: str, store: str, hosts: Sequence[Fle
     return all(c.ok for c in checks)
 
 
-def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
-              hosts: Sequence[FleetHost], *, resume: str | None, known_hosts: str | None,
-              netns: str | None, quiet: bool) -> FleetOutcome:
+def run_fleet(resolved: Experiment | ResolvedExperiment, spec_yaml: str, spec_path: str,
+              store: str, hosts: Sequence[FleetHost], *, resume: str | None,
+              known_hosts: str | None, netns: str | None, quiet: bool) -> FleetOutcome:
     """Run on every host at once, print one line per host, return the outcome."""
     from virtbench.fleet.drive import FleetRunner, latest_fleet
+    from virtbench.spec.resolve import ResolvedExperiment
     from virtbench.store import Store
 
+    exp = resolved.experiment if isinstance(resolved, ResolvedExperiment) else resolved
     lock = threading.Lock()
 
     def say(host: str, text: str) -> None:
@@ -90,7 +96,7 @@ def run_fleet(exp: Experiment, spec_yaml: str, spec_path: str, store: str,
             resume = latest_fleet(st, exp.name)
         finally:
             st.close()
-    fleet = FleetRunner(store, exp, spec_yaml, spec_path, hosts, known_hosts=known_hosts,
+    fleet = FleetRunner(store, resolved, spec_yaml, spec_path, hosts, known_hosts=known_hosts,
                         netns=netns, say=say)
     err.print(safetext.text(f"fleet run on {len(hosts)} hosts"
                             + (f" (resuming {resume})" if resume else "") + f"; store {store}"))
@@ -132,10 +138,11 @@ def hosts_check(
     """Per host: reachable, the tools the experiment needs (with Debian packages), and the
     facts that differ between hosts (CPU, kernel, tool versions). Exit 1 if a host is not ready."""
     from virtbench.fleet.hostcheck import check_hosts, comparability_diff
-    from virtbench.spec import load_experiment
+    from virtbench.spec import load_resolved
 
-    exp, _ = load_experiment(experiment)
-    checks = check_hosts(exp, load_inventory(inventory), known_hosts=known_hosts, netns=netns)
+    resolved, _ = load_resolved(experiment)
+    exp = resolved.experiment
+    checks = check_hosts(resolved, load_inventory(inventory), known_hosts=known_hosts, netns=netns)
     diff = comparability_diff({c.host: c.facts for c in checks if c.reachable})
     if as_json:
         sys.stdout.write(safetext.dumps({"hosts": [{"host": c.host, "reachable": c.reachable,

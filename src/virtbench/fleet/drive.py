@@ -36,6 +36,7 @@ from virtbench.runner.deadline import GRACE_S
 from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
 from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
+from virtbench.spec.resolve import ResolvedExperiment, resolve
 from virtbench.store import Store
 from virtbench.targets.forked import KILL_WAIT_S, ForkedCall, Send
 from virtbench.targets.ssh import SSHTarget
@@ -110,7 +111,8 @@ def latest_fleet(store: Store, experiment: str) -> str:
 class FleetRunner:
     """Runs ``exp`` on ``hosts`` concurrently; ``store_location`` is opened once per host."""
 
-    def __init__(self, store_location: str, exp: Experiment, spec_yaml: str, spec_path: str,
+    def __init__(self, store_location: str, exp: Experiment | ResolvedExperiment,
+                 spec_yaml: str, spec_path: str,
                  hosts: Sequence[FleetHost], *, known_hosts: str | None = None,
                  netns: str | None = None, say: Say | None = None,
                  stop_wait_s: float | None = None) -> None:
@@ -121,12 +123,14 @@ class FleetRunner:
         if duplicates:
             raise VirtbenchError(f"host names must be distinct: {', '.join(duplicates)}")
         self.store_location = store_location
-        self.exp, self.spec_yaml, self.spec_path = exp, spec_yaml, spec_path
+        # Resolved once (plugins, parameters, knobs); each host's run builds its own plan.
+        self.resolved = exp if isinstance(exp, ResolvedExperiment) else resolve(exp)
+        self.exp, self.spec_yaml, self.spec_path = self.resolved.experiment, spec_yaml, spec_path
         self.hosts = list(hosts)
         # roles (lab cross-host): one run, on the client's host, with the server's as its peer
         self.server: FleetHost | None = None
-        if exp.lab.kind == CrossHostLab.name:
-            self.hosts, self.server = _role_hosts(exp, self.hosts)
+        if self.exp.lab.kind == CrossHostLab.name:
+            self.hosts, self.server = _role_hosts(self.exp, self.hosts)
         self.known_hosts, self.netns = known_hosts, netns
         self.say: Say = say or (lambda _host, _text: None)
         self.stop = threading.Event()
@@ -337,7 +341,9 @@ class FleetRunner:
             if problem is not None:
                 self.say(host.name, problem)
                 return self._failed(store, host, run_id, existing is not None, problem)
-            runner = Runner(store, host_experiment(self.exp, host.name), self.spec_yaml,
+            hosted = dataclasses.replace(self.resolved,
+                                         experiment=host_experiment(self.exp, host.name))
+            runner = Runner(store, hosted, self.spec_yaml,
                             self.spec_path,
                             progress=_HostProgress(host.name, self.say, self.stop),
                             target=target, host_label=host.name,

@@ -11,8 +11,9 @@ from typing import Any
 from virtbench.facts import collect_facts
 from virtbench.fleet.connect import connect, probe
 from virtbench.fleet.inventory import FleetHost
-from virtbench.runner import check_experiment
+from virtbench.runner import Plan, build_plan, check_experiment
 from virtbench.spec.models import Experiment
+from virtbench.spec.resolve import ResolvedExperiment
 
 __all__ = ["COMPARED_FACTS", "HostCheck", "check_hosts", "comparability_diff", "fact_value"]
 
@@ -67,11 +68,13 @@ def comparability_diff(facts_by_host: Mapping[str, Mapping[str, Any]],
     return diff
 
 
-def check_hosts(exp: Experiment, hosts: Sequence[FleetHost], *, known_hosts: str | None = None,
+def check_hosts(exp: Experiment | ResolvedExperiment | Plan, hosts: Sequence[FleetHost], *,
+                known_hosts: str | None = None,
                 netns: str | None = None, timeout_s: float = CHECK_TIMEOUT_S) -> list[HostCheck]:
     """Every host checked at once: reachability, the experiment's problems there, its facts.
     A host whose check has not ended after ``timeout_s`` is reported unreachable with that
     reason (its thread is left behind; the others' answers are not held up)."""
+    plan = exp if isinstance(exp, Plan) else build_plan(exp)  # once, for every host
     results: dict[str, HostCheck] = {}
     lock = threading.Lock()  # a check given up for good: its late answer is dropped
 
@@ -90,7 +93,7 @@ def check_hosts(exp: Experiment, hosts: Sequence[FleetHost], *, known_hosts: str
             if problem is not None:
                 answer = HostCheck(host.name, False, [problem])
             else:
-                problems = check_experiment(exp, target=target)
+                problems = check_experiment(plan, target=target)
                 answer = HostCheck(host.name, True, problems, collect_facts(target))
         except Exception as exc:  # one host's surprise must not hide the others' answers
             answer = HostCheck(host.name, False, [f"{type(exc).__name__}: {exc}"])

@@ -1,18 +1,19 @@
 """Scheduling, adaptive stopping, resume and progress around the workloads.
 
 The runner itself (engine: the store, facts, preflight) is imported on first use (PEP 562, static
-imports): `run --check` needs only what builds and checks an experiment (runner.build)."""
+imports): `run --check` needs only what builds and checks an experiment (runner.plan)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from virtbench.runner.build import check_experiment
+from virtbench.runner.plan import Plan, build_plan, check_experiment, check_plan
 
 if TYPE_CHECKING:
     from virtbench.runner.engine import ProgressHook, Runner, RunOutcome
 
-__all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment"]
+__all__ = ["Plan", "ProgressHook", "RunOutcome", "Runner", "build_plan", "check_experiment",
+           "check_plan"]
 
 
 def __getattr__(name: str) -> Any:

@@ -24,8 +24,8 @@ from virtbench.labs.base import LabState
 from virtbench.model import RunFailed, VirtbenchError
 from virtbench.preflight import NoiseWatch, checks_facts, summary_line
 from virtbench.runner.adaptive import unconverged_pairs
-from virtbench.runner.build import check_experiment, instantiate_workloads, make_lab, realise_all
-from virtbench.runner.deadline import run_with_time_limit, time_limits
+from virtbench.runner.deadline import run_with_time_limit
+from virtbench.runner.plan import Plan, build_plan, check_experiment, check_plan
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
 from virtbench.runner.search import (
     SearchedWorkload,
@@ -33,12 +33,14 @@ from virtbench.runner.search import (
     run_search,
     trace_from_trials,
 )
+from virtbench.runner.trial_times import TrialTimes, trial_key
 from virtbench.spec.models import Adaptive, Experiment
+from virtbench.spec.resolve import ResolvedExperiment
 from virtbench.store import RunInfo, Store, TrialRecord
 from virtbench.store.ids import check_run_id
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
-from virtbench.workloads.base import Realisation, TrialContext, Workload
+from virtbench.workloads.base import TrialContext, Workload
 
 __all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "refuse_if_running",
            "sigterm_as_interrupt"]
@@ -104,46 +106,51 @@ def spec_digest(spec_yaml: str) -> str:
 
 
 class Runner:
-    def __init__(self, store: Store, exp: Experiment, spec_yaml: str, spec_path: str = "",
+    def __init__(self, store: Store, exp: Experiment | ResolvedExperiment | Plan,
+                 spec_yaml: str, spec_path: str = "",
                  progress: ProgressHook | None = None, workdir: Path | None = None,
                  noise: NoiseWatch | None = None, target: Target | None = None,
                  host_label: str | None = None, run_id: str | None = None) -> None:
         self.store = store
-        self.exp = exp
+        # One build step (runner.plan): workloads, realisations and time limits come from the
+        # plan, built here only for an experiment given unplanned.
+        self.plan = exp if isinstance(exp, Plan) else build_plan(exp)
+        self.exp = self.plan.experiment
         self.spec_yaml = spec_yaml
         self.spec_path = spec_path
         self.progress = progress or ProgressHook()
         # A fleet gives each host's runner its own target, label and pre-chosen run id.
-        self.target = target or make_target(exp.target)
+        self.target = target or make_target(self.exp.target)
         self.host_label = host_label or socket.gethostname()
         self.new_run_id = run_id
-        self.workloads = instantiate_workloads(exp)
-        self.time_limits = time_limits(exp.workloads, self.workloads)
-        self.variants = {v.name: v.knobs for v in exp.all_variants()}
-        self.baseline = exp.baseline_name
+        self.workloads = self.plan.workloads
+        self.time_limits = self.plan.time_limits
+        self.variants = self.plan.variants
+        self.baseline = self.plan.baseline
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
         # Each run gets its own directory under this one, so two runs of one experiment at the
         # same time never share files.
-        self.work_root = workdir or cache / "virtbench" / "work" / exp.name
+        self.work_root = workdir or cache / "virtbench" / "work" / self.exp.name
         self.workdir = self.work_root
-        self.lab = make_lab(exp, self.workdir, self.target)
+        self.lab = self.plan.make_lab(self.workdir, self.target)  # the run's one lab
         self._values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
         self._setup_done: set[Pair] = set()
         self._setup_states: dict[Pair, LabState] = {}
-        self._realisations: dict[Pair, Realisation] = {}
         self._order_index = 0
         self._failures_in_a_row = 0
         self._facts_id: int | None = None
         self.noise = noise
         self._checked = False
+        # Durations of this run's measured trials by trial_key, kept for run --check's
+        # estimate of later runs (runner.trial_times).
+        self._durations: dict[str, list[float]] = defaultdict(list)
+        self._duration_keys: dict[Pair, str] = {}
 
     # ---- public --------------------------------------------------------------------------
     def check(self) -> None:
         """Everything that would stop the run (tools, target, lab, knobs), before anything runs;
         raises RunFailed listing them. ``run`` calls it unless it was called already."""
-        problems = check_experiment(self.exp, realise=False, target=self.target)
-        self._realisations, unrealisable = realise_all(self.workloads, self.variants)
-        problems += unrealisable
+        problems = check_plan(self.plan, self.target, self.lab)
         if problems:
             raise RunFailed("cannot run; fix these first:\n  " + "\n  ".join(problems))
         self._checked = True
@@ -182,6 +189,8 @@ class Runner:
                     self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
                     with contextlib.suppress(Exception):
                         self.store.add_facts(run_id, "after", collect_facts(self.target))
+                    with contextlib.suppress(Exception):  # only an estimate's input
+                        TrialTimes.load().add(self._durations)
                     self.target.close()
                     self.progress.stop()
         return outcome
@@ -213,7 +222,9 @@ class Runner:
             spec_yaml=self.spec_yaml, spec_path=self.spec_path, seed=self.exp.seed,
             host=self.host_label, target=self.target.describe(), baseline=self.baseline,
             version=__version__, run_id=self.new_run_id)
-        self.store.add_variants(run_id, list(self.variants.items()), self.baseline)
+        self.store.add_variants(
+            run_id, [(name, dict(knobs)) for name, knobs in self.variants.items()],
+            self.baseline)
         for position, (workload_id, workload) in enumerate(self.workloads.items()):
             self.store.add_workload(run_id, workload_id, workload.name, position,
                                     workload.params.model_dump(mode="json"),
@@ -314,7 +325,7 @@ class Runner:
     def _context(self, key: TrialKey, state: LabState) -> tuple[TrialContext, Workload]:
         workload = self.workloads[key.workload_id]
         pair = (key.variant, key.workload_id)
-        realisation = self._realisations[pair]
+        realisation = self.plan.realisations[pair]
         seed = int(hashlib.sha256(f"{self.exp.seed}:{key}".encode()).hexdigest()[:8], 16)
         ctx = TrialContext(
             target=state.target or self.target, variant=key.variant,
@@ -385,10 +396,19 @@ class Runner:
                                      f"last: {error}")
             return
         self._failures_in_a_row = 0
+        if not key.warmup and not isinstance(workload, SearchedWorkload):
+            self._durations[self._duration_key(pair)].append(ended - started)
         if not key.warmup:
             for m in measurements:
                 if m.t is None and m.value is not None:
                     self._values[(key.variant, key.workload_id, m.metric)].append(m.value)
+
+    def _duration_key(self, pair: Pair) -> str:
+        if pair not in self._duration_keys:
+            workload = self.workloads[pair[1]]
+            self._duration_keys[pair] = trial_key(
+                workload.name, workload.params.model_dump(mode="json"), self.variants[pair[0]])
+        return self._duration_keys[pair]
 
     def _preflight(self, run_id: str, label: str) -> None:
         """Noise checks, stored as facts of phase 'preflight <label>' and printed."""
@@ -401,7 +421,7 @@ class Runner:
 
     def _record_realisation(self, run_id: str, pair: Pair, state: LabState,
                             env: dict[str, str | None]) -> None:
-        realisation = self._realisations[pair]
+        realisation = self.plan.realisations[pair]
         settings: dict[str, Any] = dict(realisation.settings)
         settings.update({f"lab.{k}": v for k, v in state.notes.items()})
         self.store.add_realisation(run_id, pair[0], pair[1], realisation.mechanism, settings,

@@ -25,6 +25,7 @@ __all__ = [
     "Tool",
     "TrialContext",
     "TrialResult",
+    "TypicalTime",
     "Workload",
     "missing_tools",
 ]
@@ -53,6 +54,15 @@ class TrialResult:
     measurements: list[Measurement]
     artifacts: list[Artifact] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TypicalTime:
+    """A workload's own word on one trial's duration (s): a range and where it comes from."""
+
+    low_s: float
+    high_s: float
+    source: str
 
 
 class Workload(abc.ABC):
@@ -95,6 +105,15 @@ class Workload(abc.ABC):
         """This configuration's default time limit of one trial, s."""
         duration = getattr(self.params, "duration_s", None)
         return self.timeout_s + (float(duration) if isinstance(duration, int | float) else 0.0)
+
+    def typical_trial_s(self) -> TypicalTime | None:
+        """How long one trial of this configuration usually takes, when the workload can say
+        before anything ran (``run --check``'s estimate; a time measured on this host wins).
+        The default: a trial that lasts its ``duration_s`` parameter."""
+        duration = getattr(self.params, "duration_s", None)
+        if isinstance(duration, int | float) and duration > 0:
+            return TypicalTime(float(duration), float(duration), "its duration_s parameter")
+        return None
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         """Translate variant knobs into this workload's mechanism (env vars, settings).

@@ -10,7 +10,14 @@ from pydantic import Field
 
 from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
-from virtbench.workloads.base import Realisation, Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.base import (
+    Realisation,
+    Tool,
+    TrialContext,
+    TrialResult,
+    TypicalTime,
+    Workload,
+)
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, x265_realisation
 
 __all__ = ["WORKLOADS", "X265Workload"]
@@ -58,6 +65,16 @@ class X265Workload(Workload):
     Params = X265Params
     knobs = (CPU_FEATURES_KNOB,)
     timeout_s = 7200.0  # the encode's own limit: 1080p without asm takes minutes per clip
+
+    def typical_trial_s(self) -> TypicalTime | None:
+        p = self.params
+        if p.clip == "study" and p.geometry() == CLIP_PRESETS["study"] and (
+                p.preset, p.crf) == ("medium", 32):
+            # Study 000's own mean encode times of this clip (docs/cpu-features.md): all four
+            # SSE flags 57.7 s, the default guest CPU 138.24 s.
+            return TypicalTime(57.7, 138.24, "study 000's encode times of this clip on its "
+                                             "4-vCPU Ryzen 7 4800H guest")
+        return None
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return x265_realisation(feature_set(knobs), self.name)
