@@ -14,6 +14,7 @@ from virtbench.model import VirtbenchError
 from virtbench.plugins import get_lab, get_workload
 from virtbench.runner.schedule import Pair
 from virtbench.runner.search import searched
+from virtbench.runner.service_check import service_problems
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment
 from virtbench.targets.base import Target
@@ -82,6 +83,7 @@ def check_experiment(exp: Experiment, *, realise: bool = True,
         problems += lab.check()
         for workload in workloads.values():
             problems += workload.check(target)
+        problems += service_problems(lab, workloads.values())
         if realise:
             problems += realise_all(workloads, {v.name: v.knobs for v in exp.all_variants()})[1]
     finally:
