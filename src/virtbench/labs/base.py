@@ -97,6 +97,12 @@ class LabState:
     notes: dict[str, str] = field(default_factory=dict)
     """How the variant was realised, shown in the report."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.services, Services):  # a plugin written for the string keys
+            raise VirtbenchError(
+                "LabState.services must be typed services (Lab.publish(...), "
+                f"docs/plugins.md \"Services\"), not {type(self.services).__name__}")
+
 
 class Lab(abc.ABC):
     name: ClassVar[str]

@@ -50,3 +50,8 @@ def test_the_probe_labs_params_choose_what_it_provides(tmp_path: Path) -> None:
     assert provided(disk=True) == (ScratchDisk,)
     assert provided(network=True) == (VethPair,)
     assert provided() == ()
+
+
+def test_a_lab_state_of_string_keys_is_refused() -> None:
+    with pytest.raises(VirtbenchError, match=r"must be typed services \(Lab.publish"):
+        LabState(services={"fs": {"path": "/tmp"}})  # type: ignore[arg-type]
