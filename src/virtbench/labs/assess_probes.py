@@ -28,6 +28,7 @@ from virtbench.labs.daemons import start_recorded
 from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.netops import add_namespace, add_veth, set_address
 from virtbench.model import VirtbenchError
+from virtbench.services import ScratchDisk, Service, VethPair
 from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import LocalTarget, NetnsTarget
@@ -83,12 +84,14 @@ class ProbeLab(Lab):
         Tool("iperf3", "iperf3", "the network probe's server"),
     )
     switch_cost: ClassVar[str] = "cheap"
+    provides = (ScratchDisk, VethPair)
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
         super().__init__(params, workdir, target)
         self.token = secrets.token_hex(2)
         self.manifest: Manifest | None = None
-        self.services: dict[str, Any] = {}
+        self.published: list[Service] = []
+        """What ``up`` made, published to every variant."""
         self.server: Daemon | None = None
 
     def check(self) -> list[str]:
@@ -101,14 +104,19 @@ class ProbeLab(Lab):
         self.manifest = Manifest(lab_root() / f"{OUR_PREFIX}probe-{self.token}.json", self.name)
         try:
             if self.params.disk:
-                self.services["disk"] = self._disk(self.manifest)
+                self.published.append(self._disk(self.manifest))
             if self.params.network:
-                self.services["net"] = self._network(self.manifest)
+                self.published.append(self._network(self.manifest))
         except BaseException:
             self.down()
             raise
 
-    def _disk(self, manifest: Manifest) -> dict[str, Any]:
+    def provided_services(self) -> tuple[type[Service], ...]:
+        """The scratch disk with params.disk, the veth pair with params.network."""
+        return tuple(kind for kind, wanted in ((ScratchDisk, self.params.disk),
+                                               (VethPair, self.params.network)) if wanted)
+
+    def _disk(self, manifest: Manifest) -> ScratchDisk:
         image_dir = Path(self.params.image_dir) if self.params.image_dir else self.workdir
         size = self.params.image_size_mib
         if _free_mib(image_dir) < size + 64:
@@ -143,13 +151,14 @@ class ProbeLab(Lab):
         mount = json.loads(self.target.run(["findmnt", "-J", "-T", str(image_dir)]).stdout)
         fs = mount["filesystems"][0]
         sysfs = f"/sys/block/{Path(device).name}/queue/scheduler"
-        return {"device": device, "image": str(image), "size_mib": size, "direct_io": dio,
-                "backing": f"{fs.get('source', '?')} ({fs.get('fstype', '?')}, mounted on "
-                           f"{fs.get('target', '?')})",
-                "scheduler_file": sysfs,
-                "schedulers": Path(sysfs).read_text().replace("[", "").replace("]", "").split()}
+        return ScratchDisk(
+            device=device, image=str(image), size_mib=size, direct_io=dio,
+            backing=f"{fs.get('source', '?')} ({fs.get('fstype', '?')}, mounted on "
+                    f"{fs.get('target', '?')})",
+            scheduler_file=sysfs,
+            schedulers=tuple(Path(sysfs).read_text().replace("[", "").replace("]", "").split()))
 
-    def _network(self, manifest: Manifest) -> dict[str, Any]:
+    def _network(self, manifest: Manifest) -> VethPair:
         server_ns, client_ns = (f"{OUR_PREFIX}{self.token}-p{r}" for r in ("s", "c"))
         for ns in (server_ns, client_ns):
             add_namespace(self.target, manifest, ns)
@@ -163,11 +172,11 @@ class ProbeLab(Lab):
                                      ["iperf3", "-s", "-p", str(IPERF3_PORT)],
                                      log=rundir / "iperf3.log")
         self.server.wait_for_port(IPERF3_PORT)
-        return {"server_ns": server_ns, "client_ns": client_ns, "server_if": "vbps",
-                "client_if": "vbpc", "address": f"{SUBNET}.1", "port": IPERF3_PORT}
+        return VethPair(server_ns=server_ns, server_iface="vbps", client_ns=client_ns,
+                        client_iface="vbpc", address=f"{SUBNET}.1", port=IPERF3_PORT)
 
     def enter(self, variant: str, knobs: Any) -> LabState:
-        return LabState(services=dict(self.services))
+        return LabState(services=self.publish(*self.published))
 
     def down(self) -> None:
         if self.server is not None:
@@ -181,7 +190,7 @@ class ProbeLab(Lab):
             else:
                 raise VirtbenchError(f"lab assess-probes: cleanup incomplete, see "
                                      f"{self.manifest.path} (virtbench lab clean)")
-        self.services = {}
+        self.published = []
 
     @classmethod
     def clean(cls, manifest: Manifest) -> list[str]:

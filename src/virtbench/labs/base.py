@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from virtbench.contract import Knob, NoParams, Tool, missing_tools
 from virtbench.model import VirtbenchError
+from virtbench.services import Service, Services, kind_names
 from virtbench.targets.base import Target
 
 __all__ = ["RENAMED_LABS", "Lab", "LabState", "Manifest", "lab_root"]
@@ -91,9 +92,16 @@ class LabState:
     target: Target | None = None
     """Where workloads run for this variant (None: the experiment's target)."""
     env: dict[str, str | None] = field(default_factory=dict)
-    services: dict[str, Any] = field(default_factory=dict)
+    services: Services = field(default_factory=Services)
+    """The typed services the workloads read (``Lab.publish``)."""
     notes: dict[str, str] = field(default_factory=dict)
     """How the variant was realised, shown in the report."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.services, Services):  # a plugin written for the string keys
+            raise VirtbenchError(
+                "LabState.services must be typed services (Lab.publish(...), "
+                f"docs/plugins.md \"Services\"), not {type(self.services).__name__}")
 
 
 class Lab(abc.ABC):
@@ -105,6 +113,9 @@ class Lab(abc.ABC):
     """Variant knobs this lab realises; ``enter`` receives these and no others."""
     switch_cost: ClassVar[str] = "cheap"
     """'expensive' when entering a variant restarts something (a VM, a switch): blocked order."""
+    provides: ClassVar[tuple[type[Service], ...]] = ()
+    """The kinds of service ``enter`` publishes (``virtbench.services``); a workload that needs
+    another is refused before the run."""
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
         self.params: Any = params if params is not None else self.Params()
@@ -122,6 +133,20 @@ class Lab(abc.ABC):
         """The knobs of a variant that this lab declares (workloads realise the others)."""
         declared = {knob.name for knob in cls.knobs}
         return {name: value for name, value in knobs.items() if name in declared}
+
+    def provided_services(self) -> tuple[type[Service], ...]:
+        """What this lab, with its params, publishes for every variant (default ``provides``;
+        a lab whose params turn a part off narrows it)."""
+        return self.provides
+
+    def publish(self, *services: Service) -> Services:
+        """``services`` for a ``LabState``; refuses a kind this lab does not declare."""
+        declared = self.provided_services()
+        stray = [type(s) for s in services if type(s) not in declared]
+        if stray:
+            raise VirtbenchError(f"lab {self.name} publishes {kind_names(stray)} but declares "
+                                 f"it provides {kind_names(declared)}")
+        return Services(self.name, tuple(services))
 
     @abc.abstractmethod
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:

@@ -35,6 +35,7 @@ from virtbench.contract import Knob, Params, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits, remove_cgroup_dir
 from virtbench.model import VirtbenchError
+from virtbench.services import FilesystemService, ResourceLimits
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
@@ -206,6 +207,7 @@ class StorageLab(Lab):
     # Filesystems persist across variants and a cgroup is a few mkdirs: switching is cheap, so
     # interleaved order (which the study lacked) costs nothing.
     switch_cost = "cheap"
+    provides = (FilesystemService, ResourceLimits)
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -249,19 +251,13 @@ class StorageLab(Lab):
                 raise
             target = CgroupTarget(self.target, self.cgroup)
         policy = self.cache_policy(fs, vm)
-        services = {"fs": {
-            "path": str(fs.path),
-            "kind": fs.kind,
-            "spec": fs.spec,
-            "mount": dict(fs.mount),
-            "size_mib": fs.size_mib,
-            "free_mib": _free_mib(fs.path),
-            "cache_policy": policy,
-            "drop_caches": fs.kind != "tmpfs",
-            "vcpus": vm.vcpus,
-            "memory_mib": vm.memory_mib,
-            "cgroup": self.cgroup.name if self.cgroup else None,
-        }}
+        services = self.publish(
+            FilesystemService(path=str(fs.path), kind=fs.kind, spec=fs.spec,
+                              mount=dict(fs.mount), size_mib=fs.size_mib,
+                              free_mib=_free_mib(fs.path), cache_policy=policy,
+                              drop_caches=fs.kind != "tmpfs"),
+            ResourceLimits(vcpus=vm.vcpus, memory_mib=vm.memory_mib,
+                           cgroup=self.cgroup.name if self.cgroup else None))
         notes = {
             "vm_size": vm.label() + (f" (cgroup {Cgroup.detect()}: {limits.model_dump()})"
                                      if self.cgroup else " (no cgroup limits)"),

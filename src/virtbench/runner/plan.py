@@ -23,6 +23,7 @@ from virtbench.model import VirtbenchError
 from virtbench.runner.deadline import time_limits
 from virtbench.runner.schedule import Pair
 from virtbench.runner.search import searched
+from virtbench.runner.service_check import service_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.spec.resolve import ResolvedExperiment, SpecError, resolve
 from virtbench.targets.base import Target
@@ -102,6 +103,7 @@ def check_plan(plan: Plan, target: Target, lab: Lab | None = None) -> list[str]:
     problems += lab.check()
     for workload in plan.workloads.values():
         problems += workload.check(target)
+    problems += service_problems(lab, plan.workloads.values())
     return problems + list(plan.unrealisable)
 
 

@@ -18,6 +18,7 @@ from virtbench.contract import Realisation
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.search import Search, SearchResult, Step, TraceEntry
 from virtbench.search.spec import SearchSpec
+from virtbench.services import Service
 from virtbench.targets.base import Target
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
@@ -79,6 +80,9 @@ class SearchedWorkload(Workload):
 
     def check(self, target: Target) -> list[str]:
         return self.inner.check(target)
+
+    def needed_services(self) -> tuple[type[Service], ...]:
+        return self.inner.needed_services()
 
     def setup(self, ctx: TrialContext) -> None:
         self.inner.setup(ctx)
@@ -192,7 +196,7 @@ def searched(inner: Workload, spec: SearchSpec) -> SearchedWorkload:
         "name": cls.name, "description": f"capacity search of {cls.name}: {cls.description}",
         "metrics": (*cls.metrics, *search_metrics(spec.unit)), "tools": cls.tools,
         "python_modules": cls.python_modules, "Params": cls.Params, "knobs": cls.knobs,
-        "inner_class": cls})
+        "needs": cls.needs, "inner_class": cls})
     return wrapper(inner, spec)  # type: ignore[no-any-return]
 
 

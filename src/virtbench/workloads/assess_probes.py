@@ -24,6 +24,7 @@ from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchErro
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import parse_fio
 from virtbench.parsers.iperf3 import IPERF3_METRICS, parse_iperf3_json
+from virtbench.services import ScratchDisk, VethPair
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "Iperf3Probe"]
@@ -46,14 +47,6 @@ NIC_OFFLOADS = Knob("nic_offloads", "tso, gso, gro and tx checksum offloads of t
                     "veth pair", choices=("on", "off"))
 
 
-def _service(ctx: TrialContext, name: str, workload: str) -> dict[str, Any]:
-    service = ctx.services.get(name)
-    if not isinstance(service, dict):
-        param = "network" if name == "net" else name
-        raise VirtbenchError(f"{workload}: needs lab assess-probes with params.{param}=true")
-    return service
-
-
 class FioProbeParams(Params):
     vary: Literal["io_scheduler", "disk_cache"] = Field(
         description="the one knob this probe follows (the other setting stays as the lab made it)")
@@ -72,6 +65,7 @@ class FioProbe(Workload):
     tools = (Tool("fio", "fio", "the probe"), Tool("tee", "coreutils", "setting the scheduler"))
     Params = FioProbeParams
     knobs: ClassVar[tuple[Knob, ...]] = (IO_SCHEDULER, DISK_CACHE)
+    needs = (ScratchDisk,)
     timeout_s = 60.0
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
@@ -90,22 +84,21 @@ class FioProbe(Workload):
                 *CACHE_FLAGS[value]]
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        disk = _service(ctx, "disk", self.name)
+        disk = ctx.services.get(ScratchDisk)
         value = ctx.realisation.settings.get(self.params.vary, "none")
-        notes = {"device": f"{disk['device']}: {disk['size_mib']} MiB image on "
-                           f"{disk['backing']}"}
+        notes = {"device": f"{disk.device}: {disk.size_mib} MiB image on {disk.backing}"}
         if self.params.vary == "io_scheduler":
-            if value not in disk["schedulers"]:
+            if value not in disk.schedulers:
                 raise VirtbenchError(f"probe.fio: this kernel offers no scheduler {value!r} "
-                                     f"(it has {', '.join(disk['schedulers'])})")
-            ctx.target.run(["tee", disk["scheduler_file"]], input=value + "\n")
-            chosen = ctx.target.run(["cat", disk["scheduler_file"]]).stdout
+                                     f"(it has {', '.join(disk.schedulers)})")
+            ctx.target.run(["tee", disk.scheduler_file], input=value + "\n")
+            chosen = ctx.target.run(["cat", disk.scheduler_file]).stdout
             if f"[{value}]" not in chosen:
                 raise VirtbenchError(f"probe.fio: scheduler {value} did not apply: {chosen}")
             notes["scheduler"] = value
         else:
             notes["open_flags"] = " ".join(CACHE_FLAGS[value])
-        result = ctx.target.run(self.argv(disk["device"], value, ctx.seed),
+        result = ctx.target.run(self.argv(disk.device, value, ctx.seed),
                                 timeout=self.params.runtime_s + 30)
         pattern = "randread" if self.params.vary == "io_scheduler" else "randwrite"
         try:
@@ -136,6 +129,7 @@ class Iperf3Probe(Workload):
              Tool("ethtool", "ethtool", "the veth's offloads"))
     Params = Iperf3ProbeParams
     knobs: ClassVar[tuple[Knob, ...]] = (NIC_OFFLOADS,)
+    needs = (VethPair,)
     timeout_s = 60.0
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
@@ -144,17 +138,16 @@ class Iperf3Probe(Workload):
                            settings={"nic_offloads": value})
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        net = _service(ctx, "net", self.name)
+        net = ctx.services.get(VethPair)
         value = ctx.realisation.settings.get("nic_offloads", "on")
-        for ns, iface in ((net["server_ns"], net["server_if"]),
-                          (net["client_ns"], net["client_if"])):
+        for ns, iface in ((net.server_ns, net.server_iface), (net.client_ns, net.client_iface)):
             argv = ["ip", "netns", "exec", ns, "ethtool", "-K", iface]
             for feature in OFFLOADS:
                 argv += [feature, value]
             ctx.target.run(argv)
         result = ctx.target.run(
-            ["ip", "netns", "exec", net["client_ns"], "iperf3", "-c", net["address"], "-p",
-             str(net["port"]), "-J", "-t", f"{self.params.runtime_s:g}"],
+            ["ip", "netns", "exec", net.client_ns, "iperf3", "-c", net.address, "-p",
+             str(net.port), "-J", "-t", f"{self.params.runtime_s:g}"],
             timeout=self.params.runtime_s + 30)
         try:
             parsed = parse_iperf3_json(result.stdout)
@@ -165,8 +158,8 @@ class Iperf3Probe(Workload):
             out.append(Measurement("tcp_retransmits", float(parsed.retransmits)))
         return TrialResult(out, [Artifact("iperf3.json", result.stdout.encode(),
                                           "application/json")],
-                           {"path": f"veth {net['client_if']} ({net['client_ns']}) → "
-                                    f"{net['server_if']} ({net['server_ns']})",
+                           {"path": f"veth {net.client_iface} ({net.client_ns}) → "
+                                    f"{net.server_iface} ({net.server_ns})",
                             "offloads": f"{'/'.join(OFFLOADS)} {value}"})
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from virtbench.contract import Knob, NoParams, Realisation, Tool, missing_tools
 from virtbench.model import Artifact, Measurement, Metric
+from virtbench.services import Service, Services
 from virtbench.targets.base import Target
 
 __all__ = [
@@ -43,8 +44,9 @@ class TrialContext:
     seed: int
     env: dict[str, str | None] = field(default_factory=dict)
     """Environment set by the lab for this variant (e.g. CPU-feature masks)."""
-    services: dict[str, Any] = field(default_factory=dict)
-    """What the lab provides (addresses, namespaces, URLs), keyed by name."""
+    services: Services = field(default_factory=Services)
+    """What the lab provides (a filesystem, a network path, a web stack), found by kind:
+    ``services.get(FilesystemService)``."""
     realisation: Realisation = field(default_factory=Realisation)
     """How the runner realised this variant's knobs for this workload (computed once)."""
 
@@ -80,6 +82,10 @@ class Workload(abc.ABC):
     Params: ClassVar[type[BaseModel]] = NoParams
     knobs: ClassVar[tuple[Knob, ...]] = ()
     """Variant knobs this workload realises (``realise``); undeclared knobs are refused."""
+    needs: ClassVar[tuple[type[Service], ...]] = ()
+    """Kinds of lab service (``virtbench.services``) this workload cannot run without; a lab
+    that does not provide one is refused before the run. Services it can do without it reads
+    with ``ctx.services.find``."""
     timeout_s: ClassVar[float] = 3600.0
     """Default time limit of one trial, s, beyond the trial's own ``duration_s`` parameter (if
     any); an experiment overrides it per workload (``timeout_s:``)."""
@@ -100,6 +106,11 @@ class Workload(abc.ABC):
     def active_metrics(self) -> list[Metric]:
         """Metrics this configuration will produce (a subset of the declared ones)."""
         return list(self.metrics)
+
+    def needed_services(self) -> tuple[type[Service], ...]:
+        """What this configuration needs (default ``needs``; params may make one unneeded,
+        e.g. URLs given instead of the lab's)."""
+        return self.needs
 
     def trial_time_limit_s(self) -> float:
         """This configuration's default time limit of one trial, s."""

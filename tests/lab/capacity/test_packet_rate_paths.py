@@ -11,6 +11,7 @@ import pytest
 from virtbench.labs.base import Lab, LabState
 from virtbench.labs.net.router import VnfRouterLab
 from virtbench.labs.net.vswitch import VSwitchLab
+from virtbench.services import VirtualSwitch
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate
@@ -54,7 +55,7 @@ def test_frames_cross_ovs_dpdk(tmp_path: Path, frame_size: int | str) -> None:
     try:
         lab.up()
         state = lab.enter("dpdk", {"switch": "ovs-dpdk", "background_mbps": 0})
-        assert state.services["switch"] == "ovs-dpdk"
+        assert state.services.get(VirtualSwitch).switch == "ovs-dpdk"
         values, notes = _trial(state, tmp_path, frame_size)
         _check(values)
         assert "SCHED_FIFO refused" not in notes["generator"]

@@ -15,6 +15,7 @@ from waits import kill
 
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
+from virtbench.services import VirtualSwitch
 from virtbench.targets.local import LocalTarget
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
@@ -37,7 +38,7 @@ def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.Mon
             lab.enter("bridge", {"switch": "linux-bridge"})
         # A DPDK start-up failure fails here with ovs-vswitchd.log's last lines (OvsStartError).
         state = lab.enter("dpdk", {"switch": "ovs-dpdk", "background_mbps": 0})
-        socket = Path(state.services["vhost_user_sockets"]["vm1"])
+        socket = Path(state.services.get(VirtualSwitch).vhost_user_sockets["vm1"])
         assert "vhost-user" in state.notes
         assert socket.parent.stat().st_mode & 0o7777 == 0o1777  # QEMU as libvirt-qemu writes it
         console = tmp_path / "console.log"

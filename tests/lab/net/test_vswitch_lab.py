@@ -18,6 +18,7 @@ from virtbench.labs.net.ovs import OvsStartError
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
 from virtbench.net_qos.grading import emodel, mos_from_r, tiphon_delay, tiphon_index
+from virtbench.services import VirtualSwitch
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_probe import QosProbe
@@ -49,7 +50,7 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         # A DPDK start-up failure fails here with ovs-vswitchd.log's last lines (OvsStartError).
         state = lab.enter(switch, {"switch": switch, "background_mbps": 20})
         assert len(_lab_namespaces(lab)) == 5
-        assert state.services["switch"] == switch
+        assert state.services.get(VirtualSwitch).switch == switch
         transfer = QosTransfer(QosTransfer.Params(duration_s=2))
         started = time.time()
         result = transfer.run(_ctx(state, tmp_path))
@@ -96,8 +97,9 @@ def test_switch_change_and_background_rate(tmp_path: Path) -> None:
         neigh = state.target.run(["ip", "neigh", "show", "10.77.0.1"]).stdout
         assert "PERMANENT" in neigh
         assert not state.target.run(["ip", "-6", "addr", "show", "dev", "cli"]).stdout.strip()
-        bgr = NetnsTarget(state.services["background_receiver_ns"])
-        path = f"/sys/class/net/{state.services['background_receiver_iface']}/statistics/rx_bytes"
+        switch = state.services.get(VirtualSwitch)
+        bgr = NetnsTarget(switch.background_receiver_ns)
+        path = f"/sys/class/net/{switch.background_receiver_iface}/statistics/rx_bytes"
         first = int(bgr.run(["cat", path]).stdout)
         t0 = time.monotonic()
         time.sleep(2)

@@ -13,6 +13,7 @@ from virtbench.labs.base import Manifest
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.storage import StorageLab, StorageParams
 from virtbench.model import VirtbenchError
+from virtbench.services import FilesystemService, ResourceLimits
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
@@ -71,10 +72,11 @@ def test_cgroup_limits_reach_the_process() -> None:
 
 def test_ext4_variant_runs_bonnie_and_fio_in_the_vm_size(lab: StorageLab) -> None:
     ctx = _ctx(lab, "1vcpu", {"vm_size": {"vcpus": 1, "memory_mib": 64}, "filesystem": "ext4"})
-    fs = ctx.services["fs"]
-    assert fs["kind"] == "ext4" and fs["mount"]["fstype"] == "ext4"
-    assert fs["mount"]["source"].startswith("/dev/loop")
-    assert "direct I/O on" in fs["cache_policy"]
+    fs = ctx.services.get(FilesystemService)
+    assert fs.kind == "ext4" and fs.mount["fstype"] == "ext4"
+    assert fs.mount["source"].startswith("/dev/loop")
+    assert "direct I/O on" in fs.cache_policy
+    assert ctx.services.get(ResourceLimits).memory_mib == 64
     bonnie = BonnieWorkload(BonnieWorkload.Params(files=1))
     bonnie.setup(ctx)
     result = bonnie.run(ctx)

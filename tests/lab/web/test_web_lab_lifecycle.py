@@ -14,6 +14,7 @@ from webhelpers import make_lab, needs_web
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.targets.daemon import is_ours
 
@@ -33,7 +34,7 @@ def test_each_storage_variant_serves_and_caches(static_lab: WebLab, open_dir: Pa
     knob = storage.replace("USER", str(user_dir))
     state = static_lab.enter(storage, {"cache_storage": knob, "cache_size": "32M"})
     try:
-        url = state.services["urls"][3]
+        url = state.services.get(WebStack).urls[3]
         status, first, body = _get(url)
         _, second, body2 = _get(url)
         assert status == 200 and len(body) == 20_000 and body == body2
@@ -51,11 +52,11 @@ def test_each_storage_variant_serves_and_caches(static_lab: WebLab, open_dir: Pa
 
 def test_entering_again_restarts_varnish_cold(static_lab: WebLab) -> None:
     state = static_lab.enter("a", {"cache_size": "16M"})
-    url = state.services["urls"][0]
+    url = state.services.get(WebStack).urls[0]
     _get(url)
     assert len(_get(url)[1].split()) == 2
     state = static_lab.enter("a", {"cache_size": "16M"})
-    assert len(_get(state.services["urls"][0])[1].split()) == 1  # a miss again: cold
+    assert len(_get(state.services.get(WebStack).urls[0])[1].split()) == 1  # a miss again: cold
     static_lab.leave("a")
 
 

@@ -10,6 +10,7 @@ from webhelpers import needs_web
 
 from virtbench.labs.web import WebLab
 from virtbench.loadgen import LoadConfig, run_load
+from virtbench.services import WebStack
 
 pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
 
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
 def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab) -> None:
     state = static_lab.enter("m", {})
     result = run_load(LoadConfig(rate_per_s=100, duration_s=2, users=4,
-                                 urls=state.services["urls"]))
+                                 urls=list(state.services.get(WebStack).urls)))
     recs = result.records
     assert len(recs) == 200
     assert [r.scheduled for r in recs] == pytest.approx([i / 100 for i in range(200)])
@@ -40,13 +41,13 @@ def test_open_model_sends_every_request_at_its_intended_time(static_lab: WebLab)
 def test_poisson_and_closed_models(static_lab: WebLab) -> None:
     state = static_lab.enter("m", {})
     poisson = run_load(LoadConfig(rate_per_s=50, duration_s=2, arrival="poisson", seed=9,
-                                  urls=state.services["urls"]))
+                                  urls=list(state.services.get(WebStack).urls)))
     again = run_load(LoadConfig(rate_per_s=50, duration_s=2, arrival="poisson", seed=9,
-                                urls=state.services["urls"]))
+                                urls=list(state.services.get(WebStack).urls)))
     assert [r.scheduled for r in poisson.records] == [r.scheduled for r in again.records]
     assert [r.url for r in poisson.records] == [r.url for r in again.records]
     closed = run_load(LoadConfig(model="closed", users=3, duration_s=1,
-                                 urls=state.services["urls"]))
+                                 urls=list(state.services.get(WebStack).urls)))
     assert {r.worker for r in closed.records} == {0, 1, 2}
     assert len(closed.records) > 30 and all(r.ok for r in closed.records)
     # Closed users send when the previous answer came: scheduled time is never in the future.
@@ -56,18 +57,19 @@ def test_poisson_and_closed_models(static_lab: WebLab) -> None:
 def test_a_dead_server_gives_refused_failures_not_a_crash(static_lab: WebLab) -> None:
     state = static_lab.enter("m", {})
     static_lab.leave("m")  # Varnish is gone; its port refuses connections
-    result = run_load(LoadConfig(rate_per_s=20, duration_s=1, urls=state.services["urls"]))
+    result = run_load(LoadConfig(rate_per_s=20, duration_s=1,
+                                 urls=list(state.services.get(WebStack).urls)))
     assert len(result.records) == 20
     assert {r.error for r in result.records} == {"refused"}
     closed = run_load(LoadConfig(model="closed", users=2, duration_s=0.5,
-                                 urls=state.services["urls"]))
+                                 urls=list(state.services.get(WebStack).urls)))
     assert closed.records and {r.error for r in closed.records} == {"refused"}
 
 
 def test_wrk_engine_closed_model_summary(static_lab: WebLab) -> None:
     state = static_lab.enter("w", {})
     result = run_load(LoadConfig(engine="wrk", model="closed", users=4, duration_s=1,
-                                 wrk_count_hits=True, urls=state.services["urls"]))
+                                 wrk_count_hits=True, urls=list(state.services.get(WebStack).urls)))
     s = result.summary
     assert s is not None and result.records == []
     assert s.samples > 100 and s.failures == 0

@@ -19,6 +19,7 @@ from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.labs.web.wordpress import check_tools
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 from virtbench.targets.daemon import is_ours
 
 needs_wordpress = pytest.mark.skipif(
@@ -57,7 +58,7 @@ def test_wordpress_multisite_through_varnish(open_dir: Path, lab_root: Path) -> 
     try:
         lab.up()
         state = lab.enter("wp", {"cache_storage": "malloc", "cache_size": "64M"})
-        urls = state.services["urls"]
+        urls = state.services.get(WebStack).urls
         assert [u.split(":", 2)[2].split("/", 1)[1] for u in urls] == [
             "site1/page-1/", "site1/page-2/", "site2/page-1/", "site2/page-2/"]
         titles = {}

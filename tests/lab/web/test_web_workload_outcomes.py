@@ -11,6 +11,7 @@ from webhelpers import context, make_lab, needs_web
 
 from virtbench.labs.web import WebLab
 from virtbench.model import Measurement, VirtbenchError
+from virtbench.services import WebStack
 from virtbench.workloads.web import WebLoad
 
 pytestmark = [pytest.mark.lab, needs_web, pytest.mark.timeout(600)]
@@ -125,7 +126,7 @@ def test_full_storage_nukes_and_keeps_serving(open_dir: Path, lab_root: Path) ->
 
 def test_bad_url_list(static_lab: WebLab, open_dir: Path) -> None:
     state = static_lab.enter("v", {})
-    base = state.services["base_url"]
+    base = state.services.get(WebStack).base_url
     bad = open_dir / "urls.txt"
     bad.write_text(f"{base}/site1/page1.html\n{base}/no/such/page.html\n")
     ms = _load(url_file=bad, url_choice="sequential", users=1, duration_s=1).run(

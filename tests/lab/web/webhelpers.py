@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.labs.web import WebLab
+from virtbench.services import Services
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 
@@ -24,8 +25,8 @@ def make_lab(tmp_path: Path, **params: object) -> WebLab:
     return WebLab(WebLab.Params(**defaults), tmp_path, LocalTarget())
 
 
-def context(tmp_path: Path, services: dict[str, object], repetition: int = 0,
+def context(tmp_path: Path, services: Services, repetition: int = 0,
             variant: str = "v") -> TrialContext:
     return TrialContext(target=LocalTarget(), variant=variant, knobs={},
                         workdir=tmp_path / "work", repetition=repetition, seed=0,
-                        services=dict(services))
+                        services=services)

@@ -5,25 +5,34 @@ from __future__ import annotations
 import pytest
 
 from virtbench.model import VirtbenchError
+from virtbench.services import PacketPath, Services
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path
 
 
-def test_the_path_comes_from_the_vswitch_or_router_lab_or_params() -> None:
-    vswitch = {"client_ns": "c", "client_iface": "cli", "server_ns": "s",
-               "server_iface": "srv", "server_ip": "10.0.0.2"}
-    path = lab_path(PacketRateParams(), vswitch)
-    assert (path.sender_ns, path.receiver_iface, path.next_hop_iface) == ("c", "srv", "srv")
-    router = {"sender_ns": "a", "receiver_ns": "b", "router_ns": "r",
-              "receiver_ip": "10.78.2.2"}
-    path = lab_path(PacketRateParams(), router)
+def test_the_path_comes_from_the_labs_packet_path_or_params() -> None:
+    router = PacketPath(sender_ns="a", sender_iface="eth0", receiver_ns="b",
+                        receiver_iface="eth0", receiver_ip="10.78.2.2", next_hop_ns="r",
+                        next_hop_iface="left")
+    path = lab_path(PacketRateParams(), Services("vnf-router", (router,)))
     # Frames are addressed to the router's ingress, then routed to the receiver.
-    assert (path.next_hop_ns, path.next_hop_iface, path.receiver_ip) == ("r", "left",
-                                                                         "10.78.2.2")
+    assert (path.sender_ns, path.receiver_ns, path.next_hop_ns, path.next_hop_iface,
+            path.receiver_ip) == ("a", "b", "r", "left", "10.78.2.2")
+    # Params override the lab's sender and receiver; the lab's next hop stays.
+    path = lab_path(PacketRateParams(sender_ns="g", receiver_ip="10.9.9.9"),
+                    Services("vnf-router", (router,)))
+    assert (path.sender_ns, path.sender_iface, path.receiver_ip, path.next_hop_ns) == (
+        "g", "eth0", "10.9.9.9", "r")
     given = PacketRateParams(sender_ns="g", sender_iface="g0", receiver_ns="k",
                              receiver_iface="k0")
-    assert lab_path(given, {}).next_hop_ns == "k"
+    assert lab_path(given, Services()).next_hop_ns == "k"
     with pytest.raises(VirtbenchError, match="no sender_ns"):
-        lab_path(PacketRateParams(), {})
+        lab_path(PacketRateParams(), Services())
+
+
+def test_a_path_given_in_full_needs_no_lab() -> None:
+    assert PacketRate(PacketRateParams()).needed_services() == (PacketPath,)
+    assert PacketRate(PacketRateParams(sender_ns="g", sender_iface="g0", receiver_ns="k",
+                                       receiver_iface="k0")).needed_services() == ()
 
 
 def test_the_gap_is_corrected_by_the_fitted_overhead() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from virtbench.model import VirtbenchError
 from virtbench.packetgen import frame_mix, shaper_qdisc
+from virtbench.services import Services
 from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path
@@ -75,7 +76,7 @@ def test_the_shaper_replaces_a_default_or_its_own_root_qdisc(root: dict[str, Any
     workload = PacketRate(PacketRateParams(rate_pps=1000, sender_ns="g", sender_iface="g0",
                                            receiver_ns="s", receiver_iface="s0"))
     target = _Tc(root)
-    workload._shape(target, lab_path(workload.params, {}), frame_mix(64))
+    workload._shape(target, lab_path(workload.params, Services()), frame_mix(64))
     assert target.commands[-1][:8] == ["tc", "-n", "g", "qdisc", "replace", "dev", "g0",
                                        "root"]
 
@@ -85,7 +86,7 @@ def test_a_labs_own_root_qdisc_is_not_replaced() -> None:
                                            receiver_ns="s", receiver_iface="s0"))
     target = _Tc({"kind": "htb", "handle": "1:"})
     with pytest.raises(VirtbenchError, match=r"root qdisc htb .* use pacing: gap"):
-        workload._shape(target, lab_path(workload.params, {}), frame_mix(64))
+        workload._shape(target, lab_path(workload.params, Services()), frame_mix(64))
     assert not any("replace" in argv for argv in target.commands)
 
 

@@ -9,6 +9,7 @@ import pytest
 from virtbench.labs.storage import parse_filesystem, parse_vm_size
 from virtbench.model import VirtbenchError
 from virtbench.plugins import all_workloads
+from virtbench.services import FilesystemService, Services
 from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage.bonnie import BonnieParams, bonnie_plan
@@ -53,7 +54,9 @@ def test_workloads_registered_with_active_metrics() -> None:
 def test_fio_argv_one_stonewalled_job_per_pattern(tmp_path: Path) -> None:
     fio = FioWorkload(FioWorkload.Params(patterns=["seqread", "randwrite"], runtime_s=2))
     ctx = TrialContext(target=LocalTarget(), variant="v", knobs={}, workdir=tmp_path,
-                       repetition=0, seed=7, services={"fs": {"path": str(tmp_path)}})
+                       repetition=0, seed=7, services=Services("storage", (FilesystemService(
+                           path=str(tmp_path), kind="dir", spec=f"dir:{tmp_path}", mount={},
+                           size_mib=0, free_mib=1024, cache_policy="", drop_caches=True),)))
     argv = fio.argv(ctx)
     assert argv[0] == "fio" and "--output-format=json" in argv
     assert argv.count("--stonewall") == 2
@@ -76,7 +79,7 @@ def test_tool_failures_say_why(tmp_path: Path) -> None:
     from virtbench.workloads.storage.common import run_tool
 
     ctx = TrialContext(target=LocalTarget(), variant="v", knobs={}, workdir=tmp_path,
-                       repetition=0, seed=1, services={})
+                       repetition=0, seed=1)
 
     def explain(text: str) -> str | None:
         return "the filesystem is full" if "No space left" in text else None

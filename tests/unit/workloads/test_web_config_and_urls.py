@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from pydantic import ValidationError
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 from virtbench.workloads.web.cache_state import prepare_cache
 from virtbench.workloads.web.load import WebLoad
 from virtbench.workloads.web.urls import read_url_file, resolve_urls
@@ -36,34 +38,50 @@ def test_url_file_errors_name_the_line(tmp_path: Path) -> None:
         read_url_file(tmp_path / "missing.txt")
 
 
+def _stack(urls: tuple[str, ...] = ("http://127.0.0.1:8/y",),
+           origin_urls: tuple[str, ...] = ("http://127.0.0.1:7/y",),
+           empty_cache: Callable[[], dict[str, str]] = dict) -> WebStack:
+    return WebStack(base_url="http://127.0.0.1:8", urls=urls, origin_url="http://127.0.0.1:7",
+                    origin_urls=origin_urls, host_header=None, cache_storage="malloc",
+                    varnish_workdir="/nonexistent", varnish_pid=0, empty_cache=empty_cache)
+
+
 def test_url_sources_in_order(tmp_path: Path) -> None:
     p = WebLoad.Params(urls=["http://127.0.0.1:9/x"])
-    assert resolve_urls(p, {"urls": ["http://127.0.0.1:8/y"]}) == ["http://127.0.0.1:9/x"]
+    assert resolve_urls(p, _stack()) == ["http://127.0.0.1:9/x"]
     p = WebLoad.Params(max_urls=1)
-    assert resolve_urls(p, {"urls": ["http://127.0.0.1:8/y", "http://127.0.0.1:8/z"]}) == [
+    assert resolve_urls(p, _stack(("http://127.0.0.1:8/y", "http://127.0.0.1:8/z"))) == [
         "http://127.0.0.1:8/y"]
     with pytest.raises(VirtbenchError, match="no URLs"):
-        resolve_urls(WebLoad.Params(), {})
+        resolve_urls(WebLoad.Params(), None)
 
 
 def test_via_origin_takes_the_labs_origin_urls() -> None:
-    lab = {"urls": ["http://127.0.0.1:8/y"], "origin_urls": ["http://127.0.0.1:7/y"]}
-    assert resolve_urls(WebLoad.Params(via="origin"), lab) == ["http://127.0.0.1:7/y"]
-    assert resolve_urls(WebLoad.Params(), lab) == ["http://127.0.0.1:8/y"]
+    assert resolve_urls(WebLoad.Params(via="origin"), _stack()) == ["http://127.0.0.1:7/y"]
+    assert resolve_urls(WebLoad.Params(), _stack()) == ["http://127.0.0.1:8/y"]
     with pytest.raises(VirtbenchError, match="via origin needs the 'web' lab"):
-        resolve_urls(WebLoad.Params(via="origin"), {"urls": ["http://127.0.0.1:8/y"]})
+        resolve_urls(WebLoad.Params(via="origin"), None)
 
 
 def test_cold_cache_needs_a_lab_that_can_empty_it() -> None:
     with pytest.raises(VirtbenchError, match="cache_state cold needs the web lab"):
-        prepare_cache("cold", "cache", ["http://127.0.0.1:8/y"], {})
+        prepare_cache("cold", "cache", ["http://127.0.0.1:8/y"], None)
     with pytest.raises(VirtbenchError, match="origin has no cache"):
-        prepare_cache("warm", "origin", ["http://127.0.0.1:8/y"], {})
+        prepare_cache("warm", "origin", ["http://127.0.0.1:8/y"], None)
     emptied: list[bool] = []
-    notes = prepare_cache("cold", "cache", [], {"empty_cache": lambda: emptied.append(True)
-                                                or {"cache_emptied": "yes"}})
+    notes = prepare_cache("cold", "cache", [], _stack(empty_cache=lambda: emptied.append(True)
+                                                      or {"cache_emptied": "yes"}))
     assert emptied == [True] and notes == {"cache_emptied": "yes"}
-    assert prepare_cache("as-is", "origin", [], {}) == {}
+    assert prepare_cache("as-is", "origin", [], None) == {}
+
+
+def test_the_web_lab_is_needed_unless_the_urls_are_given(tmp_path: Path) -> None:
+    assert WebLoad(WebLoad.Params()).needed_services() == (WebStack,)
+    assert WebLoad(WebLoad.Params(urls=["http://127.0.0.1:9/x"])).needed_services() == ()
+    assert WebLoad(WebLoad.Params(url_file=tmp_path / "u.txt")).needed_services() == ()
+    # only the web lab can empty its cache
+    assert WebLoad(WebLoad.Params(urls=["http://127.0.0.1:9/x"], cache_state="cold")
+                   ).needed_services() == (WebStack,)
 
 
 def test_every_metric_is_defined() -> None:

@@ -4,8 +4,8 @@ The experiment names the roles (``lab: {kind: cross-host, params: {roles: {serve
 client: h1}}}``); a fleet run (``virtbench run --hosts``) resolves them in its inventory, runs
 the workloads on the client's host and hands this lab the server's target and address
 (``connect_peer``). ``up`` starts iperf3 and irtt servers on the server host; each variant
-gets the services net.qos-transfer reads (``server_ip``, ports, ``server_target``, the
-interfaces on both sides).
+gets the ``ClientServerPath`` net.qos-transfer reads (the server's address, target and ports,
+the interfaces on both sides).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from virtbench.contract import Params, Tool, missing_tools
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import VirtbenchError
+from virtbench.services import ClientServerPath
 from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon, start_daemon
 
@@ -40,6 +41,7 @@ class CrossHostLab(Lab):
                    "workloads on the client role's host (run with --hosts)")
     Params = CrossHostParams
     tools = (Tool("ip", "iproute2"), Tool("ss", "iproute2"))
+    provides = (ClientServerPath,)
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -84,10 +86,10 @@ class CrossHostLab(Lab):
         server, p = self._server(), self.params
         client_iface, client_ip = _route(self.target, self.server_address)
         server_iface = _iface_of(server, self.server_address)
-        services = {"server_ip": self.server_address, "iperf3_port": p.iperf3_port,
-                    "irtt_port": p.irtt_port, "server_target": server,
-                    "client_iface": client_iface, "server_iface": server_iface,
-                    "client_ip": client_ip}
+        services = self.publish(ClientServerPath(
+            server_ip=self.server_address, server_iface=server_iface, server_target=server,
+            client_ip=client_ip, client_iface=client_iface, iperf3_port=p.iperf3_port,
+            irtt_port=p.irtt_port))
         notes = {"server": f"{p.roles['server']} ({server.describe()}, {server_iface})",
                  "client": f"{p.roles['client']} ({self.target.describe()}, {client_iface})"}
         return LabState(services=services, notes=notes)

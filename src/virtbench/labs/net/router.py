@@ -27,6 +27,7 @@ from virtbench.labs.net.neighbours import Neighbour, start_neighbour
 from virtbench.labs.net.netns_lab import NetnsLab
 from virtbench.labs.net.netops import add_veth, pin_neighbours, set_address
 from virtbench.model import VirtbenchError
+from virtbench.services import PacketPath, RouterPath
 from virtbench.targets.base import Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon
@@ -35,6 +36,7 @@ from virtbench.targets.local import NetnsTarget
 __all__ = ["LABS", "VnfRouterLab"]
 
 ROUTER_PORT = 5201
+RECEIVER_IP = "10.78.2.2"
 
 
 class VnfRouterParams(Params):
@@ -64,6 +66,7 @@ class VnfRouterLab(NetnsLab):
              "(at most the lab param max_neighbours)", NonNegativeInt),
     )
     switch_cost = "cheap"
+    provides = (RouterPath, PacketPath)
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -120,13 +123,17 @@ class VnfRouterLab(NetnsLab):
             raise VirtbenchError(f"variant {variant}: knob 'neighbours' = {raw} exceeds the lab "
                                  f"param max_neighbours = {self.params.max_neighbours}")
         self._set_neighbours(raw)
-        services = {"sender_ns": self.ns["snd"], "router_ns": self.ns["rtr"],
-                    "receiver_ns": self.ns["rcv"], "receiver_ip": "10.78.2.2",
-                    "iperf3_port": ROUTER_PORT, "neighbours": raw,
-                    # The packet generator (net.packet-rate) runs outside the router's cgroup:
-                    # inside it, SCHED_FIFO is refused (no real-time budget) and the generator
-                    # would share the quota with the forwarding work it measures.
-                    "generator_target": NetnsTarget(self.ns["snd"])}
+        services = self.publish(
+            RouterPath(sender_ns=self.ns["snd"], router_ns=self.ns["rtr"],
+                       receiver_ns=self.ns["rcv"], receiver_ip=RECEIVER_IP,
+                       iperf3_port=ROUTER_PORT, neighbours=raw),
+            # The packet generator (net.packet-rate) runs outside the router's cgroup: inside
+            # it, SCHED_FIFO is refused (no real-time budget) and the generator would share
+            # the quota with the forwarding work it measures.
+            PacketPath(sender_ns=self.ns["snd"], sender_iface="eth0",
+                       receiver_ns=self.ns["rcv"], receiver_iface="eth0",
+                       receiver_ip=RECEIVER_IP, next_hop_ns=self.ns["rtr"],
+                       next_hop_iface="left", generator_target=NetnsTarget(self.ns["snd"])))
         cap = self.params.router_cpu_cores
         notes = {"router": "namespace with ip_forward=1 between 10.78.1.0/24 and 10.78.2.0/24; "
                            "iperf3 sender and receiver in the router's own cgroup ("

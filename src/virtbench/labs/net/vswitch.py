@@ -31,6 +31,7 @@ from virtbench.labs.net.netops import (
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
 from virtbench.model import VirtbenchError
+from virtbench.services import ClientServerPath, PacketPath, VirtualSwitch
 from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
@@ -97,6 +98,7 @@ class VSwitchLab(NetnsLab):
              "background pair; 0 = none", NonNegativeFloat),
     )
     switch_cost = "expensive"
+    provides = (ClientServerPath, PacketPath, VirtualSwitch)
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -232,17 +234,21 @@ class VSwitchLab(NetnsLab):
         self._set_background(rate)
         assert self.switch is not None
         srv, cli = self.hosts["srv"], self.hosts["cli"]
-        services: dict[str, Any] = {
-            "server_ns": srv.namespace, "server_ip": srv.address, "server_iface": srv.role,
-            "client_ns": cli.namespace, "client_ip": cli.address, "client_iface": cli.role,
-            "iperf3_port": FOREGROUND_PORT, "irtt_port": IRTT_PORT,
-            "switch": kind, "background_mbps": rate,
-            "background_receiver_ns": self.hosts["bgr"].namespace,
-            "background_receiver_iface": "bgr",
-            "vhost_user_sockets": ({name: str(self.switch.vhost_socket(name))
-                                    for name in self.params.vhost_user_ports}
-                                   if isinstance(self.switch, OvsDpdk) else {}),
-        }
+        services = self.publish(
+            ClientServerPath(server_ip=srv.address, server_iface=srv.role,
+                             server_target=NetnsTarget(srv.namespace), client_ip=cli.address,
+                             client_iface=cli.role, iperf3_port=FOREGROUND_PORT,
+                             irtt_port=IRTT_PORT),
+            PacketPath(sender_ns=cli.namespace, sender_iface=cli.role,
+                       receiver_ns=srv.namespace, receiver_iface=srv.role,
+                       receiver_ip=srv.address, next_hop_ns=srv.namespace,
+                       next_hop_iface=srv.role),
+            VirtualSwitch(switch=kind, background_mbps=rate,
+                          background_receiver_ns=self.hosts["bgr"].namespace,
+                          background_receiver_iface="bgr",
+                          vhost_user_sockets=({name: str(self.switch.vhost_socket(name))
+                                               for name in self.params.vhost_user_ports}
+                                              if isinstance(self.switch, OvsDpdk) else {})))
         notes = dict(self.switch.notes)
         notes["background"] = (f"iperf3 UDP {rate:g} Mbit/s payload, 1400 B datagrams, "
                                f"{self.hosts['bgs'].address} → {self.hosts['bgr'].address}"

@@ -27,6 +27,7 @@ from virtbench.labs.web import wpconfig
 from virtbench.labs.web.fsinfo import fs_type
 from virtbench.labs.web.sitegen import generate_site
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon, free_port
 from virtbench.targets.local import LocalTarget
@@ -91,6 +92,7 @@ class WebLab(Lab):
              parsed_by(varnish_cfg.parse_size, str), values="SIZE, e.g. 256M or 1G"),
     )
     switch_cost: ClassVar[str] = "expensive"
+    provides = (WebStack,)
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -236,17 +238,11 @@ class WebLab(Lab):
             "pages": str(len(self.paths)),
             "cold_start": "varnishd restarted with empty storage on entering this variant",
         })
-        services = {
-            "base_url": base,
-            "urls": list(self.urls),
-            "varnish_workdir": str(vdir / "work"),
-            "varnish_pid": varnishd.pid,
-            "origin_url": origin,
-            "origin_urls": [origin + p for p in self.paths],
-            "host_header": self.host_header,
-            "cache_storage": choice.kind,
-            "empty_cache": self.empty_cache,
-        }
+        services = self.publish(WebStack(
+            base_url=base, urls=tuple(self.urls), origin_url=origin,
+            origin_urls=tuple(origin + p for p in self.paths), host_header=self.host_header,
+            cache_storage=choice.kind, varnish_workdir=str(vdir / "work"),
+            varnish_pid=varnishd.pid, empty_cache=self.empty_cache))
         return LabState(services=services, notes=notes)
 
     def _start_varnish(self) -> Daemon:

@@ -30,6 +30,7 @@ from virtbench.packetgen import (
     trafgen_config,
 )
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
+from virtbench.services import PacketPath, Service, Services
 from virtbench.targets.base import Target
 from virtbench.targets.process import Process
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
@@ -116,33 +117,14 @@ class PacketRateParams(Params):
                                               "router's ingress, else the receiver's)")
 
 
-@dataclass(frozen=True)
-class Path:
-    sender_ns: str
-    sender_iface: str
-    receiver_ns: str
-    receiver_iface: str
-    receiver_ip: str
-    next_hop_ns: str
-    next_hop_iface: str
-
-
-def lab_path(params: PacketRateParams, services: dict[str, Any]) -> Path:
-    """The sender and receiver: explicit params first, then the vswitch or router lab's."""
-    if "client_ns" in services:  # vswitch lab
-        lab = Path(services["client_ns"], services["client_iface"], services["server_ns"],
-                   services["server_iface"], services["server_ip"], services["server_ns"],
-                   services["server_iface"])
-    elif "router_ns" in services:  # vnf-router lab
-        lab = Path(services["sender_ns"], "eth0", services["receiver_ns"], "eth0",
-                   services["receiver_ip"], services["router_ns"], "left")
-    else:
-        lab = Path("", "", "", "", "198.19.0.2", "", "")
-    path = Path(params.sender_ns or lab.sender_ns, params.sender_iface or lab.sender_iface,
-                params.receiver_ns or lab.receiver_ns,
-                params.receiver_iface or lab.receiver_iface,
-                params.receiver_ip or lab.receiver_ip, lab.next_hop_ns or params.receiver_ns,
-                lab.next_hop_iface or params.receiver_iface)
+def lab_path(params: PacketRateParams, services: Services) -> PacketPath:
+    """The sender and receiver: explicit params first, then the lab's (vswitch, vnf-router)."""
+    lab = services.find(PacketPath) or PacketPath("", "", "", "", "198.19.0.2", "", "")
+    path = PacketPath(params.sender_ns or lab.sender_ns, params.sender_iface or lab.sender_iface,
+                      params.receiver_ns or lab.receiver_ns,
+                      params.receiver_iface or lab.receiver_iface,
+                      params.receiver_ip or lab.receiver_ip, lab.next_hop_ns or params.receiver_ns,
+                      lab.next_hop_iface or params.receiver_iface, lab.generator_target)
     missing = [name for name in ("sender_ns", "sender_iface", "receiver_ns", "receiver_iface")
                if not getattr(path, name)]
     if missing:
@@ -213,6 +195,7 @@ class PacketRate(Workload):
              Tool("irtt", "irtt", "latency probes (latency_probe)"),
              Tool("timeout", "coreutils", "stops a generator that cannot keep up"))
     Params: ClassVar[type[BaseModel]] = PacketRateParams
+    needs = (PacketPath,)
 
     def __init__(self, params: BaseModel | None = None) -> None:
         super().__init__(params)
@@ -256,6 +239,13 @@ class PacketRate(Workload):
             runs.append((gap_s, interval_s))
             del runs[:-PACING_MEMORY]
 
+    def needed_services(self) -> tuple[type[Service], ...]:
+        """No lab path when the params name the whole path (sender and receiver)."""
+        p: PacketRateParams = self.params
+        if all((p.sender_ns, p.sender_iface, p.receiver_ns, p.receiver_iface)):
+            return ()
+        return self.needs
+
     def active_metrics(self) -> list[Metric]:
         probed = {m.name for m in IRTT_METRICS}
         return [m for m in self.metrics if self.params.latency_probe or m.name not in probed]
@@ -282,7 +272,7 @@ class PacketRate(Workload):
             self._server.stop(10, group=False)
         self._server = None
 
-    def _probe_address(self, target: Target, path: Path) -> str:
+    def _probe_address(self, target: Target, path: PacketPath) -> str:
         ip = _ipv4(_link(target, path.receiver_ns, path.receiver_iface), "")
         if not ip:
             raise VirtbenchError(f"net.packet-rate: latency_probe needs an IPv4 address on "
@@ -295,7 +285,7 @@ class PacketRate(Workload):
         path = lab_path(p, ctx.services)
         # A lab may run the generator apart from the path's own processes (the router lab:
         # outside its CPU cgroup, which has no real-time budget and shares the quota).
-        generator: Target = ctx.services.get("generator_target") or target
+        generator = path.generator_target or target
         mix = frame_mix(p.frame_size)
         sender = _link(target, path.sender_ns, path.sender_iface)
         next_hop = p.next_hop_mac or str(
@@ -339,7 +329,7 @@ class PacketRate(Workload):
         return TrialResult(measurements, [Artifact(f"r{ctx.repetition}-trafgen.txt",
                                                    "\n".join(outputs).encode())], notes)
 
-    def _send(self, target: Target, path: Path, mix: FrameMix, config: Any,
+    def _send(self, target: Target, path: PacketPath, mix: FrameMix, config: Any,
               generator: Target) -> Sent:
         """One trafgen run at the asked rate, with both ends' counters around it."""
         p: PacketRateParams = self.params
@@ -353,7 +343,7 @@ class PacketRate(Workload):
                 target.run(["tc", "-n", path.sender_ns, "qdisc", "del", "dev",
                             path.sender_iface, "root"], check=False)
 
-    def _shape(self, target: Target, path: Path, mix: FrameMix) -> None:
+    def _shape(self, target: Target, path: PacketPath, mix: FrameMix) -> None:
         """The tbf that paces trafgen, in place of the interface's default root qdisc."""
         p: PacketRateParams = self.params
         res = target.run(["tc", "-n", path.sender_ns, "-j", "qdisc", "show", "dev",
@@ -372,7 +362,7 @@ class PacketRate(Workload):
                     "root", "handle", SHAPER_HANDLE,
                     *shaper_qdisc(mix, p.rate_pps, p.shaper_burst_s)])
 
-    def _counted_send(self, target: Target, path: Path, mix: str, config: Any,
+    def _counted_send(self, target: Target, path: PacketPath, mix: str, config: Any,
                       generator: Target) -> Sent:
         p: PacketRateParams = self.params
         timing = config.with_suffix(".time")
@@ -431,7 +421,7 @@ class PacketRate(Workload):
                     max(sending_s, 1e-6), 100.0 * (user + system) / max(elapsed, 1e-6),
                     busy_percent(cpu_before, cpu_after), probed)
 
-    def _shaped_run(self, target: Target, generator: Target, path: Path, argv: list[str]
+    def _shaped_run(self, target: Target, generator: Target, path: PacketPath, argv: list[str]
                     ) -> tuple[int, str, float | None]:
         """trafgen's exit status and output, and the sender's tx rate from counter reads inside
         the run (None when trafgen ended before the second)."""
@@ -457,7 +447,7 @@ class PacketRate(Workload):
         return (generated.returncode, (generated.stdout or b"").decode(errors="replace"),
                 window_rate(samples))
 
-    def _start_probe(self, target: Target, path: Path, out: Any
+    def _start_probe(self, target: Target, path: PacketPath, out: Any
                      ) -> Process | None:
         p: PacketRateParams = self.params
         if not p.latency_probe:

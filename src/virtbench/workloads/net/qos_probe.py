@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 from virtbench.contract import Params
 from virtbench.model import Artifact
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
+from virtbench.services import ClientServerPath
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.net.qos_transfer import service
 
 __all__ = ["WORKLOADS", "QosProbe"]
 
@@ -28,15 +28,16 @@ class QosProbe(Workload):
     metrics = IRTT_METRICS
     tools = (Tool("irtt", "irtt"),)
     Params: ClassVar[type[BaseModel]] = QosProbeParams
+    needs = (ClientServerPath,)
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        p = self.params
+        p, path = self.params, ctx.services.get(ClientServerPath)
         out = ctx.workdir / f"r{ctx.repetition}-irtt.json"
         argv = ["irtt", "client", "-i", f"{p.interval_ms:g}ms", "-d", f"{p.duration_s:g}s",
                 "-Q", "-o", str(out)]
         if p.length_bytes:
             argv += ["-l", str(p.length_bytes)]
-        argv.append(f"{service(ctx, 'server_ip')}:{service(ctx, 'irtt_port')}")
+        argv.append(f"{path.server_ip}:{path.irtt_port}")
         ctx.target.run(argv, timeout=p.duration_s + 30)
         text = out.read_text()
         out.unlink(missing_ok=True)

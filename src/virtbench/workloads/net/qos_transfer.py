@@ -17,13 +17,13 @@ from virtbench.net_qos.pcap import read_pcap
 from virtbench.net_qos.study import CAPTURE_QOS_METRICS, capture_qos, study_loss_percent
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
+from virtbench.services import ClientServerPath
 from virtbench.targets.base import CommandFailed, ProcResult, Target
-from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.net.capture import CAPTURE_PACKAGES, Capture, CaptureTool
 from virtbench.workloads.net.counters import tx_packets
 
-__all__ = ["WORKLOADS", "QosTransfer", "service"]
+__all__ = ["WORKLOADS", "QosTransfer"]
 
 STUDY_METRICS = (
     *CAPTURE_QOS_METRICS,  # of the foreground flow's data packets, captured at the receiver
@@ -66,13 +66,6 @@ class QosTransferParams(Params):
     keep_pcaps: bool = Field(False, description="keep capture files in the trial directory")
 
 
-def service(ctx: TrialContext, key: str) -> Any:
-    if key not in ctx.services:
-        raise VirtbenchError(f"workload needs lab service '{key}'; use a lab that provides it "
-                             "(lab kind: vswitch)")
-    return ctx.services[key]
-
-
 class QosTransfer(Workload):
     name = "net.qos-transfer"
     description = ("foreground TCP transfer server → client (iperf3 -R -J) with a receiver "
@@ -82,6 +75,7 @@ class QosTransfer(Workload):
     metrics = (*IPERF3_METRICS[:3], *IPERF3_METRICS[5:], *IRTT_METRICS, *STUDY_METRICS)
     tools = (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"))
     Params: ClassVar[type[BaseModel]] = QosTransferParams
+    needs = (ClientServerPath,)
 
     def check(self, target: Target) -> list[str]:
         tool = self.params.capture_tool
@@ -102,22 +96,20 @@ class QosTransfer(Workload):
         return [m for m in self.metrics if m.name in names]
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        p = self.params
-        server_ip = str(service(ctx, "server_ip"))
-        port = int(service(ctx, "iperf3_port"))
+        p, path = self.params, ctx.services.get(ClientServerPath)
+        server_ip, port = path.server_ip, path.iperf3_port
         client: Target = ctx.target
         # The server side: another fleet host (lab cross-host) or a namespace of this one.
-        server: Target = (ctx.services.get("server_target")
-                          or NetnsTarget(str(service(ctx, "server_ns"))))
+        server = path.server_target
         tag = f"r{ctx.repetition}"
         bpf = f"tcp and src host {server_ip} and src port {port}"
         captures: list[Capture] = []
         if p.capture:
-            captures.append(Capture(client, str(service(ctx, "client_iface")),
+            captures.append(Capture(client, path.client_iface,
                                     ctx.workdir / f"{tag}-receiver.pcap", p.snaplen, bpf,
                                     p.capture_tool))
             if p.sent_count == "capture":
-                captures.append(Capture(server, str(service(ctx, "server_iface")),
+                captures.append(Capture(server, path.server_iface,
                                         ctx.workdir / f"{tag}-sender.pcap", p.snaplen, bpf,
                                         p.capture_tool))
         count_tx = p.capture and p.sent_count == "counters"
@@ -125,14 +117,14 @@ class QosTransfer(Workload):
         # namespace here or another fleet host), alongside iperf3 in a thread of its own.
         irtt = _Background(client, ["irtt", "client", "-i", f"{p.probe_interval_ms:g}ms",
                                     "-d", f"{p.duration_s}s", "-Q", "-o", "-",
-                                    f"{server_ip}:{service(ctx, 'irtt_port')}"],
+                                    f"{server_ip}:{path.irtt_port}"],
                            p.duration_s + 30) if p.probe else None
         tx_before = tx_after = 0
         try:
             for cap in captures:
                 cap.start()
             if count_tx:
-                tx_before = tx_packets(server, str(service(ctx, "server_iface")))
+                tx_before = tx_packets(server, path.server_iface)
             if irtt is not None:
                 irtt.start()
             res = client.run(["iperf3", "-c", server_ip, "-p", str(port), "-R",
@@ -140,7 +132,7 @@ class QosTransfer(Workload):
                              timeout=p.duration_s + 60, check=False)
             irtt_json = irtt.result() if irtt is not None else None
             if count_tx:
-                tx_after = tx_packets(server, str(service(ctx, "server_iface")))
+                tx_after = tx_packets(server, path.server_iface)
         except BaseException:
             for cap in captures:
                 cap.stop()

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
+from virtbench.services import RouterPath
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
-from virtbench.workloads.net.qos_transfer import service
 
 __all__ = ["WORKLOADS", "RouterThroughput"]
 
@@ -36,12 +36,13 @@ class RouterThroughput(Workload):
     )
     tools = (Tool("iperf3", "iperf3"),)
     Params: ClassVar[type[BaseModel]] = RouterThroughputParams
+    needs = (RouterPath,)
 
     def run(self, ctx: TrialContext) -> TrialResult:
-        p = self.params
+        p, path = self.params, ctx.services.get(RouterPath)
         before = read_cpu_times(ctx.target)
-        res = ctx.target.run(["iperf3", "-c", str(service(ctx, "receiver_ip")),
-                              "-p", str(service(ctx, "iperf3_port")), "-t", str(p.duration_s),
+        res = ctx.target.run(["iperf3", "-c", path.receiver_ip,
+                              "-p", str(path.iperf3_port), "-t", str(p.duration_s),
                               "-P", str(p.streams), "-J"], timeout=p.duration_s + 60,
                              check=False)
         after = read_cpu_times(ctx.target)

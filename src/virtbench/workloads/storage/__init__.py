@@ -1,4 +1,5 @@
-"""Storage workloads: bonnie++ and fio on the filesystem the lab provides (``services["fs"]``)."""
+"""Storage workloads: bonnie++ and fio on the filesystem the lab provides (its
+``FilesystemService``), else in ``params.directory`` or the trial's directory."""
 
 from __future__ import annotations
 

@@ -10,11 +10,12 @@ from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Artifact, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.bonnie import BONNIE_METRICS, BONNIE_TESTS, parse_bonnie
+from virtbench.services import FilesystemService
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.storage.common import (
     drop_caches,
     free_mib,
-    fs_service,
+    fs_kind,
     host_memory_mib,
     memory_limit_mib,
     run_tool,
@@ -87,8 +88,8 @@ class BonnieWorkload(Workload):
         directory = work_dir(ctx, self.params.directory, self.name)
         ram, source, limited = self._ram(ctx)
         size, ram = bonnie_plan(self.params, ram, source)
-        fs = fs_service(ctx)
-        if fs.get("kind") == "tmpfs" and limited and size + 32 >= ram:
+        tmpfs = fs_kind(ctx) == "tmpfs"
+        if tmpfs and limited and size + 32 >= ram:
             raise VirtbenchError(
                 f"storage.bonnie: on tmpfs the file itself is charged to the {ram} MiB memory "
                 f"limit, so a {size} MiB file would be OOM-killed; use vm_size 'host' (no "
@@ -108,8 +109,8 @@ class BonnieWorkload(Workload):
         if self.params.user:
             argv += ["-u", self.params.user]
         ratio = size / ram
-        dominated = not limited or fs.get("kind") == "tmpfs"
-        why = ("the filesystem is tmpfs (memory)" if fs.get("kind") == "tmpfs" else
+        dominated = not limited or tmpfs
+        why = ("the filesystem is tmpfs (memory)" if tmpfs else
                f"no memory limit: RAM is the target's {ram} MiB page cache, shared with "
                "everything else" if not limited else "")
         notes = {
@@ -129,10 +130,10 @@ class BonnieWorkload(Workload):
 
     def run(self, ctx: TrialContext) -> TrialResult:
         argv, notes = self.argv(ctx)
-        fs = fs_service(ctx)
+        fs = ctx.services.find(FilesystemService)
         drop = self.params.drop_caches
         if drop is None:
-            drop = bool(fs.get("drop_caches", False))
+            drop = fs.drop_caches if fs is not None else False
         if drop:
             drop_caches(ctx)
         notes["caches"] = ("dropped before the trial (sync; vm.drop_caches=3)" if drop

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from virtbench.model import VirtbenchError
+from virtbench.services import FilesystemService, ResourceLimits
 from virtbench.targets.base import CommandFailed, ProcResult
 from virtbench.workloads.base import TrialContext
 
 __all__ = [
     "drop_caches",
     "free_mib",
-    "fs_service",
+    "fs_kind",
     "host_memory_mib",
     "memory_limit_mib",
     "run_tool",
@@ -21,14 +21,16 @@ __all__ = [
 ]
 
 
-def fs_service(ctx: TrialContext) -> dict[str, Any]:
-    service = ctx.services.get("fs")
-    return dict(service) if isinstance(service, dict) else {}
+def fs_kind(ctx: TrialContext) -> str | None:
+    """The kind of the lab's filesystem (tmpfs, ext4, ...), None without the storage lab's."""
+    fs = ctx.services.find(FilesystemService)
+    return fs.kind if fs is not None else None
 
 
 def work_dir(ctx: TrialContext, override: str | None, workload: str) -> Path:
     """params.directory, else the lab's filesystem, else the trial's workdir."""
-    path = Path(override or fs_service(ctx).get("path") or ctx.workdir)
+    fs = ctx.services.find(FilesystemService)
+    path = Path(override or (fs.path if fs is not None else "") or ctx.workdir)
     if ctx.target.run(["test", "-d", str(path)], check=False).returncode != 0:
         raise VirtbenchError(f"{workload}: directory {path} does not exist "
                              "(params.directory or the fs lab's filesystem)")
@@ -45,14 +47,9 @@ def host_memory_mib(ctx: TrialContext) -> int:
 
 
 def memory_limit_mib(ctx: TrialContext) -> int | None:
-    """The variant's memory (vm_size.memory_mib) from the lab service or the knob itself."""
-    value = fs_service(ctx).get("memory_mib")
-    if value:
-        return int(value)
-    vm = ctx.knobs.get("vm_size")
-    if isinstance(vm, dict) and vm.get("memory_mib"):
-        return int(vm["memory_mib"])
-    return None
+    """The variant's memory limit (the storage lab's vm_size.memory_mib), MiB; None: none."""
+    limits = ctx.services.find(ResourceLimits)
+    return limits.memory_mib if limits is not None else None
 
 
 def free_mib(ctx: TrialContext, path: Path) -> int:

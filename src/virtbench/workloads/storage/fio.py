@@ -11,7 +11,13 @@ from virtbench.model import Artifact, Metric, VirtbenchError
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import FIO_METRICS, parse_fio
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
-from virtbench.workloads.storage.common import free_mib, fs_service, run_tool, work_dir
+from virtbench.workloads.storage.common import (
+    free_mib,
+    fs_kind,
+    memory_limit_mib,
+    run_tool,
+    work_dir,
+)
 
 __all__ = ["FioParams", "FioWorkload"]
 
@@ -83,13 +89,12 @@ class FioWorkload(Workload):
                 f"{self.params.size_mib} needs {self.params.size_mib + 16} MiB")
 
     def notes(self, ctx: TrialContext) -> dict[str, str]:
-        fs = fs_service(ctx)
         if self.params.direct:
             cache = "direct=1 (O_DIRECT): the page cache is bypassed"
-            if fs.get("kind") == "tmpfs":
+            if fs_kind(ctx) == "tmpfs":
                 cache += "; but tmpfs is memory, so no disk is measured"
             return {"cache": cache, "page_cache_dominated": "no"}
-        memory = fs.get("memory_mib")
+        memory = memory_limit_mib(ctx)
         return {
             "cache": f"direct=0 (buffered): results include the page cache; file "
                      f"{self.params.size_mib} MiB vs memory "

@@ -4,11 +4,10 @@ lab restarts Varnish with empty storage) or warm (every URL fetched once beforeh
 from __future__ import annotations
 
 import http.client
-from collections.abc import Mapping
-from typing import Any
 
 from virtbench.loadgen.config import split_url
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 
 __all__ = ["prepare_cache"]
 
@@ -16,7 +15,7 @@ WARM_TIMEOUT_S = 60.0
 """Per request while warming: a first fetch goes to the origin."""
 
 
-def prepare_cache(state: str, via: str, urls: list[str], services: Mapping[str, Any]
+def prepare_cache(state: str, via: str, urls: list[str], web: WebStack | None
                   ) -> dict[str, str]:
     """Bring the lab's cache to ``state`` ('as-is', 'cold', 'warm'); notes on what was done."""
     if state == "as-is":
@@ -25,13 +24,11 @@ def prepare_cache(state: str, via: str, urls: list[str], services: Mapping[str, 
         raise VirtbenchError(f"web.load: cache_state {state} with via origin: the origin has "
                              "no cache to empty or fill (use cache_state: as-is)")
     if state == "cold":
-        empty = services.get("empty_cache")
-        if not callable(empty):
+        if web is None:
             raise VirtbenchError("web.load: cache_state cold needs the web lab (it restarts "
                                  "Varnish with empty storage before each trial)")
-        notes: dict[str, str] = empty()
-        return notes
-    return warm(urls, services.get("host_header"))
+        return web.empty_cache()
+    return warm(urls, web.host_header if web is not None else None)
 
 
 def warm(urls: list[str], host_header: str | None) -> dict[str, str]:

@@ -16,6 +16,7 @@ from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import RequestRecord, Summary, read_records, summarise
 from virtbench.model import Artifact, Measurement, VirtbenchError
 from virtbench.parsers.varnishstat import timeline
+from virtbench.services import Service, WebStack
 from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.web.cache_state import prepare_cache
 from virtbench.workloads.web.metrics import WEB_LOAD_METRICS
@@ -93,17 +94,27 @@ class WebLoad(Workload):
         Tool("wrk", "wrk", "HTTP load (only with engine: wrk)"),
     )
     Params: ClassVar[type[BaseModel]] = WebLoadParams
+    needs = (WebStack,)
 
     def check(self, target: Any) -> list[str]:
         # varnishstat is needed only with a Varnish lab; the lab itself checks for it.
         wrk = [t for t in self.tools if t.binary == "wrk" and self.params.engine == "wrk"]
         return missing_tools("workload web.load", target.which, wrk, " (engine: wrk)")
 
+    def needed_services(self) -> tuple[type[Service], ...]:
+        """No web lab needed with URLs of one's own (params.urls or url_file), unless the
+        cache must start cold (only the web lab can empty it)."""
+        p: WebLoadParams = self.params
+        if (p.urls or p.url_file is not None) and p.cache_state != "cold":
+            return ()
+        return self.needs
+
     def run(self, ctx: TrialContext) -> TrialResult:
         p: WebLoadParams = self.params
-        urls = resolve_urls(p, ctx.services)
+        web = ctx.services.find(WebStack)
+        urls = resolve_urls(p, web)
         try:
-            config = _config_from(p, urls, ctx)
+            config = _config_from(p, urls, ctx, web.host_header if web is not None else None)
         except ValidationError as exc:
             raise VirtbenchError(f"web.load params: {exc}") from None
         stem = f"web-load-{_safe(ctx.variant)}-r{ctx.repetition}"
@@ -111,11 +122,10 @@ class WebLoad(Workload):
         config_path = ctx.workdir / f"{stem}.json"
         records_path = ctx.workdir / f"{stem}.records.jsonl"
         config_path.write_text(config.model_dump_json(indent=1))
-        cache_notes = prepare_cache(p.cache_state, p.via, urls, ctx.services)
+        cache_notes = prepare_cache(p.cache_state, p.via, urls, web)
         sampler = None
-        if ctx.services.get("varnish_workdir") and p.via == "cache":
-            sampler = VarnishSampler(ctx.target, str(ctx.services["varnish_workdir"]),
-                                     p.stat_interval_s)
+        if web is not None and p.via == "cache":
+            sampler = VarnishSampler(ctx.target, web.varnish_workdir, p.stat_interval_s)
             sampler.start()
         try:
             proc = ctx.target.run(
@@ -152,7 +162,8 @@ class WebLoad(Workload):
         return TrialResult(measurements, artifacts, notes)
 
 
-def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext) -> LoadConfig:
+def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext,
+                 host_header: str | None) -> LoadConfig:
     return LoadConfig(
         engine=p.engine, wrk_threads=p.wrk_threads, wrk_count_hits=p.wrk_count_hits,
         model=p.model, processes=p.processes,
@@ -160,7 +171,7 @@ def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext) -> LoadCo
         think_time_s=p.think_time_s, duration_s=p.duration_s, urls=urls,
         url_choice=p.url_choice, seed=p.seed * 1_000_003 + ctx.repetition,
         timeout_s=p.timeout_s, connections=p.connections, max_connections=p.max_connections,
-        spin_ms=p.spin_ms, scheduling=p.scheduling, host_header=ctx.services.get("host_header"),
+        spin_ms=p.spin_ms, scheduling=p.scheduling, host_header=host_header,
         allow_remote=p.allow_remote)
 
 

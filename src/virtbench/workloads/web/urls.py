@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from virtbench.loadgen.config import split_url
 from virtbench.model import VirtbenchError
+from virtbench.services import WebStack
 
 __all__ = ["read_url_file", "resolve_urls"]
 
@@ -33,11 +33,10 @@ def read_url_file(path: Path, *, allow_remote: bool = False) -> list[str]:
     return urls
 
 
-def resolve_urls(params: Any, services: Mapping[str, Any]) -> list[str]:
+def resolve_urls(params: Any, web: WebStack | None) -> list[str]:
     """The URLs to load: params.urls, params.url_file, else the lab's pages through its cache
     (or, with ``via: origin``, the same pages from its origin)."""
     via = getattr(params, "via", "cache")
-    lab_key = "origin_urls" if via == "origin" else "urls"
     if params.urls:
         for index, url in enumerate(params.urls):
             try:
@@ -47,8 +46,8 @@ def resolve_urls(params: Any, services: Mapping[str, Any]) -> list[str]:
         urls = list(params.urls)
     elif params.url_file is not None:
         urls = read_url_file(params.url_file, allow_remote=params.allow_remote)
-    elif services.get(lab_key):
-        urls = list(services[lab_key])
+    elif web is not None:
+        urls = list(web.origin_urls if via == "origin" else web.urls)
     elif via == "origin":
         raise VirtbenchError("web.load: via origin needs the 'web' lab (its origin's URLs); "
                              "with your own URLs give the origin's as params.urls")

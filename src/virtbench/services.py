@@ -1,0 +1,241 @@
+"""Typed lab services: what a lab hands the workloads for one variant, one frozen dataclass per
+kind of thing (a filesystem, a network path, a web stack, ...).
+
+A lab declares the kinds it provides (``Lab.provides``) and publishes instances in its
+``LabState.services``; a workload declares the kinds it cannot run without (``Workload.needs``)
+and reads them with ``ctx.services.get(Kind)`` (or ``find(Kind)`` for one it can do without).
+``runner.service_check`` refuses a workload whose lab lacks what it needs before anything runs.
+This module sits below both labs and workloads (docs/architecture.md), so both import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from virtbench.model import VirtbenchError
+from virtbench.targets.base import Target
+
+__all__ = [
+    "ClientServerPath",
+    "FilesystemService",
+    "PacketPath",
+    "ResourceLimits",
+    "RouterPath",
+    "ScratchDisk",
+    "Service",
+    "Services",
+    "VethPair",
+    "VirtualSwitch",
+    "WebStack",
+    "kind_names",
+]
+
+
+class Service:
+    """Base of every service kind; a kind is a frozen dataclass subclassing it."""
+
+
+S = TypeVar("S", bound=Service)
+
+
+def kind_names(kinds: Iterable[type[Service]]) -> str:
+    """``FilesystemService, ResourceLimits``, or ``nothing`` for none."""
+    names = [kind.__name__ for kind in kinds]
+    return ", ".join(names) if names else "nothing"
+
+
+@dataclass(frozen=True)
+class Services:
+    """The services one lab published for one variant, found by kind."""
+
+    lab: str = ""
+    """The lab's name, for errors ("" when no lab published anything: a bare context)."""
+    items: tuple[Service, ...] = ()
+
+    def __post_init__(self) -> None:
+        kinds = [type(item) for item in self.items]
+        if len(set(kinds)) != len(kinds):
+            raise VirtbenchError(f"lab {self.lab}: publishes one kind of service twice "
+                                 f"({kind_names(tuple(kinds))})")
+
+    def find(self, kind: type[S]) -> S | None:
+        """The published ``kind``, or None when the lab has none."""
+        for item in self.items:
+            if isinstance(item, kind):
+                return item
+        return None
+
+    def get(self, kind: type[S]) -> S:
+        """The published ``kind``; a VirtbenchError naming the lab and the kind when missing."""
+        item = self.find(kind)
+        if item is not None:
+            return item
+        if not self.lab:
+            raise VirtbenchError(f"no {kind.__name__}: no lab published services for this trial")
+        raise VirtbenchError(f"lab {self.lab} provides no {kind.__name__} (it provides "
+                             f"{kind_names(self.kinds())}); use a lab that provides it")
+
+    def kinds(self) -> tuple[type[Service], ...]:
+        return tuple(type(item) for item in self.items)
+
+    def __iter__(self) -> Iterator[Service]:
+        return iter(self.items)
+
+
+# -- storage -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FilesystemService(Service):
+    """The filesystem the storage lab prepared for the variant (``filesystem`` knob)."""
+
+    path: str
+    """Where workloads write (a scratch directory on it)."""
+    kind: str
+    """dir, ext4, xfs or tmpfs."""
+    spec: str
+    """The knob's value as written (``ext4:512``)."""
+    mount: Mapping[str, str]
+    """findmnt's target, source, fstype and options of the filesystem."""
+    size_mib: int
+    """Size of the image or tmpfs, MiB (0 for a directory of an existing filesystem)."""
+    free_mib: int
+    """Space available at ``path`` when the variant was entered, MiB."""
+    cache_policy: str
+    """What the page cache does to results on it, in words (also the variant's note)."""
+    drop_caches: bool
+    """Whether dropping the page cache before a trial means anything (not on tmpfs)."""
+
+
+@dataclass(frozen=True)
+class ResourceLimits(Service):
+    """The CPUs and memory the variant's workloads are limited to (the storage lab's
+    ``vm_size``: a cgroup standing in for a VM); None = the machine's own."""
+
+    vcpus: int | None
+    memory_mib: int | None
+    """Memory limit, MiB (the page cache included)."""
+    cgroup: str | None
+    """The cgroup the workloads run in, if any."""
+
+
+# -- network -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClientServerPath(Service):
+    """A client and a server across the lab's network, the server running iperf3 and irtt
+    servers. Workloads run on the client (the variant's target)."""
+
+    server_ip: str
+    server_iface: str
+    """The server's interface on the path."""
+    server_target: Target
+    """Where commands on the server side run (its namespace, or another fleet host)."""
+    client_ip: str
+    client_iface: str
+    iperf3_port: int
+    irtt_port: int
+    """UDP."""
+
+
+@dataclass(frozen=True)
+class VirtualSwitch(Service):
+    """The vswitch lab's switch and background traffic for the variant."""
+
+    switch: str
+    """linux-bridge, ovs or ovs-dpdk."""
+    background_mbps: float
+    """Background UDP payload rate, Mbit/s (0: none)."""
+    background_receiver_ns: str
+    background_receiver_iface: str
+    vhost_user_sockets: Mapping[str, str] = field(default_factory=dict)
+    """Port name → vhost-user socket path (ovs-dpdk with lab param vhost_user_ports)."""
+
+
+@dataclass(frozen=True)
+class PacketPath(Service):
+    """Where generated frames go: sent from one namespace's interface to a receiver's, the
+    first hop (a router's ingress, or the receiver itself) giving the destination MAC."""
+
+    sender_ns: str
+    sender_iface: str
+    receiver_ns: str
+    receiver_iface: str
+    receiver_ip: str
+    next_hop_ns: str
+    next_hop_iface: str
+    generator_target: Target | None = None
+    """Where the generator runs, when not the variant's target (the router lab: outside the
+    router's CPU cgroup)."""
+
+
+@dataclass(frozen=True)
+class RouterPath(Service):
+    """The vnf-router lab: sender → router namespace → receiver, an iperf3 server on the
+    receiver, ``neighbours`` CPU-hungry neighbours beside the router."""
+
+    sender_ns: str
+    router_ns: str
+    receiver_ns: str
+    receiver_ip: str
+    iperf3_port: int
+    neighbours: int
+
+
+# -- web -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WebStack(Service):
+    """The web lab: an origin (nginx or WordPress) behind Varnish, restarted per variant."""
+
+    base_url: str
+    """Varnish's address, ``http://127.0.0.1:PORT``."""
+    urls: tuple[str, ...]
+    """The site's pages through Varnish."""
+    origin_url: str
+    origin_urls: tuple[str, ...]
+    """The same pages from the origin directly."""
+    host_header: str | None
+    """The Host header requests must carry (WordPress's site name), or None."""
+    cache_storage: str
+    """Varnish's storage kind for the variant (malloc, file, ...)."""
+    varnish_workdir: str
+    """varnishd's -n directory (for varnishstat)."""
+    varnish_pid: int
+    empty_cache: Callable[[], dict[str, str]]
+    """Restarts Varnish with empty storage (a cold cache); returns notes on what it did."""
+
+
+# -- assess probes -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScratchDisk(Service):
+    """The assess-probes lab's scratch loop device."""
+
+    device: str
+    image: str
+    """The image file behind it (already unlinked: freed when the device goes)."""
+    size_mib: int
+    direct_io: bool
+    """Whether the loop device does direct I/O to its image."""
+    backing: str
+    """The filesystem holding the image, in words."""
+    scheduler_file: str
+    """/sys/block/DEV/queue/scheduler."""
+    schedulers: tuple[str, ...]
+    """The I/O schedulers this kernel offers for it."""
+
+
+@dataclass(frozen=True)
+class VethPair(Service):
+    """The assess-probes lab's two namespaces joined by a veth pair, iperf3 server at one end."""
+
+    server_ns: str
+    server_iface: str
+    client_ns: str
+    client_iface: str
+    address: str
+    """The server end's IPv4 address."""
+    port: int
+    """The iperf3 server's port."""
