@@ -93,3 +93,17 @@ def test_an_export_from_before_the_tag_imports_untagged(tmp_path: Path) -> None:
     target = Store(str(tmp_path / "b.db"))
     assert import_run(target, path) == run_id
     assert target.run(run_id).calibration is None
+
+
+def test_an_abandoned_calibration_run_says_calibrate_resumes_it(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    run_id = store.create_run(experiment="e", description="", spec_yaml="name: e\n",
+                              spec_path="e.yaml", seed=1, host="h", target="local",
+                              baseline="a", version="t", run_id="cal-0a1b2c3d-2",
+                              calibration="cal-0a1b2c3d")
+    with store.engine.begin() as conn:  # its process was killed (-9): no pid 2^30 runs
+        conn.execute(text("UPDATE runs SET owner_pid = :pid"), {"pid": 2**30})
+    info = store.run(run_id)
+    assert info.status == "abandoned"
+    assert info.stop_reason.endswith(
+        "resume with `virtbench calibrate e.yaml --resume cal-0a1b2c3d`")
