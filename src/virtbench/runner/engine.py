@@ -66,6 +66,8 @@ class RunOutcome:
     trials: int
     failures: int
     repetitions: dict[Pair, int] = field(default_factory=dict)
+    paused: bool = False
+    """stopped by ``run(rounds=N)`` with repetitions left: status 'interrupted', resumable"""
 
 
 @contextlib.contextmanager
@@ -136,6 +138,7 @@ class Runner:
         self._facts_id: int | None = None
         self.noise = noise
         self._checked = False
+        self._round_limit: int | None = None
 
     # ---- public --------------------------------------------------------------------------
     def check(self) -> None:
@@ -148,9 +151,25 @@ class Runner:
             raise RunFailed("cannot run; fix these first:\n  " + "\n  ".join(problems))
         self._checked = True
 
-    def run(self, resume_run_id: str | None = None) -> RunOutcome:
+    def open_run(self, stop_reason: str, *, calibration: str | None = None) -> str:
+        """Store the run (its variants and workloads) without measuring anything, status
+        'interrupted' with ``stop_reason``: ``run(resume_run_id=...)`` measures it later
+        (calibrate opens its K runs first, tagged with its ``calibration`` id, then runs them
+        in blocks)."""
+        run_id = self._open_run(None, calibration)
+        self.store.set_run_status(run_id, "interrupted", stop_reason)
+        return run_id
+
+    def run(self, resume_run_id: str | None = None, *, rounds: int | None = None
+            ) -> RunOutcome:
+        """Run (or resume) the run to its end. ``rounds``: stop after this many repetition
+        rounds that measure something (warm-up trials go with the first; a capacity search
+        runs whole), leaving the run 'interrupted' and ``outcome.paused``; a later
+        ``run(resume_run_id=...)`` continues it. A run whose last round falls in the limit
+        completes as usual."""
         if not self._checked:
             self.check()
+        self._round_limit = rounds
         run_id = self._open_run(resume_run_id)
         self.workdir = self.work_root / run_id
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -162,7 +181,7 @@ class Runner:
                 self._preflight(run_id, "start")
                 self.lab.up()
                 outcome.stop_reason = self._execute(run_id, outcome)
-                outcome.status = "complete"
+                outcome.status = "interrupted" if outcome.paused else "complete"
             except KeyboardInterrupt as exc:
                 outcome.status = "interrupted"
                 outcome.stop_reason = f"interrupted ({str(exc) or 'SIGINT'}); resume with --resume"
@@ -187,7 +206,7 @@ class Runner:
         return outcome
 
     # ---- internals -----------------------------------------------------------------------
-    def _open_run(self, resume_run_id: str | None) -> str:
+    def _open_run(self, resume_run_id: str | None, calibration: str | None = None) -> str:
         if resume_run_id is not None:
             info = self.store.run(resume_run_id)
             # an older store's id outside the grammar can be read, not resumed: the run id
@@ -212,7 +231,7 @@ class Runner:
             experiment=self.exp.name, description=self.exp.description,
             spec_yaml=self.spec_yaml, spec_path=self.spec_path, seed=self.exp.seed,
             host=self.host_label, target=self.target.describe(), baseline=self.baseline,
-            version=__version__, run_id=self.new_run_id)
+            version=__version__, run_id=self.new_run_id, calibration=calibration)
         self.store.add_variants(run_id, list(self.variants.items()), self.baseline)
         for position, (workload_id, workload) in enumerate(self.workloads.items()):
             self.store.add_workload(run_id, workload_id, workload.name, position,
@@ -243,6 +262,8 @@ class Runner:
                     self._preflight(run_id, f"before block {variant}")
                 with self._entered(variant) as state:
                     reasons.append(self._rounds(run_id, block, state, done, outcome))
+                if outcome.paused:
+                    return reasons[-1]
             return "; ".join(sorted(set(reasons)))
         return self._rounds(run_id, pairs, None, done, outcome)
 
@@ -265,6 +286,7 @@ class Runner:
                                 state, outcome)
         active = list(pairs)
         primaries = {w: wl.primary_metrics() for w, wl in self.workloads.items()}
+        measured_rounds = 0  # rounds of this call that measured something (run(rounds=N))
         for repetition in range(max_reps):
             if adaptive and repetition >= adaptive.min:
                 active = unconverged_pairs(active, self._values, primaries, adaptive,
@@ -274,11 +296,17 @@ class Runner:
                     return f"converged: every primary metric within ±{adaptive.target_rel_ci:.1%}"
                 if adaptive.budget_s and time.monotonic() - started > adaptive.budget_s:
                     return f"time budget of {adaptive.budget_s:g} s spent before convergence"
+            keys = [key for key in round_order(active, repetition, self.exp.seed)
+                    if (key.variant, key.workload_id, key.repetition) not in done]
+            if keys and self._round_limit is not None:
+                if measured_rounds >= self._round_limit:
+                    outcome.paused = True
+                    return (f"paused after {measured_rounds} repetition round(s), as asked; "
+                            "resuming continues it")
+                measured_rounds += 1
             if state is None and repetition > 0 and self.noise and self.noise.round_due():
                 self._preflight(run_id, f"before round {repetition + 1}")  # interleaved
-            for key in round_order(active, repetition, self.exp.seed):
-                if (key.variant, key.workload_id, key.repetition) in done:
-                    continue
+            for key in keys:
                 self._trial(run_id, key, state, outcome)
                 outcome.repetitions[(key.variant, key.workload_id)] = repetition + 1
         if adaptive:
