@@ -109,7 +109,7 @@ def calibrate(
     from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner
     from virtbench.runner.blocks import run_in_blocks
-    from virtbench.runner.engine import refuse_if_running
+    from virtbench.runner.engine import refuse_if_running, sigterm_as_interrupt
     from virtbench.spec import load_experiment
 
     exp, text = load_experiment(experiment)
@@ -206,8 +206,9 @@ def calibrate(
         return True
 
     try:
-        done = run_in_blocks(unfinished, step, seed=exp.seed, salt=calibration,
-                             first_block=first_block, before_block=before_block)
+        with sigterm_as_interrupt():  # also between two runs' blocks, not only inside one
+            done = run_in_blocks(unfinished, step, seed=exp.seed, salt=calibration,
+                                 first_block=first_block, before_block=before_block)
     except KeyboardInterrupt as exc:
         for run_id in run_ids:  # the runner marked the one it ran; the others say how too
             info = st.run(run_id)
