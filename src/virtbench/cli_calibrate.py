@@ -2,7 +2,7 @@
 variant, opened first and measured in interleaved blocks (runner/blocks.py) → a noise profile
 (decide/calibration.py) stored for this host and experiment file → the minimum detectable
 effect per workload · metric, as a table or JSON. Exit codes: 0 a profile was stored, 1 a run
-failed or was interrupted (130), 2 bad input."""
+failed, 130 interrupted (the runs stay resumable: --resume), 2 bad input."""
 
 from __future__ import annotations
 
@@ -53,8 +53,12 @@ def _repetitions(exp: Experiment) -> int:
 def calibration_runs(st: Store, exp: Experiment, ref: str) -> tuple[str, list[RunInfo]]:
     """The calibration ``ref`` (its id, or 'latest': the latest of this experiment) and its
     runs in the order they were opened (run 1 of K first)."""
+    from virtbench.store.ids import check_run_id
+
     tagged = [r for r in st.runs() if r.calibration is not None]
-    if ref == "latest":
+    if ref != "latest":
+        check_run_id(ref, "--resume: calibration id")
+    else:
         mine = [r for r in tagged if r.experiment == exp.name]
         if not mine:
             raise VirtbenchError(f"--resume latest: no calibration of {exp.name} in the store")

@@ -58,3 +58,28 @@ def test_runs_marks_calibration_runs_and_resume_leaves_them_to_calibrate(
     store.close()
     code, out = _cli("run", str(spec), "--store", db, "--resume", "latest")
     assert code == 2 and "no unfinished run of tagged" in " ".join(out.split()), out
+
+
+def test_calibrate_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    for index in (1, 2):
+        _open(store, f"cal-12ab34cd-{index}", "cal-12ab34cd")
+    store.close()
+    spec = tmp_path / "x.yaml"
+    spec.write_text(SPEC)
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(SPEC + "# edited\n")
+    for args, message in (
+            ((str(spec), "--resume", "../x"), "--resume: calibration id '../x' is not a run id"),
+            ((str(spec), "--resume", "cal-none"), "--resume cal-none: no calibration of that id"),
+            ((str(spec), "--resume", "cal-12ab34cd", "--runs", "3"),
+             "--runs 3: calibration cal-12ab34cd has 2 runs"),
+            ((str(edited), "--resume", "latest"),
+             "calibration cal-12ab34cd was started from a different experiment file")):
+        code, out = _cli("calibrate", *args, "--store", db)
+        assert code == 2 and message in " ".join(out.split()), out
+    empty = str(tmp_path / "empty.db")
+    Store(empty).close()
+    code, out = _cli("calibrate", str(spec), "--resume", "latest", "--store", empty)
+    assert code == 2 and "no calibration of tagged in the store" in out, out
