@@ -139,6 +139,7 @@ class Runner:
         self.noise = noise
         self._checked = False
         self._round_limit: int | None = None
+        self._rounds_measured = 0  # in this call of run(), for its round limit
 
     # ---- public --------------------------------------------------------------------------
     def check(self) -> None:
@@ -169,7 +170,7 @@ class Runner:
         completes as usual."""
         if not self._checked:
             self.check()
-        self._round_limit = rounds
+        self._round_limit, self._rounds_measured = rounds, 0
         run_id = self._open_run(resume_run_id)
         self.workdir = self.work_root / run_id
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -286,7 +287,6 @@ class Runner:
                                 state, outcome)
         active = list(pairs)
         primaries = {w: wl.primary_metrics() for w, wl in self.workloads.items()}
-        measured_rounds = 0  # rounds of this call that measured something (run(rounds=N))
         for repetition in range(max_reps):
             if adaptive and repetition >= adaptive.min:
                 active = unconverged_pairs(active, self._values, primaries, adaptive,
@@ -299,11 +299,11 @@ class Runner:
             keys = [key for key in round_order(active, repetition, self.exp.seed)
                     if (key.variant, key.workload_id, key.repetition) not in done]
             if keys and self._round_limit is not None:
-                if measured_rounds >= self._round_limit:
+                if self._rounds_measured >= self._round_limit:
                     outcome.paused = True
-                    return (f"paused after {measured_rounds} repetition round(s), as asked; "
-                            "resuming continues it")
-                measured_rounds += 1
+                    return (f"paused after {self._rounds_measured} repetition round(s), as "
+                            "asked; resuming continues it")
+                self._rounds_measured += 1  # blocked: counted over the variants' blocks
             if state is None and repetition > 0 and self.noise and self.noise.round_due():
                 self._preflight(run_id, f"before round {repetition + 1}")  # interleaved
             for key in keys:

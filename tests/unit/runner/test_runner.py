@@ -437,3 +437,24 @@ def test_two_opened_runs_measured_in_alternating_blocks_interleave(tmp_path: Pat
     assert [key for key in by_block[::3]] == [(ids[0], 0), (ids[1], 0), (ids[0], 1),
                                               (ids[1], 1), (ids[0], 2), (ids[1], 2)]
     assert all(len(store.samples(r)) == 9 for r in ids)
+
+
+def test_rounds_in_a_blocked_run_pause_inside_a_variants_block(tmp_path: Path) -> None:
+    """An expensive lab runs variant by variant: the limit counts rounds over the variants'
+    blocks, a pause ends the call inside the current block (no other variant entered), and
+    resumes go on from there to the end."""
+    store = Store(str(tmp_path / "s.db"))
+    first = _runner(store, tmp_path, lab="test.lab").run(rounds=2)
+    assert first.paused and [e for e in LAB_EVENTS if e.startswith("enter:")] == [
+        f"enter:{CALLS[0][0]}"]
+    assert len(CALLS) == 1 + 2 and LAB_EVENTS[-1] == "down"  # warm-up and 2 of 3 rounds
+    calls = 1
+    while store.run(first.run_id).status != "complete":
+        CALLS.clear()
+        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=first.run_id, rounds=2)
+        assert len([r for _v, _w, r in CALLS if r >= 0]) <= 2  # 2 rounds of one pair each
+        calls += 1
+        assert calls < 10, "resumes that never complete the run"
+    assert calls == 5  # 9 rounds (3 variants x 3), 2 per call
+    assert sorted((s.variant, s.repetition) for s in store.samples(first.run_id)) == sorted(
+        (v, r) for v in ("slow", "fast", "other") for r in range(3))
