@@ -162,7 +162,8 @@ def run(
         raise typer.Exit(1 if problems else 0)
     st = _store(store, create=True)
     if resume == "latest":
-        candidates = [r for r in st.runs() if r.experiment == exp.name and r.status != "complete"]
+        candidates = [r for r in st.runs() if r.experiment == exp.name
+                      and r.status != "complete" and r.calibration is None]
         if not candidates:
             raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
         resume = candidates[-1].id
@@ -172,6 +173,9 @@ def run(
 
         info = st.run(resume)
         check_run_id(info.id, "run id")  # an older store's odd id is read, never resumed
+        if info.calibration is not None:  # its experiment is the baseline alone, not the file
+            raise VirtbenchError(f"run {info.id} is a calibration run; `virtbench calibrate "
+                                 f"{experiment} --resume {info.calibration}` continues it")
         refuse_if_running(info)
         resume = info.id
     from virtbench.cli_progress import RichProgress
@@ -326,7 +330,7 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
     import datetime as dt
 
     st = _store(store)
-    table = Table("experiment", "status", "started", "host", "samples", "stop reason")
+    table = Table("experiment", "kind", "status", "started", "host", "samples", "stop reason")
     table.add_column("id", no_wrap=True, min_width=12)  # must stay copyable for export
     abandoned: list[str] = []
     for r in st.runs():
@@ -336,7 +340,9 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
             abandoned.append(f"run {r.id}: {r.stop_reason}")
             reason = "its process is gone (see below)"
         # Stored text, imported from anywhere: cells as Text (never markup), shown by safetext.
-        table.add_row(*map(safetext.text, (r.experiment, r.status, started, r.host,
+        # A/A runs of `virtbench calibrate` (their stop reason names the calibration's id)
+        kind = "run" if r.calibration is None else "calibration"
+        table.add_row(*map(safetext.text, (r.experiment, kind, r.status, started, r.host,
                                            st.sample_count(r.id), reason, r.id)))
     console.print(table)
     for line in abandoned:

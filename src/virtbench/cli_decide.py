@@ -299,6 +299,8 @@ def history(
         "--any-spec", help="also runs of other versions of the experiment file")] = False,
     any_host: Annotated[bool, typer.Option(
         "--any-host", help="also runs on other hosts or CPUs")] = False,
+    include_calibration: Annotated[bool, typer.Option(
+        "--include-calibration", help="also the A/A runs of `virtbench calibrate`")] = False,
 ) -> None:
     """Every stored run of one experiment on one host over time, per metric: run means with
     CIs, a sparkline and change points with their step size."""
@@ -307,7 +309,8 @@ def history(
     if format not in ("table", "html"):
         raise VirtbenchError("--format must be table or html")
     result = build_history(_opener(store)(), experiment, host, metrics=metric,
-                           any_spec=any_spec, any_host=any_host)
+                           any_spec=any_spec, any_host=any_host,
+                           include_calibration=include_calibration)
     if as_json:
         rendered = _dumps(result.as_dict())
     elif format == "html":

@@ -96,11 +96,14 @@ class History:
 
 
 def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
-                any_spec: bool = False, any_host: bool = False) -> tuple[list[Any], History]:
+                any_spec: bool = False, any_host: bool = False,
+                include_calibration: bool = False) -> tuple[list[Any], History]:
     """The runs of one experiment (name, or a run of it; default the latest run's), with the
     same experiment hash and host fingerprint as the reference run (the run given, else the
-    latest one, on ``host`` if given) unless relaxed. Returns the runs in time order and an empty
-    History describing the selection."""
+    latest one, on ``host`` if given) unless relaxed, and without the A/A runs of
+    `virtbench calibrate` unless ``include_calibration`` (they are the baseline measured K
+    times in a row: not a point of the configuration's history). Returns the runs in time
+    order and an empty History describing the selection."""
     runs = st.runs()
     if not runs:
         raise VirtbenchError(f"the store {st.url} holds no runs yet")
@@ -119,11 +122,21 @@ def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
             hosts = sorted({r.host for r in runs if r.experiment == name})
             raise VirtbenchError(f"--host {host}: no run of {name} on that host; hosts: "
                                  f"{', '.join(hosts)}")
+    calibration_runs = 0
+    if not include_calibration:
+        kept = [r for r in candidates if r.calibration is None]
+        calibration_runs = len(candidates) - len(kept)
+        if not kept:
+            raise VirtbenchError(f"{name} has only calibration runs ({calibration_runs}) here; "
+                                 "--include-calibration shows them")
+        candidates = kept
     reference = given if given is not None and given in candidates else candidates[-1]
     facts = st.facts_of_runs([r.id for r in candidates])
     digest = experiment_digest(reference.spec_yaml)
     fingerprint = host_fingerprint(reference.host, facts.get(reference.id, {}))
     excluded: dict[str, int] = defaultdict(int)
+    if calibration_runs:
+        excluded["calibration run (--include-calibration includes it)"] = calibration_runs
     chosen = []
     for r in candidates:
         if not any_spec and experiment_digest(r.spec_yaml) != digest:
@@ -215,10 +228,11 @@ def _steps(series: MetricHistory) -> list[Step]:
 
 def build_history(st: Any, experiment: str | None = None, host: str | None = None, *,
                   metrics: list[str] | None = None, any_spec: bool = False,
-                  any_host: bool = False) -> History:
+                  any_host: bool = False, include_calibration: bool = False) -> History:
     """Run means with CIs per (variant, workload, metric) over the selected runs, in time
     order, with change points (see :mod:`virtbench.stats.changepoints`)."""
-    runs, history = select_runs(st, experiment, host, any_spec=any_spec, any_host=any_host)
+    runs, history = select_runs(st, experiment, host, any_spec=any_spec, any_host=any_host,
+                                include_calibration=include_calibration)
     wanted = list(metrics or [])
     definitions: dict[tuple[str, str], Metric] = {}
     for run in reversed(runs[-3:]):  # the latest runs' declarations win

@@ -68,6 +68,8 @@ class RunOutcome:
     trials: int
     failures: int
     repetitions: dict[Pair, int] = field(default_factory=dict)
+    paused: bool = False
+    """stopped by ``run(rounds=N)`` with repetitions left: status 'interrupted', resumable"""
 
 
 @contextlib.contextmanager
@@ -145,6 +147,8 @@ class Runner:
         # estimate of later runs (runner.trial_times).
         self._durations: dict[str, list[float]] = defaultdict(list)
         self._duration_keys: dict[Pair, str] = {}
+        self._round_limit: int | None = None
+        self._rounds_measured = 0  # in this call of run(), for its round limit
 
     # ---- public --------------------------------------------------------------------------
     def check(self) -> None:
@@ -155,9 +159,25 @@ class Runner:
             raise RunFailed("cannot run; fix these first:\n  " + "\n  ".join(problems))
         self._checked = True
 
-    def run(self, resume_run_id: str | None = None) -> RunOutcome:
+    def open_run(self, stop_reason: str, *, calibration: str | None = None) -> str:
+        """Store the run (its variants and workloads) without measuring anything, status
+        'interrupted' with ``stop_reason``: ``run(resume_run_id=...)`` measures it later
+        (calibrate opens its K runs first, tagged with its ``calibration`` id, then runs them
+        in blocks)."""
+        run_id = self._open_run(None, calibration)
+        self.store.set_run_status(run_id, "interrupted", stop_reason)
+        return run_id
+
+    def run(self, resume_run_id: str | None = None, *, rounds: int | None = None
+            ) -> RunOutcome:
+        """Run (or resume) the run to its end. ``rounds``: stop after this many repetition
+        rounds that measure something (warm-up trials go with the first; a capacity search
+        runs whole), leaving the run 'interrupted' and ``outcome.paused``; a later
+        ``run(resume_run_id=...)`` continues it. A run whose last round falls in the limit
+        completes as usual."""
         if not self._checked:
             self.check()
+        self._round_limit, self._rounds_measured = rounds, 0
         run_id = self._open_run(resume_run_id)
         self.workdir = self.work_root / run_id
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -169,7 +189,7 @@ class Runner:
                 self._preflight(run_id, "start")
                 self.lab.up()
                 outcome.stop_reason = self._execute(run_id, outcome)
-                outcome.status = "complete"
+                outcome.status = "interrupted" if outcome.paused else "complete"
             except KeyboardInterrupt as exc:
                 outcome.status = "interrupted"
                 outcome.stop_reason = f"interrupted ({str(exc) or 'SIGINT'}); resume with --resume"
@@ -196,7 +216,7 @@ class Runner:
         return outcome
 
     # ---- internals -----------------------------------------------------------------------
-    def _open_run(self, resume_run_id: str | None) -> str:
+    def _open_run(self, resume_run_id: str | None, calibration: str | None = None) -> str:
         if resume_run_id is not None:
             info = self.store.run(resume_run_id)
             # an older store's id outside the grammar can be read, not resumed: the run id
@@ -221,7 +241,7 @@ class Runner:
             experiment=self.exp.name, description=self.exp.description,
             spec_yaml=self.spec_yaml, spec_path=self.spec_path, seed=self.exp.seed,
             host=self.host_label, target=self.target.describe(), baseline=self.baseline,
-            version=__version__, run_id=self.new_run_id)
+            version=__version__, run_id=self.new_run_id, calibration=calibration)
         self.store.add_variants(
             run_id, [(name, dict(knobs)) for name, knobs in self.variants.items()],
             self.baseline)
@@ -254,6 +274,8 @@ class Runner:
                     self._preflight(run_id, f"before block {variant}")
                 with self._entered(variant) as state:
                     reasons.append(self._rounds(run_id, block, state, done, outcome))
+                if outcome.paused:
+                    return reasons[-1]
             return "; ".join(sorted(set(reasons)))
         return self._rounds(run_id, pairs, None, done, outcome)
 
@@ -285,11 +307,17 @@ class Runner:
                     return f"converged: every primary metric within ±{adaptive.target_rel_ci:.1%}"
                 if adaptive.budget_s and time.monotonic() - started > adaptive.budget_s:
                     return f"time budget of {adaptive.budget_s:g} s spent before convergence"
+            keys = [key for key in round_order(active, repetition, self.exp.seed)
+                    if (key.variant, key.workload_id, key.repetition) not in done]
+            if keys and self._round_limit is not None:
+                if self._rounds_measured >= self._round_limit:
+                    outcome.paused = True
+                    return (f"paused after {self._rounds_measured} repetition round(s), as "
+                            "asked; resuming continues it")
+                self._rounds_measured += 1  # blocked: counted over the variants' blocks
             if state is None and repetition > 0 and self.noise and self.noise.round_due():
                 self._preflight(run_id, f"before round {repetition + 1}")  # interleaved
-            for key in round_order(active, repetition, self.exp.seed):
-                if (key.variant, key.workload_id, key.repetition) in done:
-                    continue
+            for key in keys:
                 self._trial(run_id, key, state, outcome)
                 outcome.repetitions[(key.variant, key.workload_id)] = repetition + 1
         if adaptive:

@@ -53,10 +53,17 @@ def _v6_noise_profiles(conn: Connection) -> None:
         s.noise_profiles.create(conn)  # with its index
 
 
+def _v7_calibration_tag(conn: Connection) -> None:
+    columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+    if "calibration" not in columns:  # a store created at version 7 already has it
+        conn.execute(text("ALTER TABLE runs ADD COLUMN calibration VARCHAR(32)"))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
                                                   _v3_realisation_env, _v4_metric_domain,
-                                                  _v5_run_owner, _v6_noise_profiles]
+                                                  _v5_run_owner, _v6_noise_profiles,
+                                                  _v7_calibration_tag]
 
 
 def current_version(conn: Connection) -> int:

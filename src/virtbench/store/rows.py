@@ -130,6 +130,9 @@ class RunRow(TypedDict):
     owner_pid: NotRequired[Annotated[int, Field(ge=1, le=2**31 - 1)] | None]
     owner_host: NotRequired[ShortName | None]
     owner_boot_id: NotRequired[Annotated[str, Field(pattern=_BOOT_ID_PATTERN)] | None]
+    # schema 7: the calibration the run is one of (null: not a calibration run); an id by the
+    # run-id grammar, since `calibrate --resume` takes it and `runs` prints it
+    calibration: NotRequired[RunId | None]
 
 
 @with_config(_ROWS)
@@ -252,7 +255,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "runs": {"description": "", "spec_path": "", "stop_reason": "", "ended_at": None,
              "host": "", "target": "", "baseline": "", "virtbench_version": "",
              "imported_from": "", "owner_pid": None, "owner_host": None,
-             "owner_boot_id": None},
+             "owner_boot_id": None, "calibration": None},
     "metrics": {"domain": None},
     "realisations": {"env_json": "{}"},
     "trials": {"error": "", "facts_id": None, "notes_json": "{}"},

@@ -33,7 +33,7 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -69,6 +69,9 @@ runs = Table(
     Column("owner_pid", Integer),
     Column("owner_host", String(200)),
     Column("owner_boot_id", String(64)),
+    # v7: the calibration a run is one of (`virtbench calibrate`'s id of its K A/A runs), NULL
+    # for every other run: history leaves calibration runs out of a configuration's series.
+    Column("calibration", String(_RUN_ID_LENGTH)),
 )
 
 variants = Table(

@@ -75,6 +75,9 @@ class RunInfo:
     """The status as stored; ``status`` says "abandoned" for a "running" run whose process is
     gone (same host, pid gone or machine rebooted since), with the resume command as the stop
     reason."""
+    calibration: str | None = None
+    """The calibration (`virtbench calibrate`'s id of its K runs) this run is one of; None for
+    every other run (schema 7)."""
 
     @property
     def owner(self) -> str:
@@ -241,8 +244,11 @@ class Store:
         baseline: str,
         version: str,
         run_id: str | None = None,
+        calibration: str | None = None,
     ) -> str:
         run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
+        if calibration is not None:
+            check_run_id(calibration, "calibration id")
         owner = this_owner()
         with self.engine.begin() as conn:
             conn.execute(
@@ -264,6 +270,7 @@ class Store:
                     owner_pid=owner.pid,
                     owner_host=owner.host,
                     owner_boot_id=owner.boot_id,
+                    calibration=calibration,
                 )
             )
         return run_id
@@ -864,14 +871,16 @@ def _run_info(r: Any) -> RunInfo:
     if status == "running" and owner_state(r["owner_pid"], r["owner_host"], r["owner_boot_id"]
                                            ) == OwnerState.GONE:
         status = "abandoned"
+        command = (f"virtbench calibrate {r['spec_path'] or 'FILE'} --resume {r['calibration']}"
+                   if r["calibration"] else
+                   f"virtbench run {r['spec_path'] or 'FILE'} --resume {r['id']}")
         stop_reason = (f"abandoned (process {r['owner_pid']} on {r['owner_host']} is gone) — "
-                       f"resume with `virtbench run {r['spec_path'] or 'FILE'} --resume "
-                       f"{r['id']}`")
+                       f"resume with `{command}`")
     return RunInfo(
         id=r["id"], experiment=r["experiment"], description=r["description"], status=status,
         stop_reason=stop_reason, started_at=r["started_at"], ended_at=r["ended_at"],
         host=r["host"], target=r["target"], baseline=r["baseline"], seed=r["seed"],
         spec_yaml=r["spec_yaml"], spec_path=r["spec_path"], imported_from=r["imported_from"],
         owner_pid=r["owner_pid"], owner_host=r["owner_host"], owner_boot_id=r["owner_boot_id"],
-        recorded_status=r["status"],
+        recorded_status=r["status"], calibration=r["calibration"],
     )

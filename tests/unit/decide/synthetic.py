@@ -26,12 +26,14 @@ def facts(model: str = "Test CPU 3000", flags: Sequence[str] = ("sse4.2", "aes")
 def add_run(store: Store, values: Mapping[str, Sequence[float]], *, experiment: str = "exp",
             host: str = "host-a", spec_yaml: str = SPEC, params: Mapping[str, Any] | None = None,
             run_facts: Mapping[str, Any] | None = None, metrics: Sequence[Metric] = METRICS,
-            knobs: Mapping[str, Mapping[str, Any]] | None = None, wid: str = "w") -> str:
+            knobs: Mapping[str, Mapping[str, Any]] | None = None, wid: str = "w",
+            calibration: str | None = None) -> str:
     """One run; ``values`` maps 'variant' to the time_s values (rate = 1/time_s) of its trials
     (the first and second of ``metrics``, whatever their names)."""
     run_id = store.create_run(experiment=experiment, description="", spec_yaml=spec_yaml,
                               spec_path="", seed=1, host=host, target="local",
-                              baseline=next(iter(values)), version="0.1.0")
+                              baseline=next(iter(values)), version="0.1.0",
+                              calibration=calibration)
     store.add_variants(run_id, [(v, dict((knobs or {}).get(v, {}))) for v in values],
                        next(iter(values)))
     store.add_workload(run_id, wid, "cpu.crc32c", 0, dict(params or {"size_mib": 1}), metrics)

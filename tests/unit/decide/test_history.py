@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from rich.console import Console
 from synthetic import SPEC, add_run, column_cells, facts
 
 from virtbench.decide.history import build_history
+from virtbench.model import VirtbenchError
 from virtbench.report.decide_text import render_history, sparkline
 from virtbench.store import Store
 
@@ -47,6 +49,41 @@ def test_runs_of_another_experiment_file_or_host_are_left_out(sqlite_store: Stor
     assert build_history(sqlite_store, "exp", host="host-a").run_ids == ids
     edited = build_history(sqlite_store, _first(sqlite_store))
     assert len(edited.run_ids) == 1  # a run given by id is the reference: its own file hash
+
+
+def test_calibration_runs_are_left_out_unless_asked(sqlite_store: Store, cli,  # type: ignore[no-untyped-def]
+                                                    tmp_path: Path) -> None:
+    """A/A runs of `calibrate` at another level after the normal runs would be a change point
+    of the configuration's history: left out (and counted) unless --include-calibration."""
+    ids = _history(sqlite_store, runs=8, step=0.0)
+    rng = np.random.default_rng(2)
+    calibration = [add_run(sqlite_store, {"default": rng.normal(1.3, 0.01, 5)},
+                           calibration="cal-0011aabb") for _ in range(4)]
+    history = build_history(sqlite_store)  # the latest run is a calibration run
+    assert history.run_ids == ids
+    assert history.excluded == {"calibration run (--include-calibration includes it)": 4}
+    assert all(s.steps == [] for s in history.series)
+    included = build_history(sqlite_store, include_calibration=True)
+    assert included.run_ids == ids + calibration
+    assert any(s.steps for s in included.series)  # what mixing them in would have shown
+    store = str(tmp_path / "decide.db")
+    code, out, _ = cli("history", "-s", store, "--json")
+    assert code == 0 and json.loads(out)["runs"] == ids
+    code, out, _ = cli("history", "-s", store, "--json", "--include-calibration")
+    assert code == 0 and json.loads(out)["runs"] == ids + calibration
+    code, out, _ = cli("history", "-s", store)
+    assert code == 0 and "calibration run (--include-calibration includes it)" in " ".join(
+        out.split())
+
+
+def test_an_experiment_with_only_calibration_runs_says_how_to_see_them(
+        sqlite_store: Store) -> None:
+    add_run(sqlite_store, {"default": [1.0, 1.1, 1.0]}, calibration="cal-1")
+    add_run(sqlite_store, {"default": [1.0, 1.2, 1.0]}, calibration="cal-1")
+    with pytest.raises(VirtbenchError, match=r"only calibration runs \(2\) here; "
+                                             "--include-calibration shows them"):
+        build_history(sqlite_store, "exp")
+    assert len(build_history(sqlite_store, "exp", include_calibration=True).run_ids) == 2
 
 
 def _first(st: Store) -> str:

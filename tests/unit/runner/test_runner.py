@@ -394,3 +394,67 @@ def test_of_two_resumers_exactly_one_claims_the_run(store: Store, tmp_path: Path
     assert store.run(run_id).status == "running"  # claimed by this (live) process
     with pytest.raises(VirtbenchError, match="is still running"):
         _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+
+
+def test_rounds_pause_the_run_resumably_and_the_last_block_completes_it(tmp_path: Path) -> None:
+    """run(rounds=1): warm-ups and one round, then 'interrupted' (paused); each resume with
+    rounds=1 measures the next round; the call that measures the last round completes it."""
+    store = Store(str(tmp_path / "s.db"))
+    first = _runner(store, tmp_path).run(rounds=1)
+    assert first.paused and first.status == "interrupted"
+    assert sorted(r for _v, _w, r in CALLS) == [-1, -1, -1, 0, 0, 0]  # warm-ups + round 1
+    info = store.run(first.run_id)
+    assert info.status == "interrupted" and info.stop_reason.startswith("paused after 1 ")
+    for expected_round, last in ((1, False), (2, True)):
+        CALLS.clear()
+        outcome = _runner(store, tmp_path).run(resume_run_id=first.run_id, rounds=1)
+        assert [r for _v, _w, r in CALLS] == [expected_round] * 3  # no warm-up again
+        assert outcome.paused is not last
+        assert store.run(first.run_id).status == ("complete" if last else "interrupted")
+    samples = store.samples(first.run_id)
+    assert sorted((s.variant, s.repetition) for s in samples) == sorted(
+        (v, r) for v in ("slow", "fast", "other") for r in range(3))  # each once
+
+
+def test_two_opened_runs_measured_in_alternating_blocks_interleave(tmp_path: Path) -> None:
+    """open_run stores a run with nothing measured (interrupted, resumable); runs resumed
+    one round at a time in turn have trials interleaved in time, every trial once."""
+    store = Store(str(tmp_path / "s.db"))
+    ids = [_runner(store, tmp_path).open_run("opened", calibration="cal-test")
+           for _ in range(2)]
+    for run_id in ids:
+        info = store.run(run_id)
+        assert info.status == "interrupted" and info.calibration == "cal-test"
+        assert store.trials(run_id) == [] and store.variants(run_id)
+    for _block in range(3):
+        for run_id in ids:
+            _runner(store, tmp_path).run(resume_run_id=run_id, rounds=1)
+    assert [store.run(r).status for r in ids] == ["complete", "complete"]
+    timeline = sorted((t["started_at"], t["order_index"], run_id, t["repetition"])
+                      for run_id in ids for t in store.trials(run_id) if not t["warmup"])
+    by_block = [(run_id, rep) for _t, _o, run_id, rep in timeline]
+    # round r of the first run, then round r of the second, for r = 0, 1, 2
+    assert [key for key in by_block[::3]] == [(ids[0], 0), (ids[1], 0), (ids[0], 1),
+                                              (ids[1], 1), (ids[0], 2), (ids[1], 2)]
+    assert all(len(store.samples(r)) == 9 for r in ids)
+
+
+def test_rounds_in_a_blocked_run_pause_inside_a_variants_block(tmp_path: Path) -> None:
+    """An expensive lab runs variant by variant: the limit counts rounds over the variants'
+    blocks, a pause ends the call inside the current block (no other variant entered), and
+    resumes go on from there to the end."""
+    store = Store(str(tmp_path / "s.db"))
+    first = _runner(store, tmp_path, lab="test.lab").run(rounds=2)
+    assert first.paused and [e for e in LAB_EVENTS if e.startswith("enter:")] == [
+        f"enter:{CALLS[0][0]}"]
+    assert len(CALLS) == 1 + 2 and LAB_EVENTS[-1] == "down"  # warm-up and 2 of 3 rounds
+    calls = 1
+    while store.run(first.run_id).status != "complete":
+        CALLS.clear()
+        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=first.run_id, rounds=2)
+        assert len([r for _v, _w, r in CALLS if r >= 0]) <= 2  # 2 rounds of one pair each
+        calls += 1
+        assert calls < 10, "resumes that never complete the run"
+    assert calls == 5  # 9 rounds (3 variants x 3), 2 per call
+    assert sorted((s.variant, s.repetition) for s in store.samples(first.run_id)) == sorted(
+        (v, r) for v in ("slow", "fast", "other") for r in range(3))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +48,22 @@ def cli(*args: str) -> Result:
     from virtbench.cli import app
 
     return CliRunner().invoke(app, list(args))
+
+
+@contextlib.contextmanager
+def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
+    """The URL of a new, empty database ``name`` on the test server, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"),
+                          isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()

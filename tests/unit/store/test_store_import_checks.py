@@ -48,6 +48,9 @@ def _sample(document: dict[str, Any], index: int = 2) -> dict[str, Any]:
     ("runs", 0, "status", "done", "runs[0].status: must be"),
     ("runs", 0, "seed", True, "runs[0].seed: must be an integer"),
     ("runs", 0, "started_at", 1e20, "runs[0].started_at: must be <= "),
+    ("runs", 0, "calibration", "cal-1\x1b[2J", "runs[0].calibration: must be a run id"),
+    ("runs", 0, "calibration", "", "runs[0].calibration: must be a run id"),
+    ("runs", 0, "calibration", 7, "runs[0].calibration: must be a string"),
     ("variants", 1, "name", "b\x1b[2J", "variants[1].name: must be 1-200 characters, no "
                                         "control characters"),
     ("variants", 1, "knobs_json", "{\"a\": NaN}", "variants[1].knobs_json: must be an object"),
