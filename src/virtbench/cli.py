@@ -123,12 +123,18 @@ def run(
     = None,
     netns: Annotated[str | None, typer.Option(
         help="run the fleet's ssh clients inside this network namespace")] = None,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="record CPU profiles (perf, 99 Hz) and counters during every measured "
+                          "trial of every workload without a profile: of its own "
+                          "(docs/explain.md)")] = False,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
     from virtbench.runner import check_experiment
     from virtbench.spec import load_experiment
 
     exp, text = load_experiment(experiment)
+    if profile:
+        exp = exp.profiled_everywhere()
     if hosts is not None or host:
         from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet
 

@@ -12,15 +12,19 @@ from typing import Any
 from virtbench.labs.base import Lab
 from virtbench.model import VirtbenchError
 from virtbench.plugins import get_lab, get_workload
+from virtbench.profiling import Profiler, ProfileSettings
 from virtbench.runner.schedule import Pair
 from virtbench.runner.search import searched
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment
 from virtbench.targets.base import Target
 from virtbench.targets.factory import make_target
+from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import Realisation, Workload
 
-__all__ = ["check_experiment", "instantiate_workloads", "make_lab", "realise_all"]
+__all__ = ["check_experiment", "instantiate_workloads", "make_lab", "make_profiler",
+           "realise_all"]
 
 
 def instantiate_workloads(exp: Experiment) -> dict[str, Workload]:
@@ -88,3 +92,13 @@ def check_experiment(exp: Experiment, *, realise: bool = True,
         if own_target:
             target.close()
     return problems
+
+
+def make_profiler(exp: Experiment, target: Target, time_limits: Mapping[str, float]) -> Profiler:
+    """The profiler of a run: the workloads with ``profile:``, recorded from the host (this
+    machine when the experiment's target is a libvirt guest: perf sees it from outside)."""
+    settings = {w.workload_id: ProfileSettings(frequency_hz=w.profile.frequency_hz,
+                                               trials=w.profile.trials, scope=w.profile.scope)
+                for w in exp.workloads if w.profile is not None}
+    host = LocalTarget() if isinstance(target, LibvirtGuestTarget) else target
+    return Profiler(host, settings, time_limits)
