@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 
 __all__ = ["PERF_SCRIPT_FIELDS", "Folded", "fold_perf_script"]
 
-PERF_SCRIPT_FIELDS = "comm,pid,tid,cpu,event,ip,sym,dso"
-"""The ``perf script -F`` fields this parser reads (header: comm pid/tid [cpu] event:)."""
+PERF_SCRIPT_FIELDS = "comm,pid,tid,event,ip,sym,dso"
+"""The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid event:``; no
+``cpu``: a recording of some processes, not the whole machine, has none to print)."""
 
-# "comm  pid/tid [cpu] event:" -- comm may hold spaces ("CPU 0/KVM"), so it is everything
-# before the last "pid/tid" group followed by the CPU in brackets.
-_HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]")
+# "comm  pid/tid [cpu] event:" ([cpu] only when asked for) -- comm may hold spaces and slashes
+# ("CPU 0/KVM", "kworker/0:1"): it is everything before the first whitespace-led "pid/tid".
+_HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s")
 # "\tADDR SYMBOL (DSO)": the symbol may itself hold spaces and parentheses (C++), the DSO is the
 # last parenthesised group.
 _FRAME = re.compile(r"^\s+(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")

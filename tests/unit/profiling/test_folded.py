@@ -77,3 +77,15 @@ def test_guest_module_and_unknown_function_frames() -> None:
         "varnishd;VRT_synth_page:x;ovs_execute_actions_[k]": 1,
     }
     assert folded.unresolved_by_dso == {"/usr/lib/x86_64-linux-gnu/libx265.so.199": 1}
+
+
+def test_a_recording_of_one_process_tree_without_cpu_numbers() -> None:
+    """x265 through ffmpeg, recorded without -a (as the guest scope records QEMU's process)."""
+    text = (DATA / "x265-one-process.txt").read_text()
+    folded = fold_perf_script(text.splitlines())
+    assert folded.samples == 164 == sum(count for _s, count in _lines(folded.text()))
+    frames = {f for stack, _ in _lines(folded.text()) for f in stack.split(";")}
+    assert "x265::saoCuStatsBO_c" in frames  # a C++ name with '::' kept whole
+    assert "[libx265.so.199]" in frames  # a function libx265 does not export: its module
+    assert folded.unresolved_by_dso["/usr/lib/x86_64-linux-gnu/libx265.so.199"] == 51
+    assert {stack.split(";")[0] for stack, _ in _lines(folded.text())} == {"ffmpeg"}
