@@ -111,10 +111,14 @@ def find_qemu_pid(domain: str, proc: Path = Path("/proc")) -> int | None:
     return None
 
 
-def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _scope(settings: ProfileSettings, lab_target: Target | None,
+           cgroup_root: Path = CGROUP_ROOT) -> _Scope:
     """perf's arguments for the scope asked and the lab at hand, with why it differs."""
     events = len(PERF_STAT_EVENTS)
-    if isinstance(lab_target, LibvirtGuestTarget) and settings.scope in ("auto", "guest"):
+    if isinstance(lab_target, LibvirtGuestTarget) and settings.scope == "auto":
         pid = find_qemu_pid(lab_target.domain)
         if pid is not None:
             return _Scope("guest", ["-p", str(pid)], ["-p", str(pid)])
@@ -123,11 +127,15 @@ def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
             "whole host instead"])
     if settings.scope == "cgroup":
         files = lab_target.group.procs_files() if isinstance(lab_target, CgroupTarget) else []
-        if len(files) == 1:
-            path = str(files[0].parent.relative_to("/sys/fs/cgroup"))
+        if not files:
+            why = "the lab runs the workload in no cgroup"
+        elif not (cgroup_root / "cgroup.controllers").exists():
+            # perf -G names a group of the perf_event controller (v1) or of cgroup v2; the
+            # labs' v1 groups are in other controllers' hierarchies
+            why = "this host's cgroups are v1 (perf -G needs cgroup v2 here)"
+        else:
+            path = str(files[0].parent.relative_to(cgroup_root))
             return _Scope("cgroup", ["-a", "-G", path], ["-a", "-G", ",".join([path] * events)])
-        why = ("the lab runs the workload in no cgroup" if not files
-               else "the lab's cgroup spans several cgroup v1 hierarchies")
         return _Scope("system", ["-a"], ["-a"], [f"scope cgroup asked, but {why}: recorded "
                                                  "the whole host instead"])
     return _Scope("system", ["-a"], ["-a"])

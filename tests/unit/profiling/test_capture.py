@@ -77,11 +77,22 @@ class _Group:
         return self.files
 
 
-def test_scope_cgroup_names_the_labs_group_relative_to_the_cgroup_root() -> None:
-    target = CgroupTarget(LocalTarget(), _Group([Path("/sys/fs/cgroup/vbx/w/cgroup.procs")]))
-    scope = _scope(ProfileSettings(scope="cgroup"), target)
+def test_scope_cgroup_names_the_labs_v2_group_relative_to_the_cgroup_root(
+        tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu io memory pids\n")
+    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "vbx" / "w" / "cgroup.procs"]))
+    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
     assert (scope.name, scope.record_args) == ("cgroup", ["-a", "-G", "vbx/w"])
     assert scope.stat_args == ["-a", "-G", "vbx/w,vbx/w,vbx/w,vbx/w"]  # one per event
+
+
+def test_scope_cgroup_on_cgroup_v1_records_the_host_and_says_why(tmp_path: Path) -> None:
+    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "cpu" / "vbx" / "cgroup.procs",
+                                                 tmp_path / "memory" / "vbx" / "cgroup.procs"]))
+    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
+    assert (scope.name, scope.record_args) == ("system", ["-a"])
+    assert scope.notes == ["scope cgroup asked, but this host's cgroups are v1 (perf -G needs "
+                           "cgroup v2 here): recorded the whole host instead"]
 
 
 def test_scope_cgroup_without_a_group_records_the_host_and_says_why() -> None:
