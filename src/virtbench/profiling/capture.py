@@ -170,7 +170,11 @@ class _Controlled:
         self.process: Process = host.spawn(
             [argv[0], argv[1], "-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}",
              *argv[2:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self._ack_fd = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)
+        try:  # perf blocks opening its end of the ack FIFO until this reader is there
+            self._ack_fd = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            self.process.kill_group()
+            raise
         self._ctl_fd: int | None = None
 
     def _open_ctl(self, deadline: float) -> int:
@@ -255,7 +259,10 @@ class Profiler:
             session.start()
             started = time.monotonic()
             yield captured
-            session.finish(time.monotonic() - started, captured)
+            try:
+                session.finish(time.monotonic() - started, captured)
+            except Exception as exc:  # a profile is an extra: never the trial's failure
+                captured.notes[NOTE_KEY] = f"not profiled: {type(exc).__name__}: {exc}"
         finally:
             session.close()
 
@@ -284,7 +291,11 @@ class _Session:
         return read_snapshot(gathered.files[0], gathered.files[1])
 
     def start(self) -> None:
-        self._start_perf()
+        try:
+            self._start_perf()
+        except Exception as exc:  # never the trial's failure
+            self.failure = f"not profiled: {type(exc).__name__}: {exc}"
+            self._stop_perf()
         try:  # last, so that the deltas cover the workload's run and little else
             self.before = self._snapshot()
         except Exception as exc:  # counters are extras: never the trial's failure
@@ -336,7 +347,7 @@ class _Session:
             for controlled in (self.stat, self.record):
                 if controlled is not None:
                     controlled.command("disable")
-        except _PerfFailed as exc:
+        except (_PerfFailed, OSError) as exc:
             self.failure, recorded = f"not profiled: {exc}", False
         self._stop_perf()
         if recorded:
@@ -375,9 +386,10 @@ class _Session:
             Artifact("profile.folded", folded.text().encode(), FOLDED_MEDIA_TYPE),
             Artifact("profile.json", json.dumps(summary, sort_keys=True).encode(),
                      "application/json")]
-        captured.notes[NOTE_KEY] = (f"profiled: scope {self.scope.name}, "
-                                    f"{self.settings.frequency_hz} Hz, {folded.samples} samples, "
-                                    f"{folded.unresolved_frames_pct:.0f} % of frames unresolved")
+        captured.notes[NOTE_KEY] = "; ".join([
+            f"profiled: scope {self.scope.name}, {self.settings.frequency_hz} Hz, "
+            f"{folded.samples} samples, {folded.unresolved_frames_pct:.0f} % of frames "
+            "unresolved", *self.notes])
 
     def close(self) -> None:
         """Stop what still runs and remove the trial's perf files (also after Ctrl-C)."""

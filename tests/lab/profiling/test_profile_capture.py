@@ -157,3 +157,30 @@ def test_a_host_that_cannot_profile_keeps_the_results_with_a_note(
 def test_perf_is_on_this_machine() -> None:
     """The lab needs Debian's linux-perf (scripts/apt-packages.txt)."""
     assert shutil.which("perf") is not None
+
+
+def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -> None:
+    """The guest scope's recording (perf record -p, perf stat -p) on a real process that
+    carries a QEMU's `-name guest=DOMAIN` argument (this machine's /dev/kvm runs no guest)."""
+    from virtbench.profiling import Profiler, ProfileSettings
+    from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+
+    domain = f"vbprof-{os.getpid()}"
+    host = LocalTarget()
+    busy = host.spawn([*host.python(), "-c", "import time\nend = time.monotonic() + 60\n"
+                       "while time.monotonic() < end: pass", "-name", f"guest={domain},x=y"])
+    try:
+        profiler = Profiler(host, {"w": ProfileSettings()}, {"w": 60.0})
+        with profiler.trial("w", 0, False, LibvirtGuestTarget(None, domain)) as captured:
+            host.run(["sleep", "1"])
+    finally:
+        busy.kill_group()
+    assert captured.notes["profile"].startswith("profiled: scope guest, 99 Hz"), captured.notes
+    artifacts = {a.name: a for a in captured.artifacts}
+    info = json.loads(artifacts["profile.json"].content)
+    assert info["scope"] == "guest" and info["samples"] > 0
+    roots = {line.split(";")[0] for line in artifacts["profile.folded"].content.decode()
+             .splitlines()}
+    assert roots and all(root.startswith("python") for root in roots), roots  # its process only
+    metrics = {m.metric for m in captured.measurements}
+    assert {"profile.task_clock_ms", "profile.context_switches"} <= metrics
