@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import warnings
@@ -123,11 +124,18 @@ def run(
     = None,
     netns: Annotated[str | None, typer.Option(
         help="run the fleet's ssh clients inside this network namespace")] = None,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="record CPU profiles (perf, 99 Hz) and counters during every measured "
+                          "trial of every workload without a profile: of its own "
+                          "(docs/explain.md)")] = False,
 ) -> None:
     """Run an experiment: variants × workloads × repetitions, every sample stored at once."""
     from virtbench.spec import load_resolved
 
     resolved, text = load_resolved(experiment)  # plugins, parameters and knobs judged once
+    if profile:  # what is profiled changes no plugin, parameter or knob: judged already
+        resolved = dataclasses.replace(resolved,
+                                       experiment=resolved.experiment.profiled_everywhere())
     exp = resolved.experiment
     if hosts is not None or host:
         from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet

@@ -23,9 +23,10 @@ from virtbench.facts import collect_facts
 from virtbench.labs.base import LabState
 from virtbench.model import RunFailed, VirtbenchError
 from virtbench.preflight import NoiseWatch, checks_facts, summary_line
+from virtbench.profiling import PROFILE_UNITS
 from virtbench.runner.adaptive import unconverged_pairs
 from virtbench.runner.deadline import run_with_time_limit
-from virtbench.runner.plan import Plan, build_plan, check_experiment, check_plan
+from virtbench.runner.plan import Plan, build_plan, check_experiment, check_plan, make_profiler
 from virtbench.runner.schedule import Pair, TrialKey, blocked_variant_order, round_order
 from virtbench.runner.search import (
     SearchedWorkload,
@@ -127,6 +128,7 @@ class Runner:
         self.new_run_id = run_id
         self.workloads = self.plan.workloads
         self.time_limits = self.plan.time_limits
+        self.profiler = make_profiler(self.exp, self.target, self.time_limits)
         self.variants = self.plan.variants
         self.baseline = self.plan.baseline
         cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -248,7 +250,8 @@ class Runner:
         for position, (workload_id, workload) in enumerate(self.workloads.items()):
             self.store.add_workload(run_id, workload_id, workload.name, position,
                                     workload.params.model_dump(mode="json"),
-                                    workload.active_metrics())
+                                    [*workload.active_metrics(),
+                                     *self.profiler.metrics(workload_id)])
         return run_id
 
     def _pairs(self) -> list[Pair]:
@@ -391,13 +394,17 @@ class Runner:
         notes: dict[str, str] = {}
         noise = self.noise.trial() if self.noise else None
         try:
-            result = run_with_time_limit(workload.run, ctx, self.time_limits[key.workload_id])
+            with self.profiler.trial(key.workload_id, key.repetition, key.warmup,
+                                     ctx.target) as profile:  # docs/explain.md
+                result = run_with_time_limit(workload.run, ctx, self.time_limits[key.workload_id])
             declared = {m.name: m for m in workload.metrics}
             undeclared = sorted({m.metric for m in result.measurements} - set(declared))
             if undeclared:
                 raise VirtbenchError(f"{workload.name} returned undeclared metrics: "
                                      f"{', '.join(undeclared)}")
-            measurements, artifacts, notes = result.measurements, result.artifacts, result.notes
+            measurements = [*result.measurements, *profile.measurements]
+            artifacts = [*result.artifacts, *profile.artifacts]
+            notes = {**result.notes, **profile.notes}
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:
@@ -405,7 +412,7 @@ class Runner:
         ended = time.time()
         if noise is not None:  # steal and foreign load during the trial, for the report's marks
             notes = {**notes, **noise.notes()}
-        units = {m.name: m.unit for m in workload.metrics}
+        units = {m.name: m.unit for m in workload.metrics} | PROFILE_UNITS
         self.store.record_trial(run_id, TrialRecord(
             variant=key.variant, workload_id=key.workload_id, repetition=key.repetition,
             order_index=self._order_index, warmup=key.warmup,

@@ -20,6 +20,7 @@ from typing import Any
 
 from virtbench.labs.base import Lab
 from virtbench.model import VirtbenchError
+from virtbench.profiling import Profiler, ProfileSettings
 from virtbench.runner.deadline import time_limits
 from virtbench.runner.schedule import Pair
 from virtbench.runner.search import searched
@@ -28,9 +29,11 @@ from virtbench.spec.models import Adaptive, Experiment
 from virtbench.spec.resolve import ResolvedExperiment, SpecError, resolve
 from virtbench.targets.base import Target
 from virtbench.targets.factory import make_target
+from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import Realisation, Workload
 
-__all__ = ["Plan", "build_plan", "check_experiment", "check_plan"]
+__all__ = ["Plan", "build_plan", "check_experiment", "check_plan", "make_profiler"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,13 @@ def check_experiment(source: Experiment | ResolvedExperiment | Plan,
         return check_plan(plan, own)
     finally:
         own.close()
+
+
+def make_profiler(exp: Experiment, target: Target, time_limits: Mapping[str, float]) -> Profiler:
+    """The profiler of a run: the workloads with ``profile:``, recorded from the host (this
+    machine when the experiment's target is a libvirt guest: perf sees it from outside)."""
+    settings = {w.workload_id: ProfileSettings(frequency_hz=w.profile.frequency_hz,
+                                               trials=w.profile.trials, scope=w.profile.scope)
+                for w in exp.workloads if w.profile is not None}
+    host = LocalTarget() if isinstance(target, LibvirtGuestTarget) else target
+    return Profiler(host, settings, time_limits)

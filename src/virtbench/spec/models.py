@@ -24,6 +24,7 @@ __all__ = [
     "Experiment",
     "Factorial",
     "LabSpec",
+    "ProfileSpec",
     "TargetSpec",
     "VariantSpec",
     "WorkloadSpec",
@@ -77,6 +78,27 @@ class Factorial(_Strict):
     other_knobs: dict[str, Any] = Field(default_factory=dict)
 
 
+MAX_PROFILE_HZ = 10_000
+"""Highest sampling rate ``profile.frequency_hz`` accepts (perf's own default ceiling on most
+kernels is kernel.perf_event_max_sample_rate, often 25-100 kHz; beyond 10 kHz the cost
+dwarfs the workload)."""
+
+
+class ProfileSpec(_Strict):
+    """CPU samples with call stacks and counters during trials (docs/explain.md)."""
+
+    trials: int | None = Field(None, ge=1, le=MAX_REPETITIONS,
+                               description="profiled trials per variant, the first measured "
+                                           "ones (default: every measured trial)")
+    frequency_hz: int = Field(99, ge=1, le=MAX_PROFILE_HZ,
+                              description="perf record sampling rate, samples per second "
+                                          "per CPU")
+    scope: Literal["auto", "system", "cgroup"] = Field(
+        "auto", description="auto: the QEMU process from the host for a libvirt guest, else "
+                            "the whole host; system: the whole host; cgroup: the lab's cgroup "
+                            "of the workload")
+
+
 class WorkloadSpec(_Strict):
     name: str
     id: Name | None = Field(None, description="alias when one workload appears twice")
@@ -87,6 +109,18 @@ class WorkloadSpec(_Strict):
                     "it is killed and recorded as failed")
     search: SearchSpec | None = Field(None, description="search the highest load that passes "
                                                         "(docs/capacity.md)")
+    profile: ProfileSpec | None = Field(None, description="record CPU profiles and counters "
+                                                          "during trials (`true`: defaults)")
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _profile_switch(cls, value: Any) -> Any:
+        """``profile: true`` profiles at the defaults, ``false`` not at all."""
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
 
     @property
     def workload_id(self) -> str:
@@ -200,3 +234,10 @@ class Experiment(_Strict):
     @property
     def baseline_name(self) -> str:
         return self.baseline or self.all_variants()[0].name
+
+    def profiled_everywhere(self) -> Experiment:
+        """A copy whose every workload is profiled (``run --profile``): at the defaults where
+        the file asked for no profile, as the file says where it did."""
+        workloads = [w if w.profile is not None else w.model_copy(update={"profile": ProfileSpec()})
+                     for w in self.workloads]
+        return self.model_copy(update={"workloads": workloads})

@@ -1,0 +1,398 @@
+"""CPU samples with call stacks and counters around one trial, from the host.
+
+For a profiled trial the runner wraps the workload's run in :meth:`Profiler.trial`: before it,
+``perf record -e cpu-clock -g`` and ``perf stat`` start (disabled) and are enabled through
+their control FIFOs the moment the workload starts, and /proc/stat and /proc/softirqs are read;
+after it both are disabled, stopped, /proc read again, and ``perf script`` turns the samples
+into folded stacks. What comes back (:class:`Captured`) is added to the trial: the artifacts
+``profile.folded`` and ``profile.json``, the ``profile.*`` counters, and a note under the key
+``profile``. Nothing here fails a trial: whatever stops the capture (no perf, no permission, a
+guest whose QEMU process is not on this host) becomes the note, and the trial's own
+measurements are stored as always.
+
+perf runs on the host target (the experiment's), never inside a guest: a libvirt guest is
+profiled from the host through its QEMU process's threads. The control FIFOs are files of this
+machine, so the host target must be local (an SSH target gets a note, no profile).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from virtbench.model import Artifact, Measurement, Metric
+from virtbench.profiling.counters import (
+    PERF_STAT_EVENTS,
+    ProcSnapshot,
+    parse_perf_stat,
+    proc_measurements,
+    read_snapshot,
+)
+from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script
+from virtbench.profiling.metrics import PROFILE_METRICS
+from virtbench.targets.base import Target
+from virtbench.targets.cgroup import CgroupTarget
+from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+from virtbench.targets.local import LocalTarget
+from virtbench.targets.process import Process
+
+__all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "find_qemu_pid",
+           "perf_error"]
+
+FOLDED_MEDIA_TYPE = "text/x-folded-stacks"
+NOTE_KEY = "profile"
+PERF_PACKAGE = "linux-perf"
+START_TIMEOUT_S = 30.0
+"""How long perf gets to open its control FIFO and acknowledge ``enable`` (s): system-wide,
+it first lists every process's mappings, which takes long on a loaded host."""
+STOP_GRACE_S = 60.0
+"""How long perf gets to write its data after SIGINT before SIGKILL (s)."""
+SCRIPT_TIMEOUT_S = 600.0
+"""Time limit of ``perf script`` over one trial's samples (s)."""
+SLEEP_BEYOND_LIMIT_S = 120.0
+"""perf records for ``sleep (trial limit + this)``: a perf left behind by a killed virtbench
+ends on its own."""
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """What to record for one workload (the experiment's ``profile:``)."""
+
+    frequency_hz: int = 99
+    trials: int | None = None
+    """Profiled trials per variant, the first ones (None: every measured trial)."""
+    scope: str = "auto"
+    """auto (guest for a libvirt guest, else system) | system | cgroup."""
+
+
+@dataclass
+class Captured:
+    """What a profiled trial adds to its result."""
+
+    measurements: list[Measurement] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Scope:
+    name: str  # system | cgroup | guest
+    record_args: list[str]
+    stat_args: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def find_qemu_pid(domain: str, proc: Path = Path("/proc")) -> int | None:
+    """The PID of the QEMU process running libvirt domain ``domain`` on this machine
+    (libvirt names it ``-name guest=DOMAIN,...``), or None."""
+    wanted = f"guest={domain}".encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+        for flag, value in itertools.pairwise(argv):
+            if flag == b"-name" and value.split(b",")[0] == wanted:
+                return int(entry.name)
+    return None
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _scope(settings: ProfileSettings, lab_target: Target | None,
+           cgroup_root: Path = CGROUP_ROOT) -> _Scope:
+    """perf's arguments for the scope asked and the lab at hand, with why it differs."""
+    events = len(PERF_STAT_EVENTS)
+    if isinstance(lab_target, LibvirtGuestTarget) and settings.scope == "auto":
+        pid = find_qemu_pid(lab_target.domain)
+        if pid is not None:
+            return _Scope("guest", ["-p", str(pid)], ["-p", str(pid)])
+        return _Scope("system", ["-a"], ["-a"], [
+            f"the QEMU process of guest {lab_target.domain} is not on this host: recorded the "
+            "whole host instead"])
+    if settings.scope == "cgroup":
+        files = lab_target.group.procs_files() if isinstance(lab_target, CgroupTarget) else []
+        if not files:
+            why = "the lab runs the workload in no cgroup"
+        elif not (cgroup_root / "cgroup.controllers").exists():
+            # perf -G names a group of the perf_event controller (v1) or of cgroup v2; the
+            # labs' v1 groups are in other controllers' hierarchies
+            why = "this host's cgroups are v1 (perf -G needs cgroup v2 here)"
+        else:
+            path = str(files[0].parent.relative_to(cgroup_root))
+            return _Scope("cgroup", ["-a", "-G", path], ["-a", "-G", ",".join([path] * events)])
+        return _Scope("system", ["-a"], ["-a"], [f"scope cgroup asked, but {why}: recorded "
+                                                 "the whole host instead"])
+    return _Scope("system", ["-a"], ["-a"])
+
+
+_PARANOID = re.compile(r"perf_event_paranoid setting is (-?\d+)")
+
+
+def perf_error(stderr: str) -> str:
+    """The line of perf's error message that says what went wrong (perf_event_paranoid's
+    refusal is a screenful: its first line, and the setting)."""
+    lines = [line.strip() for line in stderr.splitlines()
+             if line.strip() and line.strip() != "Error:" and not line.startswith("Events ")]
+    if not lines:
+        return "no message"
+    paranoid = _PARANOID.search(stderr)
+    if paranoid:
+        return (f"{lines[0]} (kernel.perf_event_paranoid is {paranoid[1]}: run as root, or "
+                "lower it with sysctl)")
+    return " | ".join(lines[:2])
+
+
+class _Controlled:
+    """A perf process started disabled, driven through its control FIFOs."""
+
+    def __init__(self, host: Target, argv: list[str], folder: Path, name: str) -> None:
+        self.ctl = folder / f"{name}.ctl"
+        self.ack = folder / f"{name}.ack"
+        os.mkfifo(self.ctl, 0o600)
+        os.mkfifo(self.ack, 0o600)
+        self.name = argv[1]
+        self.process: Process = host.spawn(
+            [argv[0], argv[1], "-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}",
+             *argv[2:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:  # perf blocks opening its end of the ack FIFO until this reader is there
+            self._ack_fd = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            self.process.kill_group()
+            raise
+        self._ctl_fd: int | None = None
+
+    def _open_ctl(self, deadline: float) -> int:
+        while self._ctl_fd is None:
+            try:  # ENXIO until perf has opened its end
+                self._ctl_fd = os.open(self.ctl, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                if self.process.poll() is not None:
+                    raise _PerfFailed(self._stderr()) from None
+                if time.monotonic() > deadline:
+                    raise _PerfFailed(f"perf {self.name} did not start within "
+                                      f"{START_TIMEOUT_S:g} s") from None
+                time.sleep(0.01)
+        return self._ctl_fd
+
+    def command(self, word: str, timeout: float = START_TIMEOUT_S) -> None:
+        """Send ``enable``/``disable`` and wait for perf's ``ack``."""
+        deadline = time.monotonic() + timeout
+        os.write(self._open_ctl(deadline), f"{word}\n".encode())
+        answer = b""
+        while b"ack" not in answer:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.process.poll() is not None:
+                raise _PerfFailed(self._stderr() if self.process.poll() is not None else
+                                  f"perf {self.name} did not acknowledge {word}")
+            ready, _, _ = select.select([self._ack_fd], [], [], min(left, 0.5))
+            if ready:
+                answer += os.read(self._ack_fd, 64)
+
+    def _stderr(self) -> str:
+        finished = self.process.wait(STOP_GRACE_S)
+        return f"perf {self.name} exited {finished.returncode}: " + perf_error(
+            (finished.stderr or b"").decode(errors="replace"))
+
+    def stop(self) -> None:
+        """SIGINT (perf writes what it has), SIGKILL after the grace; FIFOs closed."""
+        self.process.stop(STOP_GRACE_S, first=signal.SIGINT)
+        with contextlib.suppress(Exception):
+            self.process.wait(STOP_GRACE_S)  # read its pipes to the end
+        for fd in (self._ack_fd, self._ctl_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+class _PerfFailed(Exception):
+    """perf could not record; the message becomes the trial's note."""
+
+
+class Profiler:
+    """Which trials to profile, and the capture around each of them."""
+
+    def __init__(self, host: Target, settings: Mapping[str, ProfileSettings],
+                 time_limits: Mapping[str, float]) -> None:
+        self.host = host
+        self.settings = dict(settings)
+        self.time_limits = time_limits
+
+    def metrics(self, workload_id: str) -> list[Metric]:
+        """The counters a profiled workload's trials may add (none when not profiled)."""
+        return list(PROFILE_METRICS) if workload_id in self.settings else []
+
+    def wanted(self, workload_id: str, repetition: int, warmup: bool) -> bool:
+        """A measured trial of a profiled workload within its ``trials`` per variant."""
+        settings = self.settings.get(workload_id)
+        if settings is None or warmup:
+            return False
+        return settings.trials is None or repetition < settings.trials
+
+    @contextlib.contextmanager
+    def trial(self, workload_id: str, repetition: int, warmup: bool,
+              lab_target: Target | None) -> Iterator[Captured]:
+        """Record around the ``with`` body; the yielded :class:`Captured` is filled on exit
+        (empty for a trial not profiled)."""
+        captured = Captured()
+        if not self.wanted(workload_id, repetition, warmup):
+            yield captured
+            return
+        settings = self.settings[workload_id]
+        session = _Session(self, settings, workload_id, repetition, lab_target)
+        try:
+            session.start()
+            started = time.monotonic()
+            yield captured
+            try:
+                session.finish(time.monotonic() - started, captured)
+            except Exception as exc:  # a profile is an extra: never the trial's failure
+                captured.notes[NOTE_KEY] = f"not profiled: {type(exc).__name__}: {exc}"
+        finally:
+            session.close()
+
+
+class _Session:
+    """One trial's recording: start, finish into a Captured, close (always)."""
+
+    def __init__(self, profiler: Profiler, settings: ProfileSettings, workload_id: str,
+                 repetition: int, lab_target: Target | None) -> None:
+        self.host = profiler.host
+        self.settings = settings
+        self.limit_s = profiler.time_limits.get(workload_id, 3600.0) + SLEEP_BEYOND_LIMIT_S
+        self.folder: Path | None = None
+        """This trial's perf files and control FIFOs (a temporary folder of this machine)."""
+        self.lab_target = lab_target
+        self.notes: list[str] = []
+        self.failure: str | None = None
+        self.scope: _Scope | None = None
+        self.record: _Controlled | None = None
+        self.stat: _Controlled | None = None
+        self.before: ProcSnapshot | None = None
+        self.perf = "perf"
+
+    def _snapshot(self) -> ProcSnapshot:
+        gathered = self.host.gather(["/proc/stat", "/proc/softirqs"], [], [], timeout=60)
+        return read_snapshot(gathered.files[0], gathered.files[1])
+
+    def start(self) -> None:
+        try:
+            self._start_perf()
+        except Exception as exc:  # never the trial's failure
+            self.failure = f"not profiled: {type(exc).__name__}: {exc}"
+            self._stop_perf()
+        try:  # last, so that the deltas cover the workload's run and little else
+            self.before = self._snapshot()
+        except Exception as exc:  # counters are extras: never the trial's failure
+            self.notes.append(f"/proc counters not read: {type(exc).__name__}: {exc}")
+
+    def _start_perf(self) -> None:
+        if not isinstance(self.host, LocalTarget):
+            self.failure = (f"not profiled: perf is driven through control FIFOs on this "
+                            f"machine, and the host target {self.host.describe()} is not local")
+            return
+        perf = self.host.which("perf")
+        if perf is None:
+            self.failure = (f"not profiled: perf not found on {self.host.describe()}; install "
+                            f"the Debian package {PERF_PACKAGE}")
+            return
+        self.perf = perf
+        self.scope = _scope(self.settings, self.lab_target)
+        self.notes += self.scope.notes
+        try:
+            self.folder = folder = Path(tempfile.mkdtemp(prefix="vbprof-"))
+            sleep = ["--", "sleep", f"{self.limit_s:.0f}"]
+            self.record = _Controlled(self.host, [
+                perf, "record", "-e", "cpu-clock", "-F", str(self.settings.frequency_hz), "-g",
+                "--no-buildid", "--no-buildid-cache", *self.scope.record_args,
+                "-o", str(folder / "perf.data"), *sleep], folder, "record")
+            self.stat = _Controlled(self.host, [
+                perf, "stat", "-x,", "-e", ",".join(PERF_STAT_EVENTS), *self.scope.stat_args,
+                "-o", str(folder / "stat.txt"), *sleep], folder, "stat")
+            self.record.command("enable")
+            self.stat.command("enable")
+        except (_PerfFailed, OSError) as exc:
+            self.failure = f"not profiled: {exc}"
+            self._stop_perf()
+
+    def _stop_perf(self) -> None:
+        for controlled in (self.record, self.stat):
+            if controlled is not None:
+                with contextlib.suppress(Exception):
+                    controlled.stop()
+        self.record = self.stat = None
+
+    def finish(self, duration_s: float, captured: Captured) -> None:
+        """Stop recording and fill ``captured``; a problem becomes a note."""
+        if self.before is not None:
+            with contextlib.suppress(Exception):
+                captured.measurements += proc_measurements(self.before, self._snapshot())
+        recorded = self.record is not None
+        try:
+            for controlled in (self.stat, self.record):
+                if controlled is not None:
+                    controlled.command("disable")
+        except (_PerfFailed, OSError) as exc:
+            self.failure, recorded = f"not profiled: {exc}", False
+        self._stop_perf()
+        if recorded:
+            try:
+                self._collect(duration_s, captured)
+            except Exception as exc:
+                self.failure = f"not profiled: {type(exc).__name__}: {exc}"
+        if self.failure:
+            captured.notes[NOTE_KEY] = "; ".join([self.failure, *self.notes])
+
+    def _collect(self, duration_s: float, captured: Captured) -> None:
+        assert self.scope is not None and self.folder is not None
+        stat_text = (self.folder / "stat.txt").read_text(errors="replace")
+        counters, stat_notes = parse_perf_stat(stat_text)
+        captured.measurements += counters
+        script = self.host.run([self.perf, "script", "-i", str(self.folder / "perf.data"),
+                                "-F", PERF_SCRIPT_FIELDS], timeout=SCRIPT_TIMEOUT_S, check=False)
+        if script.returncode != 0:
+            tail = script.stderr.strip().splitlines()[-1:] or [f"exit {script.returncode}"]
+            raise _PerfFailed(f"perf script: {tail[0]}")
+        folded = fold_perf_script(script.stdout.splitlines())
+        notes = [*self.notes, *stat_notes]
+        if folded.samples == 0:
+            notes.append("no samples: the trial was shorter than one sampling period, or "
+                         "perf saw none of its CPUs")
+        if folded.unresolved_frames:
+            top = ", ".join(f"{dso} {count}" for dso, count
+                            in folded.unresolved_by_dso.most_common(5))
+            notes.append(f"{folded.unresolved_frames} of {folded.frames} frames unresolved "
+                         f"({folded.unresolved_frames_pct:.1f} %); by module: {top}")
+        summary = {"frequency_hz": self.settings.frequency_hz, "duration_s": round(duration_s, 6),
+                   "samples": folded.samples, "scope": self.scope.name,
+                   "unresolved_frames_pct": round(folded.unresolved_frames_pct, 2),
+                   "notes": notes}
+        captured.artifacts += [
+            Artifact("profile.folded", folded.text().encode(), FOLDED_MEDIA_TYPE),
+            Artifact("profile.json", json.dumps(summary, sort_keys=True).encode(),
+                     "application/json")]
+        captured.notes[NOTE_KEY] = "; ".join([
+            f"profiled: scope {self.scope.name}, {self.settings.frequency_hz} Hz, "
+            f"{folded.samples} samples, {folded.unresolved_frames_pct:.0f} % of frames "
+            "unresolved", *self.notes])
+
+    def close(self) -> None:
+        """Stop what still runs and remove the trial's perf files (also after Ctrl-C)."""
+        self._stop_perf()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)

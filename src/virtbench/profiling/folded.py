@@ -1,0 +1,121 @@
+"""``perf script`` output to folded stacks: one line ``comm;frame;...;leaf COUNT`` per stack.
+
+Root first, as FlameGraph's ``stackcollapse-perf.pl`` writes them: the first frame is the
+process name (comm), then the outermost caller down to the sampled function. Annotations the
+analysis side relies on (docs/explain.md, "Capturing profiles"):
+
+- a kernel frame (perf's DSO ``[kernel.kallsyms]`` or a kernel module ``[name]`` at a kernel
+  address) ends with ``_[k]``;
+- a guest frame (a DSO perf names ``[guest.kernel.kallsyms]``, ``[guest.kernel]``, ... for a
+  sample taken while a virtual CPU ran guest code) ends with ``_[g]``;
+- a frame perf could not resolve is ``[unknown]``, or the name of its module in brackets
+  (``[libfoo.so]``) when perf knew the module but not the function.
+
+Pure functions on text: the capture (``capture.py``) runs ``perf script``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "fold_perf_script"]
+
+PERF_SCRIPT_FIELDS = "comm,pid,tid,event,ip,sym,dso"
+"""The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid event:``; no
+``cpu``: a recording of some processes, not the whole machine, has none to print)."""
+
+# "comm  pid/tid [cpu] event:" ([cpu] only when asked for) -- comm may hold spaces and slashes
+# ("CPU 0/KVM", "kworker/0:1"): it is everything before the first whitespace-led "pid/tid".
+_HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s")
+# "\tADDR SYMBOL (DSO)": the symbol may itself hold spaces and parentheses (C++), the DSO is the
+# last parenthesised group.
+_FRAME = re.compile(r"^\s+(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
+_KERNEL_DSO = "[kernel.kallsyms]"
+_KERNEL_ADDRESS = 0xFFFF_8000_0000_0000  # x86-64 and arm64: the upper half is the kernel's
+
+
+@dataclass
+class Folded:
+    """Stacks counted, plus what the counting found about symbols."""
+
+    stacks: Counter[str] = field(default_factory=Counter)
+    samples: int = 0
+    frames: int = 0
+    unresolved_frames: int = 0
+    unresolved_by_dso: Counter[str] = field(default_factory=Counter)
+    """Unresolved frames per DSO (``[unknown]``: perf knew neither function nor module)."""
+
+    @property
+    def unresolved_frames_pct(self) -> float:
+        """Unresolved frames as a percentage of all frames (0 when there were none)."""
+        return 100.0 * self.unresolved_frames / self.frames if self.frames else 0.0
+
+    def text(self) -> str:
+        """The folded lines, most frequent stack first (ties by name), newline-terminated."""
+        ordered = sorted(self.stacks.items(), key=lambda item: (-item[1], item[0]))
+        return "".join(f"{stack} {count}\n" for stack, count in ordered)
+
+
+def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
+    """The folded name of one frame and whether perf resolved it."""
+    unresolved = sym in ("", "[unknown]")
+    guest = dso.startswith("[guest")
+    kernel = not guest and (dso == _KERNEL_DSO or (dso.startswith("[") and addr >= _KERNEL_ADDRESS
+                                                    and dso != "[unknown]"))
+    if unresolved:
+        if dso in ("", "[unknown]"):
+            name = "[unknown]"
+        elif dso.startswith("["):  # perf's own names: [kernel.kallsyms], [vdso], [guest.kernel]
+            name = dso
+        else:
+            name = f"[{dso.rsplit('/', 1)[-1]}]"
+    else:
+        # ';' separates frames and ' ' ends the stack in the folded format
+        name = sym.replace(";", ":").replace(" ", "_")
+    if guest:
+        name += "_[g]"
+    elif kernel:
+        name += "_[k]"
+    return name, not unresolved
+
+
+def fold_perf_script(lines: Iterable[str]) -> Folded:
+    """Fold ``perf script -F PERF_SCRIPT_FIELDS`` output (samples separated by blank lines;
+    within a sample the leaf frame first, as perf prints it)."""
+    folded = Folded()
+    comm: str | None = None
+    frames: list[str] = []
+
+    def flush() -> None:
+        if comm is None:
+            return
+        folded.samples += 1
+        folded.stacks[";".join([comm.replace(";", ":").replace(" ", "_"), *reversed(frames)])] += 1
+
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line.strip():
+            flush()
+            comm, frames = None, []
+            continue
+        if line.startswith("#"):
+            continue
+        frame = _FRAME.match(line) if line[0] in " \t" else None
+        if frame is not None and comm is not None:
+            addr = int(frame["addr"], 16)
+            name, resolved = _frame_name(frame["sym"], frame["dso"], addr)
+            folded.frames += 1
+            if not resolved:
+                folded.unresolved_frames += 1
+                folded.unresolved_by_dso[frame["dso"] or "[unknown]"] += 1
+            frames.append(name)
+            continue
+        header = _HEADER.match(line)
+        if header is not None:
+            flush()  # a sample without call chain ends where the next header starts
+            comm, frames = header["comm"].strip() or "[unknown]", []
+    flush()
+    return folded

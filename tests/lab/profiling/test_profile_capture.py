@@ -1,0 +1,186 @@
+"""Profiles captured for real: perf record and perf stat around cpu.crc32c trials, stored as
+folded stacks and profile.* samples; a host without perf, or whose perf is refused, keeps every
+measurement and says why in the trial's note."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from virtbench.cli import app
+from virtbench.runner import Runner
+from virtbench.spec import parse_experiment
+from virtbench.store import Store
+from virtbench.targets.local import LocalTarget
+
+# A bound for a hang, not a speed: a few short trials on a loaded 2-core machine.
+pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
+
+if os.geteuid() != 0:
+    pytest.skip("system-wide perf needs root", allow_module_level=True)
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "perf"
+FOLDED_LINE = re.compile(r"^[^ ;]+(;[^ ;]+)* [1-9][0-9]*$")
+
+# The software path (no SSE4.2): the checksum runs in crc32c's _crc32c_sw_slicing_by_8, long
+# enough (tens of ms per checksum) for a 99 Hz sampler to land in it many times.
+SPEC = """\
+name: vbprof-crc32c
+seed: 5
+variants:
+  - {{name: software, knobs: {{cpu_features: []}}}}
+workloads:
+  - name: cpu.crc32c
+    params: {{size_mib: 32, loops: 8}}
+{profile}repetitions: 3
+warmup: 1
+"""
+
+
+def _profile_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("vbprof-*")}
+
+
+def _trials(store: Store) -> list[dict[str, object]]:
+    return [t for t in store.trials(store.run("latest").id) if not t["warmup"]]
+
+
+def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path) -> None:
+    before = _profile_dirs()
+    spec = tmp_path / "exp.yaml"
+    spec.write_text(SPEC.format(profile=""))  # no profile: in the file; --profile asks for it
+    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(tmp_path / "s.db"),
+                                      "--quiet", "--profile"],
+                                env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    store = Store(str(tmp_path / "s.db"))
+    run_id = store.run("latest").id
+    trials = _trials(store)
+    assert len(trials) == 3
+    assert all(str(t["notes"]["profile"]).startswith("profiled: scope system, 99 Hz")
+               for t in trials), [t["notes"] for t in trials]
+    warmup = [t for t in store.trials(run_id) if t["warmup"]]
+    assert "profile" not in warmup[0]["notes"]  # warm-ups are not profiled
+
+    artifacts = store.artifacts(run_id)
+    by_trial: dict[int, dict[str, dict[str, object]]] = {}
+    for artifact in (a for a in artifacts if a["name"].startswith("profile.")):
+        by_trial.setdefault(artifact["trial_id"], {})[artifact["name"]] = artifact
+    assert sorted(by_trial) == sorted(t["id"] for t in trials)
+    crc_frames = 0
+    for names in by_trial.values():
+        folded, summary = names["profile.folded"], names["profile.json"]
+        assert folded["media_type"] == "text/x-folded-stacks"
+        assert summary["media_type"] == "application/json"
+        lines = bytes(folded["content"]).decode().splitlines()
+        assert lines and all(FOLDED_LINE.match(line) for line in lines), lines[:5]
+        crc_frames += sum(int(line.rsplit(" ", 1)[1]) for line in lines
+                          if "crc32c" in line.rsplit(" ", 1)[0])
+        info = json.loads(bytes(summary["content"]))
+        assert set(info) == {"frequency_hz", "duration_s", "samples", "scope",
+                             "unresolved_frames_pct", "notes"}
+        assert (info["frequency_hz"], info["scope"]) == (99, "system")
+        assert info["samples"] == sum(int(line.rsplit(" ", 1)[1]) for line in lines) > 0
+        assert 0 <= info["unresolved_frames_pct"] <= 100
+    assert crc_frames > 0, "no sample landed in a crc32c frame"
+
+    samples = store.samples(run_id)
+    counters = {s.metric for s in samples if s.metric.startswith("profile.")}
+    assert counters == {
+        "profile.task_clock_ms", "profile.context_switches", "profile.cpu_migrations",
+        "profile.page_faults", "profile.softirq_net_rx", "profile.softirq_net_tx",
+        "profile.softirq_block", "profile.interrupts", "profile.steal_pct",
+        "profile.iowait_pct"}
+    for metric in counters:  # one scalar sample per measured trial, as any metric
+        rows = [s for s in samples if s.metric == metric]
+        assert len(rows) == 3 and all(s.t is None and s.value is not None for s in rows)
+    assert len([s for s in samples if s.metric == "time_per_checksum_s"]) == 3
+    declared = store.metrics(run_id)
+    assert declared[("cpu.crc32c", "profile.task_clock_ms")].unit == "ms"
+    assert declared[("cpu.crc32c", "profile.softirq_net_rx")].description
+    assert _profile_dirs() == before  # each trial's perf files were removed
+
+
+class _NoPerf(LocalTarget):
+    """This machine with perf missing from the PATH."""
+
+    def which(self, binary: str) -> str | None:
+        return None if binary == "perf" else super().which(binary)
+
+
+class _RefusedPerf(LocalTarget):
+    """This machine with a perf that fails as an unprivileged user's does under
+    kernel.perf_event_paranoid = 2 (its real message, tests/data/perf)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.perf = folder / "perf"
+        self.perf.write_text(f"#!/bin/sh\ncat {DATA / 'perf-stat-paranoid-stderr.txt'} >&2\n"
+                             "exit 255\n")
+        self.perf.chmod(0o755)
+
+    def which(self, binary: str) -> str | None:
+        return str(self.perf) if binary == "perf" else super().which(binary)
+
+
+@pytest.mark.parametrize("kind", ["missing", "refused"])
+def test_a_host_that_cannot_profile_keeps_the_results_with_a_note(
+        tmp_path: Path, kind: str) -> None:
+    text = SPEC.format(profile="    profile: {trials: 2}\n").replace("size_mib: 32", "size_mib: 1")
+    store = Store(str(tmp_path / "s.db"))
+    target = _NoPerf() if kind == "missing" else _RefusedPerf(tmp_path)
+    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path / "work",
+                     target=target).run()
+    assert (outcome.status, outcome.failures) == ("complete", 0)
+    trials = _trials(store)
+    notes = [t["notes"].get("profile") for t in trials]
+    expected = ("not profiled: perf not found on local; install the Debian package linux-perf"
+                if kind == "missing" else
+                "not profiled: perf record exited 255: Access to performance monitoring and "
+                "observability operations is limited. (kernel.perf_event_paranoid is 2: run "
+                "as root, or lower it with sysctl)")
+    assert notes == [expected, expected, None]  # trials: 2 per variant
+    assert not [a for a in store.artifacts(outcome.run_id) if a["name"].startswith("profile.")]
+    samples = store.samples(outcome.run_id)
+    assert len([s for s in samples if s.metric == "time_per_checksum_s"]) == 3
+    # the /proc counters need no perf: still there for the profiled trials
+    assert len([s for s in samples if s.metric == "profile.interrupts"]) == 2
+    assert not [s for s in samples if s.metric == "profile.task_clock_ms"]
+
+
+def test_perf_is_on_this_machine() -> None:
+    """The lab needs Debian's linux-perf (scripts/apt-packages.txt)."""
+    assert shutil.which("perf") is not None
+
+
+def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -> None:
+    """The guest scope's recording (perf record -p, perf stat -p) on a real process that
+    carries a QEMU's `-name guest=DOMAIN` argument (this machine's /dev/kvm runs no guest)."""
+    from virtbench.profiling import Profiler, ProfileSettings
+    from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+
+    domain = f"vbprof-{os.getpid()}"
+    host = LocalTarget()
+    busy = host.spawn([*host.python(), "-c", "import time\nend = time.monotonic() + 60\n"
+                       "while time.monotonic() < end: pass", "-name", f"guest={domain},x=y"])
+    try:
+        profiler = Profiler(host, {"w": ProfileSettings()}, {"w": 60.0})
+        with profiler.trial("w", 0, False, LibvirtGuestTarget(None, domain)) as captured:
+            host.run(["sleep", "1"])
+    finally:
+        busy.kill_group()
+    assert captured.notes["profile"].startswith("profiled: scope guest, 99 Hz"), captured.notes
+    artifacts = {a.name: a for a in captured.artifacts}
+    info = json.loads(artifacts["profile.json"].content)
+    assert info["scope"] == "guest" and info["samples"] > 0
+    roots = {line.split(";")[0] for line in artifacts["profile.folded"].content.decode()
+             .splitlines()}
+    assert roots and all(root.startswith("python") for root in roots), roots  # its process only
+    metrics = {m.metric for m in captured.measurements}
+    assert {"profile.task_clock_ms", "profile.context_switches"} <= metrics

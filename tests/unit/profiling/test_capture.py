@@ -1,0 +1,127 @@
+"""The capture's decisions without perf: which trials, which scope, what a failure says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.profiling.capture import (
+    Profiler,
+    ProfileSettings,
+    _scope,
+    find_qemu_pid,
+    perf_error,
+)
+from virtbench.targets.cgroup import CgroupTarget
+from virtbench.targets.fake import FakeTarget
+from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+from virtbench.targets.local import LocalTarget
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "perf"
+
+
+def test_trials_per_variant_are_the_first_measured_ones() -> None:
+    profiler = Profiler(FakeTarget(), {"a": ProfileSettings(trials=2), "b": ProfileSettings()},
+                        {})
+    assert [r for r in range(5) if profiler.wanted("a", r, warmup=False)] == [0, 1]
+    assert all(profiler.wanted("b", r, warmup=False) for r in range(5))
+    assert not profiler.wanted("b", -1, warmup=True)  # warm-ups are not profiled
+    assert not profiler.wanted("c", 0, warmup=False)  # no profile: asked
+    assert profiler.metrics("c") == [] and len(profiler.metrics("a")) == 10
+
+
+def test_a_host_that_is_not_this_machine_gets_a_note_and_the_proc_counters(
+        no_processes: None) -> None:
+    stat, softirqs = (DATA / "proc-stat-before.txt").read_text(), (
+        DATA / "proc-softirqs-before.txt").read_text()
+    host = FakeTarget().add("cat", "--", "/proc/stat", stdout=stat).add(
+        "cat", "--", "/proc/softirqs", stdout=softirqs)
+    profiler = Profiler(host, {"w": ProfileSettings()}, {"w": 60.0})
+    with profiler.trial("w", 0, False, None) as captured:
+        pass
+    assert captured.artifacts == []
+    assert captured.notes["profile"].startswith("not profiled: perf is driven through control "
+                                                "FIFOs on this machine, and the host target "
+                                                "fake is not local")
+    values = {m.metric: m.value for m in captured.measurements}
+    assert values["profile.softirq_block"] == 0.0 and values["profile.interrupts"] == 0.0
+    assert not any(call.kind == "spawn" for call in host.calls)
+
+
+def test_an_unprofiled_trial_captures_nothing(no_processes: None) -> None:
+    host = FakeTarget()
+    with Profiler(host, {}, {}).trial("w", 0, False, None) as captured:
+        pass
+    assert (captured.measurements, captured.artifacts, captured.notes) == ([], [], {})
+    assert host.calls == []
+
+
+def test_perf_event_paranoid_refusal_is_said_in_one_line() -> None:
+    message = perf_error((DATA / "perf-stat-paranoid-stderr.txt").read_text())
+    assert message == ("Access to performance monitoring and observability operations is "
+                       "limited. (kernel.perf_event_paranoid is 2: run as root, or lower it "
+                       "with sysctl)")
+    assert perf_error("") == "no message"
+
+
+class _Group:
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+
+    @property
+    def name(self) -> str:
+        return "vbtest"
+
+    def procs_files(self) -> list[Path]:
+        return self.files
+
+
+def test_scope_cgroup_names_the_labs_v2_group_relative_to_the_cgroup_root(
+        tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpu io memory pids\n")
+    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "vbx" / "w" / "cgroup.procs"]))
+    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
+    assert (scope.name, scope.record_args) == ("cgroup", ["-a", "-G", "vbx/w"])
+    assert scope.stat_args == ["-a", "-G", "vbx/w,vbx/w,vbx/w,vbx/w"]  # one per event
+
+
+def test_scope_cgroup_on_cgroup_v1_records_the_host_and_says_why(tmp_path: Path) -> None:
+    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "cpu" / "vbx" / "cgroup.procs",
+                                                 tmp_path / "memory" / "vbx" / "cgroup.procs"]))
+    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
+    assert (scope.name, scope.record_args) == ("system", ["-a"])
+    assert scope.notes == ["scope cgroup asked, but this host's cgroups are v1 (perf -G needs "
+                           "cgroup v2 here): recorded the whole host instead"]
+
+
+def test_scope_cgroup_without_a_group_records_the_host_and_says_why() -> None:
+    scope = _scope(ProfileSettings(scope="cgroup"), LocalTarget())
+    assert (scope.name, scope.record_args) == ("system", ["-a"])
+    assert scope.notes == ["scope cgroup asked, but the lab runs the workload in no cgroup: "
+                           "recorded the whole host instead"]
+    assert _scope(ProfileSettings(), LocalTarget()).name == "system"
+
+
+def test_a_guest_whose_qemu_is_elsewhere_records_the_host_with_a_note() -> None:
+    guest = LibvirtGuestTarget(None, "vbtest-no-such-domain-xyz")
+    scope = _scope(ProfileSettings(), guest)
+    assert scope.name == "system"
+    assert "QEMU process of guest vbtest-no-such-domain-xyz is not on this host" in scope.notes[0]
+
+
+def test_the_qemu_process_of_a_domain_is_found_by_its_name(tmp_path: Path) -> None:
+    for pid, argv in ((10, [b"bash"]),
+                      (20, [b"/usr/bin/qemu-system-x86_64", b"-name",
+                            b"guest=vbguest,debug-threads=on", b"-m", b"256"]),
+                      (30, [b"/usr/bin/qemu-system-x86_64", b"-name", b"guest=other"])):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
+    (tmp_path / "self").mkdir()
+    assert find_qemu_pid("vbguest", tmp_path) == 20
+    assert find_qemu_pid("vbgues", tmp_path) is None
+
+
+@pytest.mark.parametrize("scope", ["auto", "system"])
+def test_scope_system_and_auto_on_the_host(scope: str) -> None:
+    assert _scope(ProfileSettings(scope=scope), None).record_args == ["-a"]
