@@ -54,8 +54,9 @@ class Frame:
 
     @property
     def label(self) -> str:
-        """The name with its kind when it is not a user frame: 'ksys_read [kernel]'."""
-        if self.kind in (FrameKind.USER, FrameKind.PROCESS):
+        """The name with its kind when it is not a user frame: 'ksys_read [kernel]' (an
+        unresolved frame's name, '[unknown]', says so itself)."""
+        if self.kind in (FrameKind.USER, FrameKind.PROCESS, FrameKind.UNRESOLVED):
             return self.name
         return f"{self.name} [{self.kind.value}]"
 
