@@ -15,27 +15,33 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import special
 
-from virtbench.decide.folded import Frame, FrameKind, Profile, Stack, parse_folded
+from virtbench.decide.folded import (
+    PROFILE_PREFIX,
+    Frame,
+    FrameKind,
+    Profile,
+    Stack,
+    parse_folded,
+)
 from virtbench.model import Domain
 from virtbench.stats._sample import welch_df
 from virtbench.stats.intervals import mean_interval
 
-__all__ = ["ARTIFACT", "ARTIFACT_META", "CONFIDENCE", "MEDIA_TYPE", "NO_SYMBOLS_PCT",
-           "PROFILE_PREFIX", "Estimate", "Explanation", "FunctionChange", "RunProfiles",
-           "TrialProfile", "explain", "is_diagnostic", "load_profiles", "mean_stacks"]
+__all__ = ["ARTIFACT", "ARTIFACT_META", "CONFIDENCE", "MEDIA_TYPE", "NO_PROFILES",
+           "NO_SYMBOLS_PCT", "PROFILE_PREFIX", "Estimate", "Explanation", "FunctionChange",
+           "RunProfiles", "TrialProfile", "explain", "explain_runs", "is_diagnostic",
+           "load_profiles", "mean_stacks"]
 
 ARTIFACT = "profile.folded"
 ARTIFACT_META = "profile.json"
 MEDIA_TYPE = "text/x-folded-stacks"
-PROFILE_PREFIX = "profile."
-"""Metrics named so are diagnostics (perf counters): compare's rows and gate leave them out."""
 CONFIDENCE = 0.95
 NO_SYMBOLS_PCT = 50.0
 """Above this share of samples whose leaf frame is unresolved, an explanation says symbols are
@@ -300,3 +306,44 @@ def explain(base: Sequence[TrialProfile], new: Sequence[TrialProfile], *, worklo
         unresolved_b, unresolved_n, _unresolved_names([*base, *new]), notes)
 
 
+
+
+NO_PROFILES = ("no profiles: neither run has `profile.folded` artifacts of its trials (run the "
+               "experiment with profiling to explain a difference)")
+
+
+def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
+                 counters: Any = None, top: int = TOP) -> tuple[list[Explanation], str]:
+    """Per variant pair (compare's pairing) and shared workload, the explanation of BASE →
+    NEW (``base``/``new``: decide.runs.RunData), with the `profile.` counters of ``counters``
+    (a diagnostics Comparison) whose verdict is better or worse; and '' or why there is none."""
+    from virtbench.decide.compare import variant_pairs
+
+    files = [r.label for r in (base, new) if r.source != "store"]
+    if files:
+        return [], (f"profiles are read from the store; {' and '.join(files)} "
+                    f"{'is an exported file' if len(files) == 1 else 'are exported files'}: "
+                    "`virtbench import` it to explain the difference")
+    store = open_store()
+    profiles = load_profiles(store, base.id), load_profiles(store, new.id)
+    if not profiles[0].trials and not profiles[1].trials:
+        return [], NO_PROFILES
+    out: list[Explanation] = []
+    for label, bvar, nvar in variant_pairs(base, new):
+        for wid in base.workloads:
+            if wid not in new.workloads:
+                continue
+            b, n = profiles[0].of(bvar, wid), profiles[1].of(nvar, wid)
+            if not b and not n:
+                continue
+            item = explain(b, n, workload_id=wid, base_label=f"{bvar} (run {base.id})",
+                           new_label=f"{nvar} (run {new.id})", top=top)
+            if counters is not None:
+                item.counters = [row for row in counters.rows
+                                 if row.variant == label and row.workload_id == wid
+                                 and row.result.verdict in ("better", "worse")]
+            if not b or not n:
+                item.notes.append(f"no profile in {'BASE' if not b else 'NEW'} for {wid}, "
+                                  f"variant {bvar if not b else nvar}")
+            out.append(item)
+    return out, "" if out else NO_PROFILES
