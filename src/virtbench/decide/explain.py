@@ -36,8 +36,8 @@ from virtbench.stats.intervals import mean_interval
 
 __all__ = ["ARTIFACT", "ARTIFACT_META", "CONFIDENCE", "MEDIA_TYPE", "NO_PROFILES",
            "NO_SYMBOLS_PCT", "PROFILE_PREFIX", "Estimate", "Explanation", "FunctionChange",
-           "RunProfiles", "TrialProfile", "explain", "explain_runs", "is_diagnostic",
-           "load_profiles", "mean_stacks"]
+           "RunProfiles", "TrialProfile", "VariantProfile", "WorkloadExplanation", "explain",
+           "explain_run", "explain_runs", "is_diagnostic", "load_profiles", "mean_stacks"]
 
 ARTIFACT = "profile.folded"
 ARTIFACT_META = "profile.json"
@@ -347,3 +347,44 @@ def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
                                   f"variant {bvar if not b else nvar}")
             out.append(item)
     return out, "" if out else NO_PROFILES
+
+
+@dataclass
+class VariantProfile:
+    """One variant's profiles of one workload, merged for its flame graph."""
+
+    variant: str
+    trials: int
+    stacks: dict[Stack, float]
+    """each stack's mean share of its trial's samples, %"""
+    unresolved_pct: float
+
+
+@dataclass
+class WorkloadExplanation:
+    """A run's profiles of one workload (the report's Explain section): each variant's, and
+    each variant against the baseline."""
+
+    workload_id: str
+    variants: list[VariantProfile]
+    comparisons: list[Explanation]
+
+
+def explain_run(store: Any, run_id: str, variants: Sequence[str], baseline: str, *,
+                top: int = TOP) -> list[WorkloadExplanation]:
+    """Per profiled workload of ``run_id``: every variant's profile (``variants``' order) and
+    the explanation of each variant against ``baseline``; [] when the run has no profiles."""
+    profiles = load_profiles(store, run_id)
+    out: list[WorkloadExplanation] = []
+    for wid in profiles.workloads:
+        per_variant = {v: profiles.of(v, wid) for v in variants}
+        shown = [VariantProfile(v, len(trials), mean_stacks(t.profile for t in trials),
+                                _unresolved_pct(trials))
+                 for v, trials in per_variant.items() if trials]
+        base = per_variant.get(baseline, [])
+        comparisons = [explain(base, trials, workload_id=wid, base_label=baseline,
+                               new_label=v, top=top)
+                       for v, trials in per_variant.items() if v != baseline and trials
+                       and base]
+        out.append(WorkloadExplanation(wid, shown, comparisons))
+    return out

@@ -28,6 +28,7 @@ import virtbench
 from virtbench.decide.compare import Comparison
 from virtbench.decide.history import History
 from virtbench.model import VirtbenchError
+from virtbench.report.flamegraph import search_script
 from virtbench.report.html import report_environment
 from virtbench.serve import decided, downloads
 from virtbench.serve.cache import VersionedCache
@@ -215,7 +216,8 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         fmt = request.path_params["fmt"]
         if fmt == "export":
             return downloads.export(site.store, run.id)
-        return downloads.report(site.reports.parts([run]).analysis, fmt, run.id)
+        parts = site.reports.parts([run])
+        return downloads.report(parts.analysis, fmt, run.id, parts.explain)
 
     def compare_page(request: Request) -> Response:
         runs = site.selected(request)
@@ -274,6 +276,11 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
     def css(_request: Request) -> Response:
         return Response(stylesheet, media_type="text/css; charset=utf-8")
 
+    flame_script = search_script()  # the report's own file: one copy of the search
+
+    def flame_js(_request: Request) -> Response:
+        return Response(flame_script, media_type="text/javascript; charset=utf-8")
+
     routes = [
         Route("/", lambda _request: RedirectResponse("/runs")),
         Route("/runs", runs_page),
@@ -288,6 +295,7 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         Route("/history", history_page),
         Route("/history.{fmt:str}", history_download),
         Route("/static/virtbench.css", css),
+        Route("/static/flamegraph.js", flame_js),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]

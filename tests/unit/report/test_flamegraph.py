@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from profiled import HARDWARE, HARDWARE_TRIALS, SOFTWARE, SOFTWARE_TRIALS
 
 from virtbench.decide.explain import mean_stacks
 from virtbench.decide.folded import parse_folded
 from virtbench.report.flamegraph import MAX_LEVELS, flame_svg, search_script
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "decide"))
-from profiled import HARDWARE, HARDWARE_TRIALS, SOFTWARE, SOFTWARE_TRIALS
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 HOSTILE = '<script>alert(1)</script>"&\u202e\x01]]>'

@@ -12,7 +12,7 @@ from pathlib import Path
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "perf-folded"
+DATA = Path(__file__).resolve().parent / "data" / "perf-folded"
 SOFTWARE = "_crc32c_sw_slicing_by_8"
 HARDWARE = "_crc32c_hw_adler"
 FREQUENCY_HZ = 499  # generate.sh's perf record -F
