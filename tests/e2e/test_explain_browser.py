@@ -7,24 +7,18 @@ the search prompt fails the test."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import playwright.sync_api as playwright_api
 import pytest
+from browser import CHROMIUM, chromium_tab, serving
 from profiled import HARDWARE, HARDWARE_TRIALS, SOFTWARE, SOFTWARE_TRIALS, add_profiled_run
-from waits import kill, sigint_default
 
 from virtbench.store import Store
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = "<script>alert(1)</script>"
 MATCH = "#e600e6"
 
@@ -61,25 +55,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture
 def page() -> Iterator[Any]:
-    problems: list[str] = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        tab = browser.new_page()
-        tab.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-               if msg.type == "error" else None)
-        tab.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-        tab.answers = []  # what the search prompt is answered with, in order
-
-        def on_dialog(dialog: Any) -> None:
-            if dialog.type == "prompt" and tab.answers:
-                dialog.accept(tab.answers.pop(0))
-            else:  # an executed <script>alert(1)</script>
-                problems.append(f"dialog: {dialog.type} {dialog.message}")
-                dialog.dismiss()
-
-        tab.on("dialog", on_dialog)
+    answers: list[str] = []
+    with chromium_tab(answers) as (tab, problems):
+        tab.answers = answers  # what the search prompt is answered with, in order
         yield tab
-        browser.close()
     assert problems == []
 
 
@@ -134,39 +113,12 @@ def test_report_explains_and_searches(stored: dict[str, Any], page: Any) -> None
     assert _fill_of(page, f"#{target}", HARDWARE) != MATCH
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_serve_run_page_searches_under_its_csp(stored: dict[str, Any], page: Any) -> None:
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "virtbench.cli", "serve", "--store", stored["db"], "--port",
-         str(port)], cwd=stored["tmp"], env=os.environ | {"XDG_CACHE_HOME":
-                                                           str(stored["tmp"] / "cache")},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
-    try:
-        url = f"http://127.0.0.1:{port}/runs/{stored['both']}"
-        deadline = time.monotonic() + 30
-        while True:  # ends: the server answers, or past the deadline
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        page.goto(url)
+    env = os.environ | {"XDG_CACHE_HOME": str(stored["tmp"] / "cache")}
+    with serving(stored["db"], stored["tmp"], env) as base_url:
+        page.goto(f"{base_url}/runs/{stored['both']}")
         search = page.locator("#explain-crc32c input.vbf-input").first
         target = search.get_attribute("data-flame")
         search.fill("crc32c_hw")
         matched = page.locator(f"#{target} .vbf-matched").text_content() or ""
         assert _matched_pct(matched) > 80  # the script ran: the CSP allowed the server's own
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            kill(server)
