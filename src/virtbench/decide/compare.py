@@ -202,8 +202,8 @@ def _selection(base: RunData, metrics: list[str] | None) -> list[str]:
     known = {m.name for m in verdicts} | {f"{w}.{m}" for w, m in base.metrics
                                           if not m.startswith(PROFILE_PREFIX)}
     unknown = [m for m in wanted if m not in known and m.replace(":", ".", 1) not in known]
-    diagnostic = [m for m in unknown if m.rpartition(".")[2].startswith("profile")
-                  or m.startswith(PROFILE_PREFIX)]
+    diagnostic = [m for m in unknown if m.startswith(PROFILE_PREFIX)
+                  or f".{PROFILE_PREFIX}" in m or f":{PROFILE_PREFIX}" in m]
     if diagnostic:
         raise VirtbenchError(f"--metric {', '.join(diagnostic)}: `profile.` metrics are perf "
                              "counters that explain a difference, not verdicts or gate inputs; "

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from profiled import HARDWARE, SOFTWARE, folded, samples
 
+from virtbench.decide.explain import mean_stacks
 from virtbench.decide.folded import (
     MAX_COUNT,
     MAX_DEPTH,
@@ -13,6 +18,7 @@ from virtbench.decide.folded import (
     frame,
     parse_folded,
 )
+from virtbench.report.flamegraph import flame_svg
 
 
 def test_real_perf_profile_parses_whole() -> None:
@@ -77,3 +83,26 @@ def test_nothing_usable() -> None:
     for content in (b"", b"garbage\n", b"\x00\x01\x02"):
         profile = parse_folded(content)
         assert profile.samples == 0 and profile.stacks == {}
+
+
+FRAGMENTS = st.sampled_from([";", ";;", " ", "\n", "\r", "\x00", "<script>", "]]>", "&amp;",
+                             "_[k]", "_[g]", "[unknown]", "\u202e", "\ufffd", "-1", "1e9",
+                             "99999999999999999999"])
+HOSTILE_TEXT = st.lists(st.one_of(FRAGMENTS, st.text(max_size=12)), max_size=40).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(HOSTILE_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")),
+                 st.binary(max_size=400)))
+@example(b"p;a;;b 3\np;\xff 1\n;;; 2\n")
+def test_any_artifact_parses_and_draws_well_formed(data: bytes) -> None:
+    """Whatever a stored artifact holds: no exception, counts in range, every frame named,
+    and a flame graph of it that parses as XML with no raw markup from the names."""
+    profile = parse_folded(data)
+    assert all(0 < c <= MAX_COUNT for c in profile.stacks.values())
+    assert all(stack and all(f.name.strip() for f in stack) for stack in profile.stacks)
+    svg = flame_svg(mean_stacks([profile]), title=data.decode("utf-8", "replace"))
+    root = ET.fromstring(svg.encode())
+    assert not [e for e in root.iter() if e.tag.endswith("}script") and e.text
+                and "alert" in e.text]
+    assert "<script>" not in svg.split("<script type=")[0]
