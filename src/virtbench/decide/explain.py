@@ -12,11 +12,13 @@ a Welch t interval over the trials. Functions are ranked by the larger of their 
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -312,6 +314,30 @@ NO_PROFILES = ("no profiles: neither run has `profile.folded` artifacts of its t
                "experiment with profiling to explain a difference)")
 
 
+class _ExportedRun:
+    """An exported file's trials and artifacts, read as the store gives them."""
+
+    def __init__(self, path: str) -> None:
+        from virtbench.store.portable import read_tables
+
+        tables = read_tables(Path(path))  # the import's checks: a file read is a file imported
+        self._trials = tables.get("trials", [])
+        self._artifacts = tables.get("artifacts", [])
+
+    def trials(self, _run_id: str) -> list[dict[str, Any]]:
+        return list(self._trials)
+
+    def artifacts(self, _run_id: str) -> list[dict[str, Any]]:
+        return [a | {"content": base64.b64decode(a["content"])} for a in self._artifacts
+                if a["name"] in (ARTIFACT, ARTIFACT_META)]
+
+
+def _profiles_of(open_store: Callable[[], Any], run: Any) -> RunProfiles:
+    """A run's profiles, from the store or from the exported file it was read from."""
+    source = open_store() if run.source == "store" else _ExportedRun(run.source)
+    return load_profiles(source, run.id)
+
+
 def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
                  counters: Any = None, top: int = TOP) -> tuple[list[Explanation], str]:
     """Per variant pair (compare's pairing) and shared workload, the explanation of BASE →
@@ -319,13 +345,7 @@ def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
     (a diagnostics Comparison) whose verdict is better or worse; and '' or why there is none."""
     from virtbench.decide.compare import variant_pairs
 
-    files = [r.label for r in (base, new) if r.source != "store"]
-    if files:
-        return [], (f"profiles are read from the store; {' and '.join(files)} "
-                    f"{'is an exported file' if len(files) == 1 else 'are exported files'}: "
-                    "`virtbench import` it to explain the difference")
-    store = open_store()
-    profiles = load_profiles(store, base.id), load_profiles(store, new.id)
+    profiles = (_profiles_of(open_store, base), _profiles_of(open_store, new))
     if not profiles[0].trials and not profiles[1].trials:
         return [], NO_PROFILES
     out: list[Explanation] = []

@@ -99,3 +99,22 @@ def test_hostile_frame_names_are_shown_as_text(sqlite_store: Store, cli: CliRun)
                          "--json")
     names = [f["function"] for f in json.loads(out)["explain"]["explanations"][0]["functions"]]
     assert "[bold red]x[/]" in names and "<script>alert(1)</script>" in names
+
+
+def test_exported_files_explain_as_the_store_does(sqlite_store: Store, cli: CliRun,
+                                                  tmp_path: Path) -> None:
+    base = add_profiled_run(sqlite_store, {"masked": SOFTWARE_TRIALS})
+    new = add_profiled_run(sqlite_store, {"granted": HARDWARE_TRIALS})
+    db = _db(sqlite_store)
+    files = []
+    for run in (base, new):
+        path = tmp_path / f"{run}.json.gz"
+        code, _, err = cli("export", run, "--store", db, "-o", str(path))
+        assert code == 0, err
+        files.append(str(path))
+    _, stored, _ = cli("compare", base, new, "--store", db, "--explain", "--json")
+    code, exported, err = cli("compare", *files, "--explain", "--json")
+    assert code == 0, err
+    functions = [[f["function"] for f in json.loads(text)["explain"]["explanations"][0]
+                  ["functions"]] for text in (stored, exported)]
+    assert functions[0] == functions[1] and set(functions[0][:2]) == {SOFTWARE, HARDWARE}
