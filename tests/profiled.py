@@ -36,16 +36,18 @@ def samples(content: bytes) -> int:
 def add_profiled_run(store: Store, profiles: Mapping[str, Sequence[bytes | None]], *,
                      experiment: str = "crc", wid: str = "crc32c",
                      switches: Mapping[str, float] | None = None,
-                     meta: bool = True) -> str:
+                     meta: bool = True, counters: bool = True) -> str:
     """One run; ``profiles`` maps each variant to its trials' folded stacks (None: a trial
     without a profile). time_per_checksum_s and profile.task_clock_ms follow the samples (a
-    sample every 1/499 s); profile.context_switches is ``switches[variant]`` + the repetition."""
+    sample every 1/499 s); profile.context_switches is ``switches[variant]`` + the repetition.
+    ``counters=False``: no `profile.` metric at all (a run that was not profiled)."""
     variants = list(profiles)
     run_id = store.create_run(experiment=experiment, description="", spec_yaml="name: crc\n",
                               spec_path="", seed=1, host="host-a", target="local",
                               baseline=variants[0], version="0.1.0")
     store.add_variants(run_id, [(v, {}) for v in variants], variants[0])
-    store.add_workload(run_id, wid, "cpu.crc32c", 0, {"size_mib": 16, "loops": 1000}, METRICS)
+    metrics = METRICS if counters else METRICS[:1]
+    store.add_workload(run_id, wid, "cpu.crc32c", 0, {"size_mib": 16, "loops": 1000}, metrics)
     units = {m.name: m.unit for m in METRICS}
     order = 0
     for variant, trials in profiles.items():
@@ -67,7 +69,7 @@ def add_profiled_run(store: Store, profiles: Mapping[str, Sequence[bytes | None]
                 [Measurement("time_per_checksum_s", n / FREQUENCY_HZ / 1000),
                  Measurement("profile.task_clock_ms", 1000.0 * n / FREQUENCY_HZ),
                  Measurement("profile.context_switches",
-                             (switches or {}).get(variant, 10.0) + rep)],
+                             (switches or {}).get(variant, 10.0) + rep)][:len(metrics)],
                 units, artifacts)
             order += 1
     store.set_run_status(run_id, "complete")

@@ -27,6 +27,7 @@ from virtbench.analysis.views import (
     metric_views,
     series_groups,
 )
+from virtbench.decide.folded import PROFILE_PREFIX
 from virtbench.report import charts
 from virtbench.report.flamegraph import search_script
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
@@ -290,6 +291,12 @@ def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
     """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
     with charts.chart_style():
         context = _context(analysis, lead, sections)
+    if not explain and any(row.metric.name.startswith(PROFILE_PREFIX)
+                           for row in analysis.rows):
+        context["explain_note"] = (
+            "This run has perf counters (profile. metrics) but no profiles of its trials "
+            "(profile.folded artifacts): there is nothing to explain with, no flame graph. "
+            "The counters are in the result tables above.")
     if explain:
         from virtbench.report.explain_html import explain_anchor, explain_context
 
@@ -363,6 +370,7 @@ def _context(analysis: Analysis, lead: Sequence[Section],
         "max_bars": charts.MAX_BARS,
         "max_line_points": charts.MAX_LINE_POINTS,
         "explain": [],
+        "explain_note": "",
         "flame_script": "",
     }
     return context

@@ -68,6 +68,13 @@ def test_hostile_names_no_symbols_and_missing_profiles(store: Store) -> None:
 
 
 def test_a_run_without_profiles_has_no_explain_section(store: Store) -> None:
-    run = add_profiled_run(store, {"a": [None] * 3, "b": [None] * 3})
+    run = add_profiled_run(store, {"a": [None] * 3, "b": [None] * 3}, counters=False)
     page = _report(store, run)
     assert 'id="explain"' not in page and "<script" not in page and "Why:" not in page
+
+
+def test_counters_without_profiles_are_said(store: Store) -> None:
+    run = add_profiled_run(store, {"a": [None] * 3, "b": [None] * 3})  # counters, no profile
+    page = _report(store, run)
+    assert 'id="explain"' in page and "no profiles of its trials" in page
+    assert "<svg class" not in page and "vbf-input" not in page
