@@ -83,8 +83,11 @@ def test_runs_without_profiles_say_so_and_keep_the_exit_code(sqlite_store: Store
                          "--explain")
     assert code == plain == 1
     assert "no profiles" in err and "explain" not in out
-    code, _, err = cli("compare", base, new, "--store", db, "--explain", "--format", "junit")
-    assert code == 2 and "--explain" in err
+    for refused in (("--format", "junit"), ("--baseline", "a")):
+        code, _, err = cli("compare", base, new, "--store", db, "--explain", *refused)
+        assert code == 2 and "--explain" in err
+    code, _, err = cli("compare", base, base, "--", new, new, "--store", db, "--explain")
+    assert code == 2 and "--explain compares exactly two runs" in err
 
 
 def test_hostile_frame_names_are_shown_as_text(sqlite_store: Store, cli: CliRun) -> None:
