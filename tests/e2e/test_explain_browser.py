@@ -50,7 +50,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                cwd=tmp)
     _virtbench("report", both, "--store", db, "-f", "html", "-o", str(tmp / "report.html"),
                cwd=tmp)
-    return {"tmp": tmp, "db": db, "both": both}
+    return {"tmp": tmp, "db": db, "both": both, "base": base, "new": new}
 
 
 @pytest.fixture
@@ -113,7 +113,8 @@ def test_report_explains_and_searches(stored: dict[str, Any], page: Any) -> None
     assert _fill_of(page, f"#{target}", HARDWARE) != MATCH
 
 
-def test_serve_run_page_searches_under_its_csp(stored: dict[str, Any], page: Any) -> None:
+def test_serve_run_and_compare_pages_search_under_its_csp(stored: dict[str, Any],
+                                                          page: Any) -> None:
     env = os.environ | {"XDG_CACHE_HOME": str(stored["tmp"] / "cache")}
     with serving(stored["db"], stored["tmp"], env) as base_url:
         page.goto(f"{base_url}/runs/{stored['both']}")
@@ -122,3 +123,9 @@ def test_serve_run_page_searches_under_its_csp(stored: dict[str, Any], page: Any
         search.fill("crc32c_hw")
         matched = page.locator(f"#{target} .vbf-matched").text_content() or ""
         assert _matched_pct(matched) > 80  # the script ran: the CSP allowed the server's own
+        page.goto(f"{base_url}/compare?run={stored['base']}&run={stored['new']}")
+        search = page.locator("#explain-1 ~ figure.flame input.vbf-input").first
+        target = search.get_attribute("data-flame")
+        search.fill("crc32c_hw")
+        matched = page.locator(f"#{target} .vbf-matched").text_content() or ""
+        assert _matched_pct(matched) > 80

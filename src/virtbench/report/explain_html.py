@@ -23,8 +23,9 @@ from virtbench.decide.folded import PROFILE_PREFIX
 from virtbench.report.explain_text import estimate_text, share_pair, unresolved_text
 from virtbench.report.flamegraph import flame_svg
 from virtbench.report.formatting import fmt_value
+from virtbench.report.gate.rows import ratio_text, verdict_text
 
-__all__ = ["explain_anchor", "explain_context"]
+__all__ = ["compare_context", "explain_anchor", "explain_context"]
 
 
 def explain_anchor(workload_id: str) -> str:
@@ -34,13 +35,14 @@ def explain_anchor(workload_id: str) -> str:
 class _Graphs:
     """Numbers the page's flame graphs: ids and file names come from the count alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "flame") -> None:
         self.count = 0
+        self.prefix = prefix
 
     def graph(self, stacks: dict[Any, float], *, title: str, subtitle: str,
               base: dict[Any, float] | None = None) -> dict[str, Any]:
         self.count += 1
-        svg_id = f"flame-{self.count}"
+        svg_id = f"{self.prefix}-{self.count}"
         inline = flame_svg(stacks, title=title, subtitle=subtitle, base=base,
                            standalone=False, svg_id=svg_id)
         standalone = flame_svg(stacks, title=title, subtitle=subtitle, base=base)
@@ -74,9 +76,48 @@ def _counter_rows(analysis: Analysis, workload_id: str, variant: str) -> list[di
             continue
         out.append({"metric": metric.name, "base": fmt_value(base.summary.mean, metric.unit),
                     "new": fmt_value(row.summary.mean, metric.unit),
-                    "p": f"{row.p_holm:.2g}" if row.p_holm is not None
+                    "test": f"{row.p_holm:.2g}" if row.p_holm is not None
                     and math.isfinite(row.p_holm) else "–"})
     return out
+
+
+def _compared_counters(item: Explanation) -> list[dict[str, str]]:
+    """`compare --explain`'s counters: compare rows whose verdict is better or worse."""
+    return [{"metric": row.metric.name,
+             "base": fmt_value(row.result.mean_base, row.metric.unit),
+             "new": fmt_value(row.result.mean_new, row.metric.unit),
+             "test": f"{ratio_text(row)} {verdict_text(row)}"} for row in item.counters]
+
+
+def _comparison(item: Explanation, graphs: _Graphs, workload_id: str,
+                counters: list[dict[str, str]], counter_test: str,
+                plain: bool) -> dict[str, Any]:
+    return {
+        "base": item.base, "new": item.new, "base_trials": item.base_trials,
+        "new_trials": item.new_trials, "functions": _function_rows(item),
+        "counters": counters, "counter_test": counter_test,
+        "unresolved": unresolved_text(item), "notes": list(item.notes),
+        "graph": graphs.graph(item.new_stacks, base=item.base_stacks,
+                              title=f"{workload_id}: {item.base} → {item.new}",
+                              subtitle=f"{item.base_trials} → {item.new_trials} profiled "
+                                       "trials"),
+        "plain": [graphs.graph(stacks, title=f"{workload_id} · {side}",
+                               subtitle=f"{trials} profiled trials")
+                  for side, stacks, trials in ((item.base, item.base_stacks, item.base_trials),
+                                               (item.new, item.new_stacks, item.new_trials))]
+        if plain else []}
+
+
+def compare_context(items: Sequence[Explanation], prefix: str = "flame"
+                    ) -> list[dict[str, Any]]:
+    """`serve`'s compare page: each explanation of BASE → NEW (decide.explain.explain_runs)
+    with its differential flame graph and both sides' plain ones; ``prefix`` starts the
+    graphs' element ids (one per comparison on a page: ids stay unique)."""
+    graphs = _Graphs(prefix)
+    return [{"workload_id": item.workload_id,
+             **_comparison(item, graphs, item.workload_id, _compared_counters(item),
+                           "NEW/BASE [95 % CI], verdict", plain=True)}
+            for item in items]
 
 
 def explain_context(analysis: Analysis, explained: Sequence[WorkloadExplanation]
@@ -95,15 +136,9 @@ def explain_context(analysis: Analysis, explained: Sequence[WorkloadExplanation]
                          "compared with it")
         comparisons = []
         for item in w.comparisons:
-            comparisons.append({
-                "base": item.base, "new": item.new, "base_trials": item.base_trials,
-                "new_trials": item.new_trials, "functions": _function_rows(item),
-                "counters": _counter_rows(analysis, w.workload_id, item.new),
-                "unresolved": unresolved_text(item), "notes": list(item.notes),
-                "graph": graphs.graph(item.new_stacks, base=item.base_stacks,
-                                      title=f"{w.workload_id}: {item.base} → {item.new}",
-                                      subtitle=f"{item.base_trials} → {item.new_trials} "
-                                               "profiled trials")})
+            comparisons.append(_comparison(
+                item, graphs, w.workload_id, _counter_rows(analysis, w.workload_id, item.new),
+                "p (Holm)", plain=False))
         variants = [{"name": v.variant, "trials": v.trials,
                      "unresolved": "–" if math.isnan(v.unresolved_pct)
                      else f"{v.unresolved_pct:.1f} %",

@@ -65,6 +65,7 @@ class _Site:
         self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self.env.filters["exact"] = _exact_attribute
         self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
+        self.explained: VersionedCache[list[list[dict[str, Any]]]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
 
@@ -103,6 +104,13 @@ class _Site:
         version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
         return self.verdicts.get(tuple(r.id for r in runs), version,
                                  lambda: decided.comparisons(self.store, runs))
+
+    def explanations(self, runs: list[RunInfo], items: list[Comparison | str]
+                     ) -> list[list[dict[str, Any]]]:
+        """The comparisons' explanations (profiles, flame graphs), cached as the verdicts."""
+        version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
+        return self.explained.get(tuple(r.id for r in runs), version,
+                                  lambda: decided.explanation_views(self.store, items))
 
     def history(self, request: Request) -> History | None:
         """The history the page asks for (None before an experiment is chosen)."""
@@ -222,7 +230,10 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
     def compare_page(request: Request) -> Response:
         runs = site.selected(request)
         parts = site.reports.parts(runs)
-        verdicts = [decided.verdict_view(item) for item in site.comparisons(runs)]
+        items = site.comparisons(runs)
+        verdicts = [decided.verdict_view(item) | {"explain": explained}
+                    for item, explained in zip(items, site.explanations(runs, items),
+                                               strict=True)]
         return site.page("compare.html.j2", title="Compare", runs=[run_row(r, None) for r in runs],
                          query=[("run", r.id) for r in runs], parts=parts, verdicts=verdicts)
 
