@@ -264,7 +264,7 @@ def _write_flame_graphs(directory: Path, items: list[Any]) -> None:
         for kind, svg in graphs.items():
             (directory / f"explain-{number}-{kind}.svg").write_text(svg, encoding="utf-8")
         err.print(safetext.text(f"wrote {directory}/explain-{number}-{{base,new,diff}}.svg: "
-                                f"{what}"), highlight=False)
+                                f"{what}"), highlight=False, soft_wrap=True)  # paths stay whole
 
 
 def _sides(runs: list[str]) -> tuple[list[str], list[str]] | None:
