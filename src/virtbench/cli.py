@@ -275,7 +275,8 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     if fmt == "html":
         from virtbench.report.html import render_html
 
-        rendered = render_html(analysis, sections=sections)
+        rendered = render_html(analysis, sections=sections,
+                               explain=_explained(st, run_ids, analysis))
     elif fmt == "table":
         file_console = safetext.console(record=True, width=160,
                                         file=open(os.devnull, "w"))  # noqa: SIM115
@@ -291,6 +292,16 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     else:
         output.write_text(rendered)
         err.print(f"wrote {safetext.markup(output)}")
+
+
+def _explained(st: Any, run_ids: list[str], analysis: Any) -> list[Any]:
+    """The Explain section's profiles: one run's (a side-by-side report of several runs has
+    none; `compare BASE NEW --explain` explains two runs)."""
+    if len(run_ids) != 1:
+        return []
+    from virtbench.decide.explain import explain_run
+
+    return explain_run(st, run_ids[0], [v.name for v in analysis.variants], analysis.baseline)
 
 
 def _distinct_runs(st: Any, refs: list[str]) -> list[str]:

@@ -132,6 +132,15 @@ def compare(
     no_profile: Annotated[bool, typer.Option(
         "--no-profile", help="ignore a stored noise profile (`virtbench calibrate`): take the "
                              "runs as independent draws")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="BASE NEW: also, per workload, the functions whose share of the "
+                          "profile samples changed most (self and total, 95 % CIs) and the "
+                          "perf counters that changed (profiled runs; docs/explain.md)")]
+    = False,
+    explain_dir: Annotated[Path | None, typer.Option(
+        "--explain-dir", metavar="DIR", help="with --explain (implied): write each "
+        "explanation's flame graphs here as SVG files: BASE's, NEW's and the differential "
+        "one")] = None,
 ) -> None:
     """Compare BASE and NEW: better / worse / equivalent / inconclusive per workload · metric,
     with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report, or
@@ -153,6 +162,11 @@ def compare(
             gate_format and as_json):
         raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
                              "NEW) or of BASE... -- NEW..., without --baseline or --json")
+    explain = explain or explain_dir is not None
+    if explain and (sides is not None or len(runs) != 2 or gate_format or format != "table"
+                    or output is not None or baseline is not None):
+        raise VirtbenchError("--explain compares exactly two runs (BASE NEW) in the terminal "
+                             "table or --json, without --format, --output or --baseline")
     if sides is None and not gate_format and (len(runs) > 2 or format != "table"
                                               or output is not None or baseline is not None):
         if (fail_if_worse is not None or as_json or metric or allow_unjudged
@@ -192,16 +206,65 @@ def compare(
             _refuse_strict(diffs, f"runs {bases[0].id} and {run_id}")
     elif strict:
         _refuse_strict(result.differences, "BASE and NEW")
+    explained: tuple[list[Any], str] | None = None
+    if explain:
+        explained = _explain(open_store, base, new, profile, equivalence)
+        if explain_dir is not None:
+            _write_flame_graphs(explain_dir, explained[0])
     if as_json:
-        sys.stdout.write(_dumps(result.as_dict()))
+        document = result.as_dict()
+        if explained is not None:
+            document["explain"] = {"explanations": [e.as_dict() for e in explained[0]],
+                                   "note": explained[1] or None}
+        sys.stdout.write(_dumps(document))
     elif gate_format:
         _write_gate(result, format, output, allow_unjudged, runs[0])
     else:
         from virtbench.report.decide_text import render_comparison
 
         render_comparison(result, console, allow_unjudged=allow_unjudged)
+        if explained is not None:
+            from virtbench.report.explain_text import render_explanations
+
+            render_explanations(explained[0], console)
+    if explained is not None and explained[1]:
+        err.print(safetext.text(f"--explain: {explained[1]}"), highlight=False)
     if result.regressions or (result.unjudged and not allow_unjudged):
         raise typer.Exit(1)
+
+
+def _explain(open_store: Any, base: Any, new: Any, profile: Any, equivalence: float
+             ) -> tuple[list[Any], str]:
+    """The explanations of BASE → NEW and '' (or why there are none); the counters are the
+    `profile.` metrics, compared as the verdict rows are (same variance model)."""
+    from virtbench.decide.compare import compare_runs
+    from virtbench.decide.explain import explain_runs
+
+    counters = compare_runs(base, new, equivalence_pct=equivalence, profile=profile,
+                            diagnostics=True)
+    return explain_runs(open_store, base, new, counters=counters)
+
+
+def _write_flame_graphs(directory: Path, items: list[Any]) -> None:
+    """Three SVG files per explanation, named by its number (stored text never makes a path):
+    explain-N-base.svg, explain-N-new.svg and explain-N-diff.svg."""
+    from virtbench.report.flamegraph import flame_svg
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for number, item in enumerate(items, 1):
+        what = f"{item.workload_id}: {item.base} → {item.new}"
+        graphs = {
+            "base": flame_svg(item.base_stacks, title=f"{item.workload_id} · BASE {item.base}",
+                              subtitle=f"{item.base_trials} profiled trials"),
+            "new": flame_svg(item.new_stacks, title=f"{item.workload_id} · NEW {item.new}",
+                             subtitle=f"{item.new_trials} profiled trials"),
+            "diff": flame_svg(item.new_stacks, base=item.base_stacks, title=what,
+                              subtitle=f"{item.base_trials} → {item.new_trials} profiled "
+                                       "trials")}
+        for kind, svg in graphs.items():
+            (directory / f"explain-{number}-{kind}.svg").write_text(svg, encoding="utf-8")
+        err.print(safetext.text(f"wrote {directory}/explain-{number}-{{base,new,diff}}.svg: "
+                                f"{what}"), highlight=False, soft_wrap=True)  # paths stay whole
 
 
 def _sides(runs: list[str]) -> tuple[list[str], list[str]] | None:

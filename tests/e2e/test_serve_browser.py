@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,14 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import playwright.sync_api as playwright_api
 import pytest
-from waits import finish, kill, sigint_default
+from browser import CHROMIUM, chromium_tab, serving
+from waits import finish, sigint_default
 
 from virtbench.report.formatting import fmt_value
 from virtbench.store import Store
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = "<script>alert(1)</script>"
 SPEC = """\
 name: serve-e2e
@@ -48,24 +46,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.lab, pytest.mark.timeout(600), pytes
 def _virtbench(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "virtbench.cli", *args], check=True,
                           capture_output=True, text=True, timeout=300, **kwargs)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:  # ends: done, or past the deadline below
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def _hostile_run(location: str) -> None:
@@ -91,40 +71,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     for _ in range(2):
         _virtbench("run", str(tmp / "small.yaml"), "--store", db, "--quiet", env=env, cwd=tmp)
     _hostile_run(db)
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store", db,
-                               "--port", str(port)], cwd=tmp, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=sigint_default)
-    try:
-        _wait_for(f"http://127.0.0.1:{port}/runs")
-        yield {"tmp": tmp, "db": db, "env": env, "url": f"http://127.0.0.1:{port}"}
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            kill(server)
+    with serving(db, tmp, env) as url:
+        yield {"tmp": tmp, "db": db, "env": env, "url": url}
 
 
 @pytest.fixture
 def page(site: dict[str, Any]) -> Iterator[Any]:
-    problems: list[str] = []
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        context = browser.new_context(accept_downloads=True)
-        tab = context.new_page()
-        tab.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-               if msg.type == "error" else None)
-        tab.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-        def on_dialog(dialog: Any) -> None:  # an executed <script>alert(1)</script>
-            problems.append(f"dialog: {dialog.message}")
-            dialog.dismiss()
-
-        tab.on("dialog", on_dialog)
+    with chromium_tab(accept_downloads=True) as (tab, problems):
         yield tab
-        browser.close()
     assert problems == []
 
 

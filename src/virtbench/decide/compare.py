@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from virtbench.decide.calibration import NoiseProfile
 from virtbench.decide.comparability import Difference, differences
+from virtbench.decide.folded import PROFILE_PREFIX
 from virtbench.decide.runs import RunData
 from virtbench.model import Better, Metric, VirtbenchError
 from virtbench.stats import holm
@@ -178,7 +179,12 @@ def variant_pairs(base: RunData, new: RunData) -> list[tuple[str, str, str]]:
     return []
 
 
-def _selected(metric: Metric, workload_id: str, wanted: list[str]) -> bool:
+def _selected(metric: Metric, workload_id: str, wanted: list[str],
+              diagnostics: bool = False) -> bool:
+    """``diagnostics``: the `profile.` metrics only (--explain's counters); otherwise never them
+    (perf counters explain a difference, they are not a verdict or a gate input)."""
+    if metric.name.startswith(PROFILE_PREFIX) != diagnostics:
+        return False
     return not wanted or metric.name in wanted or f"{workload_id}.{metric.name}" in wanted \
         or f"{workload_id}:{metric.name}" in wanted
 
@@ -192,11 +198,19 @@ def _check_options(equivalence_pct: float, fail_pct: float | None) -> None:
 
 def _selection(base: RunData, metrics: list[str] | None) -> list[str]:
     wanted = list(metrics or [])
-    known = {m.name for m in base.metrics.values()} | {f"{w}.{m}" for w, m in base.metrics}
+    verdicts = [m for m in base.metrics.values() if not m.name.startswith(PROFILE_PREFIX)]
+    known = {m.name for m in verdicts} | {f"{w}.{m}" for w, m in base.metrics
+                                          if not m.startswith(PROFILE_PREFIX)}
     unknown = [m for m in wanted if m not in known and m.replace(":", ".", 1) not in known]
+    diagnostic = [m for m in unknown if m.startswith(PROFILE_PREFIX)
+                  or f".{PROFILE_PREFIX}" in m or f":{PROFILE_PREFIX}" in m]
+    if diagnostic:
+        raise VirtbenchError(f"--metric {', '.join(diagnostic)}: `profile.` metrics are perf "
+                             "counters that explain a difference, not verdicts or gate inputs; "
+                             "--explain lists those that changed")
     if unknown:
         raise VirtbenchError(f"--metric: BASE has no metric {', '.join(unknown)}; it has "
-                             f"{', '.join(sorted({m.name for m in base.metrics.values()}))}")
+                             f"{', '.join(sorted({m.name for m in verdicts}))}")
     return wanted
 
 
@@ -208,8 +222,10 @@ SD it assumed (None for none), P(NEW at least --probability % worse) (nan if not
 
 
 def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[RunData],
-          wanted: list[str], fail_pct: float | None, judge: Judge) -> list[ComparisonRow]:
-    """A row per shared workload · metric · variant pair, judged by ``judge``."""
+          wanted: list[str], fail_pct: float | None, judge: Judge,
+          diagnostics: bool = False) -> list[ComparisonRow]:
+    """A row per shared workload · metric · variant pair, judged by ``judge`` (``diagnostics``:
+    the `profile.` metrics only, which are otherwise left out)."""
     pairs = variant_pairs(base, new)
     if not pairs:
         raise VirtbenchError(
@@ -217,7 +233,7 @@ def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[
             f"NEW: {', '.join(new.variants)})")
     rows: list[ComparisonRow] = []
     for (wid, mname), metric in base.metrics.items():
-        if (wid, mname) not in new.metrics or not _selected(metric, wid, wanted):
+        if (wid, mname) not in new.metrics or not _selected(metric, wid, wanted, diagnostics):
             continue
         if fail_pct is not None and metric.better.value == "higher" and fail_pct >= 100:
             raise VirtbenchError(f"--fail-if-worse {fail_pct}: {wid} · {mname} is higher-is-"
@@ -236,7 +252,7 @@ def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[
             rows.append(ComparisonRow(label, wid, base.workloads.get(wid, (wid, {}))[0],
                                       metric, result, between_sd=between_sd,
                                       probability_worse=probability))
-    if not rows:
+    if not rows and not diagnostics:
         raise VirtbenchError(f"runs {base.id} and {new.id} share no measured workload · metric"
                              + (" among those selected with --metric" if wanted else ""))
     return rows
@@ -253,8 +269,12 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
                  fail_pct: float | None = None, metrics: list[str] | None = None,
                  profile: NoiseProfile | None = None, no_profile_reason: str = "",
                  probability_pct: float | None = None,
-                 prior_ratio: float = DEFAULT_PRIOR_RATIO) -> Comparison:
+                 prior_ratio: float = DEFAULT_PRIOR_RATIO, diagnostics: bool = False
+                 ) -> Comparison:
     """Verdicts for every workload · metric (per variant) both runs have, and the gate.
+
+    The `profile.` metrics (perf counters) are left out; ``diagnostics`` compares them alone
+    instead (--explain's counters; no rows when the runs have none).
 
     ``metrics`` selects metrics by name ('throughput_Bps') or 'workload_id.metric'; the gate's
     Holm correction runs over the selected rows that have a ratio. ``profile``: the noise
@@ -285,7 +305,7 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
         return (result, components.between_sd if components is not None else None,
                 probability)
 
-    rows = _gate(_rows(base, new, [base], [new], wanted, fail_pct, judge), fail_pct)
+    rows = _gate(_rows(base, new, [base], [new], wanted, fail_pct, judge, diagnostics), fail_pct)
     variance = (profile_model(profile, applied, len(rows)) if profile is not None
                 else independent_model(no_profile_reason))
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),

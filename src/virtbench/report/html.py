@@ -10,7 +10,7 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup
@@ -27,10 +27,15 @@ from virtbench.analysis.views import (
     metric_views,
     series_groups,
 )
+from virtbench.decide.folded import PROFILE_PREFIX
 from virtbench.report import charts
+from virtbench.report.flamegraph import search_script
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.sections import Section
 from virtbench.report.tables import row_record
+
+if TYPE_CHECKING:
+    from virtbench.decide.explain import WorkloadExplanation
 
 __all__ = ["CHART_BUDGET", "render_html", "report_context", "report_environment"]
 
@@ -142,7 +147,7 @@ def _callout(view: MetricView, baseline: str) -> dict[str, str] | None:
                    s.ratio > 1 else "not significantly different from the baseline"
                    if row.significant is False else "")
     return {"variant": name, "mean": fmt_value(mean, view.metric.unit), "speedup": speedup,
-            "verdict": verdict}
+            "verdict": verdict, "explain": ""}
 
 
 def _effects(view: MetricView) -> list[dict[str, str]]:
@@ -270,19 +275,39 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
 
 
 def render_html(analysis: Analysis, lead: Sequence[Section] = (), *,
-                sections: Sequence[Section]) -> str:
+                sections: Sequence[Section],
+                explain: Sequence[WorkloadExplanation] = ()) -> str:
     """The report as one self-contained HTML document (UTF-8 text), with the study
     ``sections`` (``virtbench.plugins.build_sections``); ``lead`` sections (an assessment's
-    findings) come first, right below the title."""
-    context = report_context(analysis, lead, sections=sections)
+    findings) come first, right below the title; ``explain``: the run's profiles
+    (decide.explain.explain_run), shown in an Explain section with flame graphs."""
+    context = report_context(analysis, lead, sections=sections, explain=explain)
     return report_environment().get_template("report.html.j2").render(**context)
 
 
 def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
-                   sections: Sequence[Section]) -> dict[str, Any]:
+                   sections: Sequence[Section],
+                   explain: Sequence[WorkloadExplanation] = ()) -> dict[str, Any]:
     """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
     with charts.chart_style():
-        return _context(analysis, lead, sections)
+        context = _context(analysis, lead, sections)
+    if not explain and any(row.metric.name.startswith(PROFILE_PREFIX)
+                           for row in analysis.rows):
+        context["explain_note"] = (
+            "This run has perf counters (profile. metrics) but no profiles of its trials "
+            "(profile.folded artifacts): there is nothing to explain with, no flame graph. "
+            "The counters are in the result tables above.")
+    if explain:
+        from virtbench.report.explain_html import explain_anchor, explain_context
+
+        context["explain"] = explain_context(analysis, explain)
+        explained = {w.workload_id for w in explain}
+        for section in context["sections"]:
+            for metric in section["metrics"]:
+                if metric["callout"] is not None and section["id"] in explained:
+                    metric["callout"]["explain"] = explain_anchor(section["id"])
+        context["flame_script"] = Markup(search_script())  # our own file, not stored text
+    return context
 
 
 def _context(analysis: Analysis, lead: Sequence[Section],
@@ -344,5 +369,8 @@ def _context(analysis: Analysis, lead: Sequence[Section],
         "version": virtbench.__version__,
         "max_bars": charts.MAX_BARS,
         "max_line_points": charts.MAX_LINE_POINTS,
+        "explain": [],
+        "explain_note": "",
+        "flame_script": "",
     }
     return context

@@ -28,6 +28,7 @@ import virtbench
 from virtbench.decide.compare import Comparison
 from virtbench.decide.history import History
 from virtbench.model import VirtbenchError
+from virtbench.report.flamegraph import search_script
 from virtbench.report.html import report_environment
 from virtbench.serve import decided, downloads
 from virtbench.serve.cache import VersionedCache
@@ -64,6 +65,7 @@ class _Site:
         self.env.filters["segment"] = lambda text: quote(str(text), safe="")
         self.env.filters["exact"] = _exact_attribute
         self.verdicts: VersionedCache[list[Comparison | str]] = VersionedCache()
+        self.explained: VersionedCache[list[list[dict[str, Any]]]] = VersionedCache()
         self.finished_counts: dict[str, int] = {}  # a finished run's sample count never changes
         self._runs: tuple[tuple[object, ...], list[RunInfo]] | None = None
 
@@ -102,6 +104,13 @@ class _Site:
         version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
         return self.verdicts.get(tuple(r.id for r in runs), version,
                                  lambda: decided.comparisons(self.store, runs))
+
+    def explanations(self, runs: list[RunInfo], items: list[Comparison | str]
+                     ) -> list[list[dict[str, Any]]]:
+        """The comparisons' explanations (profiles, flame graphs), cached as the verdicts."""
+        version = tuple((r.id, r.status, self.store.trial_progress(r.id)) for r in runs)
+        return self.explained.get(tuple(r.id for r in runs), version,
+                                  lambda: decided.explanation_views(self.store, items))
 
     def history(self, request: Request) -> History | None:
         """The history the page asks for (None before an experiment is chosen)."""
@@ -215,12 +224,16 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         fmt = request.path_params["fmt"]
         if fmt == "export":
             return downloads.export(site.store, run.id)
-        return downloads.report(site.reports.parts([run]).analysis, fmt, run.id)
+        parts = site.reports.parts([run])
+        return downloads.report(parts.analysis, fmt, run.id, parts.explain)
 
     def compare_page(request: Request) -> Response:
         runs = site.selected(request)
         parts = site.reports.parts(runs)
-        verdicts = [decided.verdict_view(item) for item in site.comparisons(runs)]
+        items = site.comparisons(runs)
+        verdicts = [decided.verdict_view(item) | {"explain": explained}
+                    for item, explained in zip(items, site.explanations(runs, items),
+                                               strict=True)]
         return site.page("compare.html.j2", title="Compare", runs=[run_row(r, None) for r in runs],
                          query=[("run", r.id) for r in runs], parts=parts, verdicts=verdicts)
 
@@ -274,6 +287,11 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
     def css(_request: Request) -> Response:
         return Response(stylesheet, media_type="text/css; charset=utf-8")
 
+    flame_script = search_script()  # the report's own file: one copy of the search
+
+    def flame_js(_request: Request) -> Response:
+        return Response(flame_script, media_type="text/javascript; charset=utf-8")
+
     routes = [
         Route("/", lambda _request: RedirectResponse("/runs")),
         Route("/runs", runs_page),
@@ -288,6 +306,7 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         Route("/history", history_page),
         Route("/history.{fmt:str}", history_download),
         Route("/static/virtbench.css", css),
+        Route("/static/flamegraph.js", flame_js),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]

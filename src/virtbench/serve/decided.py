@@ -8,9 +8,11 @@ from typing import Any
 from markupsafe import Markup
 
 from virtbench.decide.compare import Comparison, compare_runs
+from virtbench.decide.explain import explain_runs
 from virtbench.decide.history import History, build_history
 from virtbench.decide.runs import load_run
 from virtbench.model import VirtbenchError
+from virtbench.report.explain_html import compare_context
 from virtbench.report.formatting import fmt_value
 from virtbench.report.history_html import history_chart
 from virtbench.report.html import CHART_BUDGET
@@ -20,6 +22,7 @@ from virtbench.store import RunInfo, Store
 __all__ = [
     "comparison_rows",
     "comparisons",
+    "explanation_views",
     "history",
     "history_rows",
     "history_view",
@@ -66,6 +69,20 @@ def verdict_view(item: Comparison | str) -> dict[str, Any]:
     return {"error": "", "base": item.base.id, "new": item.new.id,
             "equivalence_pct": item.equivalence_pct, "rows": rows,
             "differences": [d.as_dict() for d in item.differences]}
+
+
+def explanation_views(store: Store, items: list[Comparison | str]) -> list[list[dict[str, Any]]]:
+    """Per comparison, its explanations as the page shows them (report.explain_html): [] for a
+    pair decide could not compare or whose runs have no profiles."""
+    out: list[list[dict[str, Any]]] = []
+    for index, item in enumerate(items, 1):
+        if isinstance(item, str):
+            out.append([])
+            continue
+        counters = compare_runs(item.base, item.new, diagnostics=True)
+        explained, _none = explain_runs(lambda: store, item.base, item.new, counters=counters)
+        out.append(compare_context(explained, prefix=f"flame-{index}"))
+    return out
 
 
 def comparison_rows(items: list[Comparison | str]) -> list[dict[str, Any]]:

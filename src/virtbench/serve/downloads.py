@@ -3,6 +3,7 @@ runs table as CSV or JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -10,6 +11,7 @@ from starlette.responses import Response
 
 from virtbench import safetext
 from virtbench.analysis import Analysis
+from virtbench.decide.explain import WorkloadExplanation
 from virtbench.plugins import build_sections
 from virtbench.report import text
 from virtbench.report.html import render_html
@@ -37,16 +39,20 @@ def export(store: Store, run_id: str) -> Response:
     return _attachment(payload, "application/gzip", run_id, "json.gz")
 
 
-def report(analysis: Analysis, fmt: str, name: str) -> Response:
-    """The analysis as `virtbench report -f csv|json|html` prints it."""
+def report(analysis: Analysis, fmt: str, name: str,
+           explain: Sequence[WorkloadExplanation] = ()) -> Response:
+    """The analysis as `virtbench report -f csv|json|html` prints it (``explain``: the run's
+    profiles, for the HTML report's Explain section)."""
     if fmt not in REPORT_FORMATS:
         raise HTTPException(404, f"no download format {fmt!r}: one of "
                                  f"export, {', '.join(REPORT_FORMATS)}")
     if fmt == "csv":
         body = text.render_csv(analysis)
     else:
-        render = text.render_json if fmt == "json" else render_html
-        body = render(analysis, sections=build_sections(analysis))
+        if fmt == "json":
+            body = text.render_json(analysis, sections=build_sections(analysis))
+        else:
+            body = render_html(analysis, sections=build_sections(analysis), explain=explain)
     return _attachment(body, REPORT_FORMATS[fmt], name, fmt)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from virtbench.analysis import Analysis, analyse
+from virtbench.decide.explain import WorkloadExplanation, explain_run
 from virtbench.plugins import build_sections
 from virtbench.report.html import report_context, report_environment
 from virtbench.serve.cache import VersionedCache
@@ -57,6 +58,8 @@ class ReportParts:
 
     analysis: Analysis
     title: str
+    explain: list[WorkloadExplanation]
+    """the run's profiles (decide.explain.explain_run); [] for several runs or none stored"""
     toc: Markup
     body: Markup
     samples: dict[str, int]
@@ -83,11 +86,13 @@ class RunReports:
 
     def _render(self, ids: list[str]) -> ReportParts:
         analysis = analyse(self.store, ids)
-        context = report_context(analysis, sections=build_sections(analysis))
+        explain = explain_run(self.store, ids[0], [v.name for v in analysis.variants],
+                              analysis.baseline) if len(ids) == 1 else []
+        context = report_context(analysis, sections=build_sections(analysis), explain=explain)
         # Markup: rendered by the autoescaping environment, every stored value already escaped;
         # the charts' inline styles become attributes the page's CSP allows
         return ReportParts(
-            analysis, str(context["title"]),
+            analysis, str(context["title"]), explain,
             Markup(self.env.get_template("report_toc.html.j2").render(**context)),
             Markup(presentation_attributes(
                 self.env.get_template("report_body.html.j2").render(**context))),

@@ -1,0 +1,84 @@
+"""A Chromium tab for the browser tests (Debian's chromium driven by Playwright) that records
+every console error, page error and unexpected dialog: a test asserts the record is empty."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import playwright.sync_api as playwright_api
+from waits import kill, sigint_default
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def chromium_tab(answers: list[str] | None = None, **context: Any
+                 ) -> Iterator[tuple[Any, list[str]]]:
+    """(tab, problems): a prompt is accepted with the next of ``answers`` (a test appends to
+    it before it clicks); any other dialog — an executed <script>alert(1)</script> — is a
+    problem. ``context``: options of the browser context (accept_downloads=True, ...)."""
+    problems: list[str] = []
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        tab = browser.new_context(**context).new_page()
+        tab.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+               if msg.type == "error" else None)
+        tab.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+
+        def on_dialog(dialog: Any) -> None:
+            if dialog.type == "prompt" and answers:
+                dialog.accept(answers.pop(0))
+            else:
+                problems.append(f"dialog: {dialog.type} {dialog.message}")
+                dialog.dismiss()
+
+        tab.on("dialog", on_dialog)
+        yield tab, problems
+        browser.close()
+
+
+def wait_for(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:  # ends: done, or past the deadline below
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@contextmanager
+def serving(db: str, cwd: Path, env: dict[str, str]) -> Iterator[str]:
+    """`virtbench serve` of ``db`` on a free loopback port: its base URL once /runs answers;
+    stopped by SIGINT (then killed) on the way out."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "virtbench.cli", "serve", "--store", db,
+                               "--port", str(port)], cwd=cwd, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=sigint_default)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/runs")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            kill(server)
