@@ -101,13 +101,48 @@ def _named(kind: str, found: Mapping[str, object], name: str, known: str) -> Non
         raise VirtbenchError(f"{kind} '{name}'; {known}: {', '.join(found)}")
 
 
+def _builtin_workload_module(name: str) -> ModuleType | None:
+    """The one module of a built-in workload's name (None: not built in). A CPU experiment's
+    `run --check` then imports no web load generator or NumPy with the other workloads."""
+    family = name.split(".", 1)[0]
+    if name in ("cpu.crc32c",):
+        from virtbench.workloads.cpu import crc32c
+        return crc32c
+    if name in ("cpu.aes",):
+        from virtbench.workloads.cpu import aes
+        return aes
+    if name in ("media.x265",):
+        from virtbench.workloads.media import x265
+        return x265
+    if family == "exec":
+        from virtbench.workloads import command
+        return command
+    return None
+
+
+def _builtin(export: str, module: ModuleType | None, name: str) -> object | None:
+    for plugin in getattr(module, export, ()):
+        if getattr(plugin, "name", None) == name:
+            return plugin  # type: ignore[no-any-return]
+    return None
+
+
 def get_workload(name: str) -> type[Workload]:
+    found = _builtin("WORKLOADS", _builtin_workload_module(name), name)
+    if found is not None:
+        return found  # type: ignore[return-value]
     workloads = all_workloads()
     _named("unknown workload", workloads, name, "known workloads")
     return workloads[name]
 
 
 def get_lab(name: str) -> type[Lab]:
+    if name == "host":  # the default lab: its own module only
+        from virtbench.labs import host
+
+        found = _builtin("LABS", host, name)
+        if found is not None:
+            return found  # type: ignore[return-value]
     labs = all_labs()
     _named("unknown lab", labs, name, "known labs")
     return labs[name]

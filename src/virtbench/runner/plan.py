@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from virtbench.labs.base import Lab
 from virtbench.model import VirtbenchError
-from virtbench.profiling import Profiler, ProfileSettings
 from virtbench.runner.deadline import time_limits
 from virtbench.runner.schedule import Pair
 from virtbench.runner.search import searched
@@ -29,9 +28,10 @@ from virtbench.spec.models import Adaptive, Experiment
 from virtbench.spec.resolve import ResolvedExperiment, SpecError, resolve
 from virtbench.targets.base import Target
 from virtbench.targets.factory import make_target
-from virtbench.targets.libvirt_guest import LibvirtGuestTarget
-from virtbench.targets.local import LocalTarget
 from virtbench.workloads.base import Realisation, Workload
+
+if TYPE_CHECKING:
+    from virtbench.profiling import Profiler
 
 __all__ = ["Plan", "build_plan", "check_experiment", "check_plan", "make_profiler"]
 
@@ -130,7 +130,12 @@ def check_experiment(source: Experiment | ResolvedExperiment | Plan,
 
 def make_profiler(exp: Experiment, target: Target, time_limits: Mapping[str, float]) -> Profiler:
     """The profiler of a run: the workloads with ``profile:``, recorded from the host (this
-    machine when the experiment's target is a libvirt guest: perf sees it from outside)."""
+    machine when the experiment's target is a libvirt guest: perf sees it from outside).
+    Imported here, by a run: `run --check` needs none of it."""
+    from virtbench.profiling import Profiler, ProfileSettings
+    from virtbench.targets.libvirt_guest import LibvirtGuestTarget
+    from virtbench.targets.local import LocalTarget
+
     settings = {w.workload_id: ProfileSettings(frequency_hz=w.profile.frequency_hz,
                                                trials=w.profile.trials, scope=w.profile.scope)
                 for w in exp.workloads if w.profile is not None}

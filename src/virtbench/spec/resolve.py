@@ -48,30 +48,33 @@ class ResolvedExperiment:
 
 def resolve(experiment: Experiment, source: SourceMap | None = None) -> ResolvedExperiment:
     """The experiment's plugins and parameters, or SpecError listing every problem."""
-    from virtbench.plugins import all_labs, all_workloads
+    from virtbench.plugins import all_labs, all_workloads, get_lab, get_workload
 
     where = source or SourceMap()
     problems: list[str] = []
-    known_workloads = all_workloads()
     resolved: list[ResolvedWorkload] = []
     for index, spec in enumerate(experiment.workloads):
-        cls = known_workloads.get(spec.name)
-        if cls is None:
+        try:  # one name, one module: the others' imports are paid only for an unknown name
+            cls = get_workload(spec.name)
+        except VirtbenchError:
             problems.append(f"{where.where(('workloads', index, 'name'))}: "
                             f"workloads[{index}].name: unknown workload '{spec.name}'; known: "
-                            f"{', '.join(known_workloads)}")
+                            f"{', '.join(all_workloads())}")
             continue
         try:
             resolved.append(ResolvedWorkload(spec, cls, cls.Params.model_validate(spec.params)))
         except ValidationError as exc:
             problems += where.describe(exc, ("workloads", index, "params"), cls.Params)
     problems += _target_problems(experiment, where)
-    labs = all_labs()
-    lab_cls = labs.get(experiment.lab.kind)
+    lab_cls: type[Lab] | None
+    try:
+        lab_cls = get_lab(experiment.lab.kind)
+    except VirtbenchError:
+        lab_cls = None
     lab_params: BaseModel | None = None
     if lab_cls is None:
         problems.append(f"{where.where(('lab', 'kind'))}: lab.kind: unknown lab "
-                        f"'{experiment.lab.kind}'; known: {', '.join(labs)}")
+                        f"'{experiment.lab.kind}'; known: {', '.join(all_labs())}")
     else:
         try:
             lab_params = lab_cls.Params.model_validate(experiment.lab.params)
