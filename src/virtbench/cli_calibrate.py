@@ -11,7 +11,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -194,13 +194,23 @@ def calibrate(
                                 f"{', '.join(map(str, positions))}"), highlight=False)
         return ""
 
+    # The target's facts, collected once for every block of every run: the blocks follow
+    # each other within minutes on one host (each run still stores them, and its last block
+    # its "after" facts). Collecting them per block cost two collections per run and block.
+    shared_facts: list[dict[str, Any]] = []
+
     def step(run_id: str) -> bool:
         index = index_of[run_id]
         noise = NoiseWatch()
+        block_runner = runner(index, total, noise=noise)
+        if not shared_facts:
+            from virtbench.facts import collect_facts
+
+            shared_facts.append(collect_facts(block_runner.target))
         try:
             with noise.registered(exp.name):
-                outcome = runner(index, total, noise=noise).run(resume_run_id=run_id,
-                                                                rounds=block_rounds)
+                outcome = block_runner.run(resume_run_id=run_id, rounds=block_rounds,
+                                           facts=shared_facts[0])
         except RunFailed as exc:
             raise RunFailed(f"calibration run {index} of {total} ({run_id}) failed, no profile "
                             f"stored: {exc}; `{command} --resume {calibration}` retries "

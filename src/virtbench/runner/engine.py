@@ -170,13 +170,16 @@ class Runner:
         self.store.set_run_status(run_id, "interrupted", stop_reason)
         return run_id
 
-    def run(self, resume_run_id: str | None = None, *, rounds: int | None = None
-            ) -> RunOutcome:
+    def run(self, resume_run_id: str | None = None, *, rounds: int | None = None,
+            facts: dict[str, Any] | None = None) -> RunOutcome:
         """Run (or resume) the run to its end. ``rounds``: stop after this many repetition
         rounds that measure something (warm-up trials go with the first; a capacity search
         runs whole), leaving the run 'interrupted' and ``outcome.paused``; a later
         ``run(resume_run_id=...)`` continues it. A run whose last round falls in the limit
-        completes as usual."""
+        completes as usual. ``facts``: the target's facts collected by the caller minutes ago
+        (calibrate's blocks), stored as this call's "before" facts instead of collecting them
+        again; a paused call then collects no "after" facts either (its run's last call
+        does)."""
         if not self._checked:
             self.check()
         self._round_limit, self._rounds_measured = rounds, 0
@@ -187,7 +190,8 @@ class Runner:
         outcome = RunOutcome(run_id, "running", "", 0, 0)
         with sigterm_as_interrupt():
             try:
-                self._facts_id = self.store.add_facts(run_id, "before", collect_facts(self.target))
+                self._facts_id = self.store.add_facts(
+                    run_id, "before", facts if facts is not None else collect_facts(self.target))
                 self._preflight(run_id, "start")
                 self.lab.up()
                 outcome.stop_reason = self._execute(run_id, outcome)
@@ -209,8 +213,9 @@ class Runner:
                     # Even a second Ctrl-C during a slow lab.down() must not leave the run
                     # marked as running.
                     self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
-                    with contextlib.suppress(Exception):
-                        self.store.add_facts(run_id, "after", collect_facts(self.target))
+                    if facts is None or outcome.status != "interrupted":
+                        with contextlib.suppress(Exception):
+                            self.store.add_facts(run_id, "after", collect_facts(self.target))
                     with contextlib.suppress(Exception):  # only an estimate's input
                         TrialTimes.load().add(self._durations)
                     self.target.close()
