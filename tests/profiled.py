@@ -36,11 +36,14 @@ def samples(content: bytes) -> int:
 def add_profiled_run(store: Store, profiles: Mapping[str, Sequence[bytes | None]], *,
                      experiment: str = "crc", wid: str = "crc32c",
                      switches: Mapping[str, float] | None = None,
-                     meta: bool = True, counters: bool = True) -> str:
+                     meta: bool = True, counters: bool = True,
+                     extra: Mapping[tuple[str, int], Sequence[Artifact]] | None = None) -> str:
     """One run; ``profiles`` maps each variant to its trials' folded stacks (None: a trial
     without a profile). time_per_checksum_s and profile.task_clock_ms follow the samples (a
     sample every 1/499 s); profile.context_switches is ``switches[variant]`` + the repetition.
-    ``counters=False``: no `profile.` metric at all (a run that was not profiled)."""
+    ``counters=False``: no `profile.` metric at all (a run that was not profiled). ``extra``:
+    more artifacts of a trial, by (variant, repetition); its `profile.json` replaces the
+    default one."""
     variants = list(profiles)
     run_id = store.create_run(experiment=experiment, description="", spec_yaml="name: crc\n",
                               spec_path="", seed=1, host="host-a", target="local",
@@ -54,10 +57,11 @@ def add_profiled_run(store: Store, profiles: Mapping[str, Sequence[bytes | None]
         for rep, content in enumerate(trials):
             now = time.time()
             n = samples(content) if content else 1000
-            artifacts = []
+            artifacts = list((extra or {}).get((variant, rep), []))
+            own_meta = any(a.name == "profile.json" for a in artifacts)
             if content is not None:
                 artifacts.append(Artifact("profile.folded", content, "text/x-folded-stacks"))
-                if meta:
+                if meta and not own_meta:
                     artifacts.append(Artifact("profile.json", json.dumps(
                         {"frequency_hz": FREQUENCY_HZ, "duration_s": n / FREQUENCY_HZ,
                          "samples": n, "scope": "process", "notes": []}).encode(),

@@ -141,6 +141,10 @@ def compare(
         "--explain-dir", metavar="DIR", help="with --explain (implied): write each "
         "explanation's flame graphs here as SVG files: BASE's, NEW's and the differential "
         "one")] = None,
+    explain_scope: Annotated[str | None, typer.Option(
+        "--explain-scope", metavar="workload|system", help="with --explain (implied): shares "
+        "of the workload's samples (default, when the profiles say which they are) or of every "
+        "sample recorded (all processes, idle included)")] = None,
 ) -> None:
     """Compare BASE and NEW: better / worse / equivalent / inconclusive per workload · metric,
     with a regression gate for CI pipelines (exit 1). Several runs: a side-by-side report, or
@@ -162,7 +166,10 @@ def compare(
             gate_format and as_json):
         raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
                              "NEW) or of BASE... -- NEW..., without --baseline or --json")
-    explain = explain or explain_dir is not None
+    explain = explain or explain_dir is not None or explain_scope is not None
+    if explain_scope is not None and explain_scope not in ("workload", "system"):
+        raise VirtbenchError(f"--explain-scope must be workload or system, got "
+                             f"{explain_scope!r}")
     if explain and (sides is not None or len(runs) != 2 or gate_format or format != "table"
                     or output is not None or baseline is not None):
         raise VirtbenchError("--explain compares exactly two runs (BASE NEW) in the terminal "
@@ -208,7 +215,8 @@ def compare(
         _refuse_strict(result.differences, "BASE and NEW")
     explained: tuple[list[Any], str] | None = None
     if explain:
-        explained = _explain(open_store, base, new, profile, equivalence)
+        explained = _explain(open_store, base, new, profile, equivalence,
+                             explain_scope or "workload")
         if explain_dir is not None:
             _write_flame_graphs(explain_dir, explained[0])
     if as_json:
@@ -233,8 +241,8 @@ def compare(
         raise typer.Exit(1)
 
 
-def _explain(open_store: Any, base: Any, new: Any, profile: Any, equivalence: float
-             ) -> tuple[list[Any], str]:
+def _explain(open_store: Any, base: Any, new: Any, profile: Any, equivalence: float,
+             scope: str) -> tuple[list[Any], str]:
     """The explanations of BASE → NEW and '' (or why there are none); the counters are the
     `profile.` metrics, compared as the verdict rows are (same variance model)."""
     from virtbench.decide.compare import compare_runs
@@ -242,7 +250,7 @@ def _explain(open_store: Any, base: Any, new: Any, profile: Any, equivalence: fl
 
     counters = compare_runs(base, new, equivalence_pct=equivalence, profile=profile,
                             diagnostics=True)
-    return explain_runs(open_store, base, new, counters=counters)
+    return explain_runs(open_store, base, new, counters=counters, scope=scope)
 
 
 def _write_flame_graphs(directory: Path, items: list[Any]) -> None:

@@ -8,6 +8,11 @@ Per side, the mean share over trials with a 95 % interval (Wilson with the effec
 trial shares, virtbench.stats.intervals); the difference NEW − BASE in percentage points with
 a Welch t interval over the trials. Functions are ranked by the larger of their |self| and
 |total| differences. Definitions: docs/explain.md, "Reading an explanation".
+
+Shares are of the workload's samples when the profiles say which those are (the
+`profile.workload.folded` artifact: the stacks of the processes virtbench started during the
+trial and their descendants; or, for scope guest, the whole recording of the guest's QEMU
+process), else, or with scope "system", of every sample of the recording.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +41,22 @@ from virtbench.model import Domain
 from virtbench.stats._sample import welch_df
 from virtbench.stats.intervals import mean_interval
 
-__all__ = ["ARTIFACT", "ARTIFACT_META", "CONFIDENCE", "MEDIA_TYPE", "NO_PROFILES",
-           "NO_SYMBOLS_PCT", "PROFILE_PREFIX", "Estimate", "Explanation", "FunctionChange",
+__all__ = ["ARTIFACT", "ARTIFACT_META", "ARTIFACT_WORKLOAD", "CONFIDENCE", "MEDIA_TYPE",
+           "NO_PROFILES", "NO_SYMBOLS_PCT", "PROFILE_PREFIX", "SCOPES", "Estimate",
+           "Explanation", "FunctionChange",
            "RunProfiles", "TrialProfile", "VariantProfile", "WorkloadExplanation", "explain",
            "explain_run", "explain_runs", "is_diagnostic", "load_profiles", "mean_stacks"]
 
 ARTIFACT = "profile.folded"
 ARTIFACT_META = "profile.json"
+ARTIFACT_WORKLOAD = "profile.workload.folded"
+"""The workload's stacks (the capture side's contract, docs/explain.md)."""
+SCOPES = ("workload", "system")
+"""Whose samples the shares are of: the workload's (when the profiles say; else every
+sample, with a note) or every sample the recording holds."""
+MAX_COMMS = 64
+"""Most process names read from a profile.json's `workload_comms`."""
+MAX_COMM_CHARS = 64
 MEDIA_TYPE = "text/x-folded-stacks"
 CONFIDENCE = 0.95
 NO_SYMBOLS_PCT = 50.0
@@ -64,7 +78,19 @@ class TrialProfile:
     profile: Profile
     meta: dict[str, Any] = field(default_factory=dict)
     """the trial's `profile.json` (frequency_hz, duration_s, samples, scope,
-    unresolved_frames_pct, notes), {} without one"""
+    unresolved_frames_pct, notes, workload_comms), {} without one"""
+    workload: Profile | None = None
+    """the workload's stacks (`profile.workload.folded`; for scope guest the whole profile);
+    None when the profile does not say which samples are the workload's"""
+
+    def comms(self) -> list[str]:
+        """The workload's process names from `profile.json` (stored text: a list of at most
+        MAX_COMMS short strings, else none)."""
+        value = self.meta.get("workload_comms")
+        if not isinstance(value, list) or len(value) > MAX_COMMS or not all(
+                isinstance(c, str) and 0 < len(c) <= MAX_COMM_CHARS for c in value):
+            return []
+        return list(value)
 
 
 @dataclass
@@ -95,6 +121,7 @@ def load_profiles(store: Any, run_id: str) -> RunProfiles:
     trials = {t["id"]: t for t in store.trials(run_id)
               if not t["warmup"] and t["status"] == "ok"}
     folded: dict[int, Profile] = {}
+    workloads: dict[int, Profile] = {}
     metas: dict[int, dict[str, Any]] = {}
     for artifact in store.artifacts(run_id):
         trial_id = artifact["trial_id"]
@@ -102,12 +129,40 @@ def load_profiles(store: Any, run_id: str) -> RunProfiles:
             continue
         if artifact["name"] == ARTIFACT:
             folded[trial_id] = parse_folded(bytes(artifact["content"]))
+        elif artifact["name"] == ARTIFACT_WORKLOAD:
+            workloads[trial_id] = parse_folded(bytes(artifact["content"]))
         elif artifact["name"] == ARTIFACT_META:
             metas[trial_id] = _meta(bytes(artifact["content"]))
-    return RunProfiles(run_id, [
-        TrialProfile(str(trials[tid]["variant"]), str(trials[tid]["workload_id"]),
-                     int(trials[tid]["repetition"]), profile, metas.get(tid, {}))
-        for tid, profile in sorted(folded.items())])
+    out: list[TrialProfile] = []
+    for tid, profile in sorted(folded.items()):
+        meta = metas.get(tid, {})
+        # scope guest: every sample is the guest's QEMU process, the workload's
+        workload = workloads.get(tid, profile if meta.get("scope") == "guest" else None)
+        out.append(TrialProfile(str(trials[tid]["variant"]), str(trials[tid]["workload_id"]),
+                                int(trials[tid]["repetition"]), profile, meta, workload))
+    return RunProfiles(run_id, out)
+
+
+def _scoped(base: Sequence[TrialProfile], new: Sequence[TrialProfile], scope: str
+            ) -> tuple[list[TrialProfile], list[TrialProfile], str, list[str]]:
+    """Both sides' trials with the profile the shares are of, the scope used, and a note when
+    the workload's samples were asked for but not every profile says which they are."""
+    if scope not in SCOPES:
+        raise ValueError(f"explain scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    trials = [*base, *new]
+    if scope == "system" or not trials:
+        return list(base), list(new), "system", []
+    unknown = sum(1 for t in trials if t.workload is None)
+    if unknown:
+        return list(base), list(new), "system", [
+            f"shares are of every sample recorded (all processes, idle included): {unknown} of "
+            f"{len(trials)} profiles do not say which samples are the workload's (recorded "
+            "before virtbench kept them apart, or the workload started no process)"]
+
+    def pick(side: Sequence[TrialProfile]) -> list[TrialProfile]:
+        return [replace(t, profile=t.workload) for t in side if t.workload is not None]
+
+    return pick(base), pick(new), "workload", []
 
 
 # ---- shares ------------------------------------------------------------------------------
@@ -231,6 +286,20 @@ class Explanation:
     """the unresolved frame names seen ('[unknown]', '[libfoo.so]'), most samples first"""
     notes: list[str] = field(default_factory=list)
     counters: list[Any] = field(default_factory=list)
+    scope: str = "system"
+    """whose samples the shares are of: 'workload' or 'system' (every sample recorded)"""
+    workload_comms: list[str] = field(default_factory=list)
+    """the workload's process names (scope workload), from the profiles"""
+
+    @property
+    def scope_text(self) -> str:
+        """Whose samples the shares are of, in words."""
+        if self.scope == "workload":
+            names = ", ".join(self.workload_comms[:8]) + (
+                " …" if len(self.workload_comms) > 8 else "")
+            return ("share of the workload's samples (the processes virtbench started for it"
+                    + (f": {names}" if names else "") + ")")
+        return "share of all samples recorded (every process, idle included)"
     """compare rows (virtbench.decide.compare.ComparisonRow) of `profile.` metrics whose 95 %
     interval excludes no change"""
 
@@ -240,6 +309,7 @@ class Explanation:
                 "unresolved_base_pct": self.unresolved_base_pct,
                 "unresolved_new_pct": self.unresolved_new_pct,
                 "unresolved_frames": self.unresolved_frames, "notes": self.notes,
+                "scope": self.scope, "workload_comms": self.workload_comms,
                 "functions": [f.as_dict() for f in self.functions],
                 "counters": [row.as_dict() for row in self.counters]}
 
@@ -279,9 +349,13 @@ def _notes(side: str, trials: Sequence[TrialProfile], unresolved: float) -> list
 
 
 def explain(base: Sequence[TrialProfile], new: Sequence[TrialProfile], *, workload_id: str,
-            base_label: str, new_label: str, top: int = TOP) -> Explanation:
+            base_label: str, new_label: str, top: int = TOP,
+            scope: str = "workload") -> Explanation:
     """The functions whose share changed most between the BASE and NEW trials of one
-    workload, ranked by |difference| (at most ``top``)."""
+    workload, ranked by |difference| (at most ``top``); shares of the workload's samples
+    (``scope`` workload, when every profile says which they are) or of all samples."""
+    base, new, used, scope_notes = _scoped(base, new, scope)
+    comms = sorted({c for t in [*base, *new] for c in t.comms()}) if used == "workload" else []
     sides = [[_shares(t.profile) for t in trials if t.profile.samples] for trials in (base, new)]
     functions = {f for side in sides for own, total in side for f in (*own, *total)}
     changes: list[FunctionChange] = []
@@ -297,7 +371,8 @@ def explain(base: Sequence[TrialProfile], new: Sequence[TrialProfile], *, worklo
             _share(total_b), _share(total_n), _difference(total_b, total_n)))
     changes.sort(key=lambda c: (-c.score, c.frame.name))
     unresolved_b, unresolved_n = _unresolved_pct(base), _unresolved_pct(new)
-    notes = [*_notes("BASE", base, unresolved_b), *_notes("NEW", new, unresolved_n)]
+    notes = [*scope_notes, *_notes("BASE", base, unresolved_b),
+             *_notes("NEW", new, unresolved_n)]
     if not sides[0] or not sides[1]:
         notes.append("no profile with samples on " + " and ".join(
             side for side, s in (("BASE", sides[0]), ("NEW", sides[1])) if not s)
@@ -305,7 +380,8 @@ def explain(base: Sequence[TrialProfile], new: Sequence[TrialProfile], *, worklo
     return Explanation(
         workload_id, base_label, new_label, len(sides[0]), len(sides[1]), changes[:top],
         mean_stacks(t.profile for t in base), mean_stacks(t.profile for t in new),
-        unresolved_b, unresolved_n, _unresolved_names([*base, *new]), notes)
+        unresolved_b, unresolved_n, _unresolved_names([*base, *new]), notes,
+        scope=used, workload_comms=comms)
 
 
 
@@ -329,7 +405,7 @@ class _ExportedRun:
 
     def artifacts(self, _run_id: str) -> list[dict[str, Any]]:
         return [a | {"content": base64.b64decode(a["content"])} for a in self._artifacts
-                if a["name"] in (ARTIFACT, ARTIFACT_META)]
+                if a["name"] in (ARTIFACT, ARTIFACT_META, ARTIFACT_WORKLOAD)]
 
 
 def _profiles_of(open_store: Callable[[], Any], run: Any) -> RunProfiles:
@@ -339,7 +415,8 @@ def _profiles_of(open_store: Callable[[], Any], run: Any) -> RunProfiles:
 
 
 def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
-                 counters: Any = None, top: int = TOP) -> tuple[list[Explanation], str]:
+                 counters: Any = None, top: int = TOP, scope: str = "workload"
+                 ) -> tuple[list[Explanation], str]:
     """Per variant pair (compare's pairing) and shared workload, the explanation of BASE →
     NEW (``base``/``new``: decide.runs.RunData), with the `profile.` counters of ``counters``
     (a diagnostics Comparison) whose verdict is better or worse; and '' or why there is none."""
@@ -357,7 +434,7 @@ def explain_runs(open_store: Callable[[], Any], base: Any, new: Any, *,
             if not b and not n:
                 continue
             item = explain(b, n, workload_id=wid, base_label=f"{bvar} (run {base.id})",
-                           new_label=f"{nvar} (run {new.id})", top=top)
+                           new_label=f"{nvar} (run {new.id})", top=top, scope=scope)
             if counters is not None:
                 item.counters = [row for row in counters.rows
                                  if row.variant == label and row.workload_id == wid
@@ -391,19 +468,20 @@ class WorkloadExplanation:
 
 
 def explain_run(store: Any, run_id: str, variants: Sequence[str], baseline: str, *,
-                top: int = TOP) -> list[WorkloadExplanation]:
+                top: int = TOP, scope: str = "workload") -> list[WorkloadExplanation]:
     """Per profiled workload of ``run_id``: every variant's profile (``variants``' order) and
     the explanation of each variant against ``baseline``; [] when the run has no profiles."""
     profiles = load_profiles(store, run_id)
     out: list[WorkloadExplanation] = []
     for wid in profiles.workloads:
         per_variant = {v: profiles.of(v, wid) for v in variants}
+        graphed = {v: _scoped(trials, [], scope)[0] for v, trials in per_variant.items()}
         shown = [VariantProfile(v, len(trials), mean_stacks(t.profile for t in trials),
                                 _unresolved_pct(trials))
-                 for v, trials in per_variant.items() if trials]
+                 for v, trials in graphed.items() if trials]
         base = per_variant.get(baseline, [])
         comparisons = [explain(base, trials, workload_id=wid, base_label=baseline,
-                               new_label=v, top=top)
+                               new_label=v, top=top, scope=scope)
                        for v, trials in per_variant.items() if v != baseline and trials
                        and base]
         out.append(WorkloadExplanation(wid, shown, comparisons))

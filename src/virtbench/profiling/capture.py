@@ -52,6 +52,9 @@ __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "find
            "perf_error"]
 
 FOLDED_MEDIA_TYPE = "text/x-folded-stacks"
+WORKLOAD_ARTIFACT = "profile.workload.folded"
+"""The stacks of the workload's processes: those virtbench forked while perf recorded, and
+their descendants (docs/explain.md, "The workload's samples")."""
 NOTE_KEY = "profile"
 PERF_PACKAGE = "linux-perf"
 START_TIMEOUT_S = 30.0
@@ -285,8 +288,14 @@ class _Session:
         self.stat: _Controlled | None = None
         self.before: ProcSnapshot | None = None
         self.perf = "perf"
+        self._perf_pids: set[int] = set()
 
     def _snapshot(self) -> ProcSnapshot:
+        if isinstance(self.host, LocalTarget):
+            # read here, not by `cat`: a process started in the window would count as the
+            # workload's (docs/explain.md, "The workload's samples")
+            return read_snapshot(Path("/proc/stat").read_text(errors="replace"),
+                                 Path("/proc/softirqs").read_text(errors="replace"))
         gathered = self.host.gather(["/proc/stat", "/proc/softirqs"], [], [], timeout=60)
         return read_snapshot(gathered.files[0], gathered.files[1])
 
@@ -324,6 +333,7 @@ class _Session:
             self.stat = _Controlled(self.host, [
                 perf, "stat", "-x,", "-e", ",".join(PERF_STAT_EVENTS), *self.scope.stat_args,
                 "-o", str(folder / "stat.txt"), *sleep], folder, "stat")
+            self._perf_pids = {c.process.pid for c in (self.record, self.stat)}
             self.record.command("enable")
             self.stat.command("enable")
         except (_PerfFailed, OSError) as exc:
@@ -364,7 +374,8 @@ class _Session:
         counters, stat_notes = parse_perf_stat(stat_text)
         captured.measurements += counters
         script = self.host.run([self.perf, "script", "-i", str(self.folder / "perf.data"),
-                                "-F", PERF_SCRIPT_FIELDS], timeout=SCRIPT_TIMEOUT_S, check=False)
+                                "-F", PERF_SCRIPT_FIELDS, "--show-task-events"],
+                               timeout=SCRIPT_TIMEOUT_S, check=False)
         if script.returncode != 0:
             tail = script.stderr.strip().splitlines()[-1:] or [f"exit {script.returncode}"]
             raise _PerfFailed(f"perf script: {tail[0]}")
@@ -378,14 +389,28 @@ class _Session:
                             in folded.unresolved_by_dso.most_common(5))
             notes.append(f"{folded.unresolved_frames} of {folded.frames} frames unresolved "
                          f"({folded.unresolved_frames_pct:.1f} %); by module: {top}")
-        summary = {"frequency_hz": self.settings.frequency_hz, "duration_s": round(duration_s, 6),
-                   "samples": folded.samples, "scope": self.scope.name,
-                   "unresolved_frames_pct": round(folded.unresolved_frames_pct, 2),
-                   "notes": notes}
-        captured.artifacts += [
-            Artifact("profile.folded", folded.text().encode(), FOLDED_MEDIA_TYPE),
-            Artifact("profile.json", json.dumps(summary, sort_keys=True).encode(),
-                     "application/json")]
+        summary: dict[str, object] = {
+            "frequency_hz": self.settings.frequency_hz, "duration_s": round(duration_s, 6),
+            "samples": folded.samples, "scope": self.scope.name,
+            "unresolved_frames_pct": round(folded.unresolved_frames_pct, 2), "notes": notes}
+        artifacts = [Artifact("profile.folded", folded.text().encode(), FOLDED_MEDIA_TYPE)]
+        if self.scope.name == "guest":
+            # every sample is the guest's QEMU process: explain counts them all as the workload's
+            summary["workload_comms"] = sorted({stack.split(";", 1)[0]
+                                                for stack in folded.stacks})
+        else:
+            workload = folded.workload(os.getpid(), exclude=self._perf_pids)
+            if workload.pids:
+                summary["workload_comms"] = sorted(workload.comms)
+                summary["workload_samples"] = workload.samples
+                artifacts.append(Artifact(WORKLOAD_ARTIFACT, workload.text().encode(),
+                                          FOLDED_MEDIA_TYPE))
+            else:
+                notes.append("the workload started no process in the recorded window: which "
+                             "samples are its own is unknown (explain counts every sample)")
+        artifacts.append(Artifact("profile.json", json.dumps(summary, sort_keys=True).encode(),
+                                  "application/json"))
+        captured.artifacts += artifacts
         captured.notes[NOTE_KEY] = "; ".join([
             f"profiled: scope {self.scope.name}, {self.settings.frequency_hz} Hz, "
             f"{folded.samples} samples, {folded.unresolved_frames_pct:.0f} % of frames "

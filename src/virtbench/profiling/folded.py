@@ -11,6 +11,11 @@ analysis side relies on (docs/explain.md, "Capturing profiles"):
 - a frame perf could not resolve is ``[unknown]``, or the name of its module in brackets
   (``[libfoo.so]``) when perf knew the module but not the function.
 
+With ``perf script --show-task-events``, the process tree comes along: the FORK records perf
+synthesised for the processes alive when it started (header ``0/0``) and those of the processes
+forked while it recorded. :meth:`Folded.workload` picks the stacks of the processes forked, in
+the recording, by a given process and by their descendants: a trial's workload.
+
 Pure functions on text: the capture (``capture.py``) runs ``perf script``.
 """
 
@@ -18,10 +23,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "fold_perf_script"]
+__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks", "fold_perf_script"]
 
 PERF_SCRIPT_FIELDS = "comm,pid,tid,event,ip,sym,dso"
 """The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid event:``; no
@@ -33,6 +38,11 @@ _HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s")
 # "\tADDR SYMBOL (DSO)": the symbol may itself hold spaces and parentheses (C++), the DSO is the
 # last parenthesised group.
 _FRAME = re.compile(r"^\s+(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
+# "comm  pid/tid PERF_RECORD_FORK(child_pid:child_tid):(parent_pid:parent_tid)" (a time field,
+# when asked for, before the record's name)
+_TASK = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?:[\d.]+:\s+)?"
+                   r"PERF_RECORD_(?P<kind>[A-Z_]+)(?P<rest>.*)$")
+_FORK = re.compile(r"^\((?P<pid>\d+):(?P<tid>\d+)\):\((?P<ppid>\d+):(?P<ptid>\d+)\)")
 _KERNEL_DSO = "[kernel.kallsyms]"
 _KERNEL_ADDRESS = 0xFFFF_8000_0000_0000  # x86-64 and arm64: the upper half is the kernel's
 
@@ -47,6 +57,33 @@ class Folded:
     unresolved_frames: int = 0
     unresolved_by_dso: Counter[str] = field(default_factory=Counter)
     """Unresolved frames per DSO (``[unknown]``: perf knew neither function nor module)."""
+    pid_stacks: Counter[tuple[int, str]] = field(default_factory=Counter)
+    """Samples per (process id, stack)."""
+    forks: list[tuple[int, int]] = field(default_factory=list)
+    """(parent, child) process ids of the processes forked while perf recorded (new threads
+    and the records perf synthesised for processes alive at its start are left out)."""
+
+    def workload(self, root: int, exclude: Collection[int] = ()) -> WorkloadStacks:
+        """The stacks of the processes that ``root`` forked while perf recorded, and of their
+        descendants (``exclude``: processes left out with their descendants; pid 0, the idle
+        task, never counts)."""
+        children: dict[int, list[int]] = {}
+        for parent, child in self.forks:
+            children.setdefault(parent, []).append(child)
+        pids: set[int] = set()
+        todo = [c for c in children.get(root, []) if c not in exclude]
+        while todo:
+            pid = todo.pop()
+            if pid in pids or pid in exclude or pid in (0, root):
+                continue
+            pids.add(pid)
+            todo.extend(children.get(pid, []))
+        picked = WorkloadStacks(pids=pids)
+        for (pid, stack), count in self.pid_stacks.items():
+            if pid in pids:
+                picked.stacks[stack] += count
+                picked.comms.add(stack.split(";", 1)[0])
+        return picked
 
     @property
     def unresolved_frames_pct(self) -> float:
@@ -55,6 +92,25 @@ class Folded:
 
     def text(self) -> str:
         """The folded lines, most frequent stack first (ties by name), newline-terminated."""
+        ordered = sorted(self.stacks.items(), key=lambda item: (-item[1], item[0]))
+        return "".join(f"{stack} {count}\n" for stack, count in ordered)
+
+
+@dataclass
+class WorkloadStacks:
+    """A trial's workload in a recording: its processes, their names and stacks."""
+
+    pids: set[int] = field(default_factory=set)
+    comms: set[str] = field(default_factory=set)
+    """the folded process names (first frames) of its samples"""
+    stacks: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.stacks.values())
+
+    def text(self) -> str:
+        """Its folded lines, as :meth:`Folded.text` writes them."""
         ordered = sorted(self.stacks.items(), key=lambda item: (-item[1], item[0]))
         return "".join(f"{stack} {count}\n" for stack, count in ordered)
 
@@ -87,13 +143,16 @@ def fold_perf_script(lines: Iterable[str]) -> Folded:
     within a sample the leaf frame first, as perf prints it)."""
     folded = Folded()
     comm: str | None = None
+    pid = -1
     frames: list[str] = []
 
     def flush() -> None:
         if comm is None:
             return
         folded.samples += 1
-        folded.stacks[";".join([comm.replace(";", ":").replace(" ", "_"), *reversed(frames)])] += 1
+        stack = ";".join([comm.replace(";", ":").replace(" ", "_"), *reversed(frames)])
+        folded.stacks[stack] += 1
+        folded.pid_stacks[(pid, stack)] += 1
 
     for raw in lines:
         line = raw.rstrip("\n")
@@ -113,9 +172,19 @@ def fold_perf_script(lines: Iterable[str]) -> Folded:
                 folded.unresolved_by_dso[frame["dso"] or "[unknown]"] += 1
             frames.append(name)
             continue
+        task = _TASK.match(line)
+        if task is not None:  # --show-task-events: one line, no call chain
+            flush()
+            comm, frames = None, []
+            fork = _FORK.match(task["rest"]) if task["kind"] == "FORK" else None
+            # header 0/0: a record perf synthesised from /proc at its start, not a fork
+            if fork is not None and int(task["pid"]) != 0 and fork["pid"] != fork["ppid"]:
+                folded.forks.append((int(fork["ppid"]), int(fork["pid"])))
+            continue
         header = _HEADER.match(line)
         if header is not None:
             flush()  # a sample without call chain ends where the next header starts
             comm, frames = header["comm"].strip() or "[unknown]", []
+            pid = int(header["pid"])
     flush()
     return folded

@@ -97,6 +97,7 @@ def _comparison(item: Explanation, graphs: _Graphs, workload_id: str,
         "new_trials": item.new_trials, "functions": _function_rows(item),
         "counters": counters, "counter_test": counter_test,
         "unresolved": unresolved_text(item), "notes": list(item.notes),
+        "scope": item.scope_text[0].upper() + item.scope_text[1:] + ".",
         "graph": graphs.graph(item.new_stacks, base=item.base_stacks,
                               title=f"{workload_id}: {item.base} → {item.new}",
                               subtitle=f"{item.base_trials} → {item.new_trials} profiled "

@@ -60,7 +60,7 @@ def render_explanations(items: Sequence[Explanation], console: Console) -> None:
             f"trials) → NEW {item.new} ({item.new_trials})"), highlight=False)
         if item.functions:
             table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
-                          title="share of samples (%, mean over trials); Δ NEW − BASE in "
+                          title=f"{item.scope_text}, %, mean over trials; Δ NEW − BASE in "
                                 "percentage points [95 % CI, Welch]; self: as the leaf, "
                                 "total: anywhere on the stack; kind: user unless marked",
                           title_justify="left")

@@ -74,7 +74,7 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path) -> None:
     for artifact in (a for a in artifacts if a["name"].startswith("profile.")):
         by_trial.setdefault(artifact["trial_id"], {})[artifact["name"]] = artifact
     assert sorted(by_trial) == sorted(t["id"] for t in trials)
-    crc_frames = 0
+    crc_frames = workload_crc = 0
     for names in by_trial.values():
         folded, summary = names["profile.folded"], names["profile.json"]
         assert folded["media_type"] == "text/x-folded-stacks"
@@ -85,11 +85,25 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path) -> None:
                           if "crc32c" in line.rsplit(" ", 1)[0])
         info = json.loads(bytes(summary["content"]))
         assert set(info) == {"frequency_hz", "duration_s", "samples", "scope",
-                             "unresolved_frames_pct", "notes"}
+                             "unresolved_frames_pct", "notes", "workload_comms",
+                             "workload_samples"}
         assert (info["frequency_hz"], info["scope"]) == (99, "system")
         assert info["samples"] == sum(int(line.rsplit(" ", 1)[1]) for line in lines) > 0
         assert 0 <= info["unresolved_frames_pct"] <= 100
+        # the workload's stacks: those of the probe process the trial started, a part of all
+        workload = bytes(names["profile.workload.folded"]["content"]).decode().splitlines()
+        assert names["profile.workload.folded"]["media_type"] == "text/x-folded-stacks"
+        whole = {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in lines}
+        assert all(whole.get(w.rsplit(" ", 1)[0], 0) >= int(w.rsplit(" ", 1)[1])
+                   for w in workload)
+        assert info["workload_samples"] == sum(int(w.rsplit(" ", 1)[1]) for w in workload) > 0
+        assert info["workload_samples"] < info["samples"]  # the idle task is never the workload's
+        assert {w.split(";", 1)[0] for w in workload} == set(info["workload_comms"])
+        assert "swapper" not in info["workload_comms"]
+        workload_crc += sum(int(w.rsplit(" ", 1)[1]) for w in workload
+                            if "crc32c" in w.rsplit(" ", 1)[0])
     assert crc_frames > 0, "no sample landed in a crc32c frame"
+    assert workload_crc > 0, "no sample of the workload's processes in a crc32c frame"
 
     samples = store.samples(run_id)
     counters = {s.metric for s in samples if s.metric.startswith("profile.")}

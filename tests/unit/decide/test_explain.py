@@ -17,6 +17,7 @@ from virtbench.decide.explain import (
     mean_stacks,
 )
 from virtbench.decide.folded import FrameKind, parse_folded
+from virtbench.model import Artifact
 from virtbench.store import Store
 
 
@@ -88,7 +89,9 @@ def test_crc32c_names_the_software_and_the_hardware_routine(sqlite_store: Store)
     assert result.base_trials == result.new_trials == 3
     assert result.unresolved_frames[0] == "[unknown]"
     assert result.unresolved_new_pct == 0.0  # every sample ran in a named function
-    assert result.notes == []
+    # saved before profiles said which samples are the workload's: every sample, with a note
+    assert result.scope == "system" and result.workload_comms == []
+    assert len(result.notes) == 1 and "6 of 6 profiles do not say" in result.notes[0]
     assert math.isclose(sum(result.base_stacks.values()), 100.0)
 
 
@@ -110,3 +113,70 @@ def test_no_symbols_is_said() -> None:
                      workload_id="w", base_label="b", new_label="n")
     assert result.unresolved_base_pct == pytest.approx(90.0)
     assert any("unresolved frame" in n and "no symbols" in n for n in result.notes), result.notes
+
+
+def _scoped(variant: str, whole: bytes, workload: bytes | None,
+            comms: object = ("probe",)) -> TrialProfile:
+    meta = {"workload_comms": list(comms) if isinstance(comms, tuple) else comms}
+    return TrialProfile(variant, "w", 0, parse_folded(whole), meta,
+                        parse_folded(workload) if workload is not None else None)
+
+
+# the whole recording: the workload's process `probe`, idle, and another process `probe` too
+WHOLE_B = b"probe;sw 6\nswapper;idle 90\nprobe;other 4\n"
+WHOLE_N = b"probe;hw 2\nswapper;idle 96\nprobe;other 2\n"
+WORKLOAD_B, WORKLOAD_N = b"probe;sw 6\n", b"probe;hw 2\n"
+
+
+def test_workload_scope_counts_only_the_workload_stacks() -> None:
+    base = [_scoped("b", WHOLE_B, WORKLOAD_B)] * 3
+    new = [_scoped("n", WHOLE_N, WORKLOAD_N)] * 3
+    result = explain(base, new, workload_id="w", base_label="b", new_label="n")
+    by_name = {c.frame.name: c for c in result.functions}
+    assert result.scope == "workload" and result.workload_comms == ["probe"]
+    assert by_name["sw"].self_base.value == 100.0 and by_name["hw"].self_new.value == 100.0
+    assert "idle" not in by_name and "other" not in by_name  # not the workload's processes
+    assert "workload's samples" in result.scope_text and "probe" in result.scope_text
+    assert result.as_dict()["scope"] == "workload" and result.notes == []
+    whole = explain(base, new, workload_id="w", base_label="b", new_label="n", scope="system")
+    assert whole.scope == "system" and whole.workload_comms == []
+    assert {c.frame.name: c for c in whole.functions}["idle"].self_base.value == 90.0
+    assert "every process, idle included" in whole.scope_text
+    with pytest.raises(ValueError, match="scope"):
+        explain(base, new, workload_id="w", base_label="b", new_label="n", scope="guest")
+
+
+def test_one_profile_without_the_workload_means_every_sample_with_a_note() -> None:
+    base = [_scoped("b", WHOLE_B, WORKLOAD_B), _scoped("b", WHOLE_B, None)]
+    new = [_scoped("n", WHOLE_N, WORKLOAD_N)] * 2
+    result = explain(base, new, workload_id="w", base_label="b", new_label="n")
+    assert result.scope == "system"
+    assert "1 of 4 profiles do not say" in result.notes[0]
+    assert {c.frame.name for c in result.functions} >= {"idle", "sw", "hw"}
+
+
+@pytest.mark.parametrize("comms", [
+    "probe", ["x" * 65], [1, 2], ["ok"] * 65, [""], {"a": 1}, None])
+def test_stored_workload_comms_are_checked(comms: object) -> None:
+    trial = _scoped("b", WHOLE_B, WORKLOAD_B, comms)
+    assert trial.comms() == []
+    result = explain([trial] * 2, [trial] * 2, workload_id="w", base_label="b", new_label="n")
+    assert result.scope == "workload" and result.workload_comms == []
+    assert result.scope_text.endswith("the processes virtbench started for it)")
+
+
+def test_load_profiles_reads_the_workload_stacks_and_the_guest_scope(
+        sqlite_store: Store) -> None:
+    json_type = "application/json"
+    run = add_profiled_run(sqlite_store, {"a": [WHOLE_B, WHOLE_B, WHOLE_N]}, extra={
+        ("a", 0): [Artifact("profile.workload.folded", WORKLOAD_B, "text/x-folded-stacks"),
+                   Artifact("profile.json", b'{"scope": "system", "workload_comms": ["probe"]}',
+                            json_type)],
+        ("a", 1): [Artifact("profile.json",
+                            b'{"scope": "guest", "workload_comms": ["qemu-system-x86"]}',
+                            json_type)]})
+    got = {t.repetition: t for t in load_profiles(sqlite_store, run).trials}
+    assert got[0].workload is not None and got[0].workload.samples == 6
+    assert got[0].comms() == ["probe"]
+    assert got[1].workload == got[1].profile  # scope guest: the recording is the workload's
+    assert got[2].workload is None  # an older profile: which samples are the workload's unknown

@@ -89,3 +89,24 @@ def test_a_recording_of_one_process_tree_without_cpu_numbers() -> None:
     assert "[libx265.so.199]" in frames  # a function libx265 does not export: its module
     assert folded.unresolved_by_dso["/usr/lib/x86_64-linux-gnu/libx265.so.199"] == 51
     assert {stack.split(";")[0] for stack, _ in _lines(folded.text())} == {"ffmpeg"}
+
+
+def test_the_workload_is_what_the_root_forked_while_perf_recorded() -> None:
+    text = (DATA / "workload-tree.txt").read_text()
+    folded = fold_perf_script(text.splitlines())
+    headers = sum(1 for line in text.splitlines() if line.rstrip().endswith("cpu-clock:"))
+    assert folded.samples == headers  # task-event lines are not samples
+    # forks perf synthesised for the processes alive at its start are not in the tree
+    assert (2, 3) not in folded.forks and (20198, 20212) in folded.forks
+    workload = folded.workload(20198)  # parent.py: sh 20212, and sh's python3 20213
+    assert workload.pids == {20212, 20213}
+    assert workload.comms == {"python3"}
+    assert workload.samples == sum(c for (pid, _s), c in folded.pid_stacks.items()
+                                   if pid in (20212, 20213)) > 0
+    # parent.py's own samples and other python3 processes of the machine: same name, not its
+    same_name = sum(c for (pid, s), c in folded.pid_stacks.items() if s.startswith("python3;"))
+    own = sum(c for (pid, _s), c in folded.pid_stacks.items() if pid == 20198)
+    assert own > 0 and same_name > workload.samples + own
+    assert sum(c for _s, c in _lines(workload.text())) == workload.samples
+    assert folded.workload(20198, exclude={20212}).pids == set()
+    assert folded.workload(0).pids == set()  # the idle task forks nothing in a recording

@@ -40,6 +40,9 @@ def test_explain_section_from_real_profiles(store: Store) -> None:
     assert {first, second} == {SOFTWARE, HARDWARE}
     assert "profile.task_clock_ms" in section  # the counter that differs
     assert "unresolved frames: [unknown]" in section
+    # these profiles do not say which samples are the workload's: said above the table
+    assert ('<p class="small scope">Share of all samples recorded (every process, idle '
+            'included).</p>') in section
     svgs = _svgs(section)
     assert len(svgs) == 3  # the differential one, then one per variant
     for svg in svgs:
