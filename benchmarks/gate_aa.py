@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 VIRTBENCH = str(REPO / ".venv/bin/virtbench")
 LOOP = 3_000_000  # iterations of the fixed CPU loop: about 0.1-0.2 s here
 GATE_PCT = 2.0
+RUNS_PER_SIDE = (3, 5, 10)
+DRAWS = 200
 
 CRC = """name: {name}
 seed: {seed}
@@ -157,6 +159,34 @@ def analyse(store: Path) -> None:
         pairs = [(b, n) for b in ids.get(a, []) for n in ids.get(planted, [])]
         rows.append(f"| {planted} vs {a} (A/B: detections) | {len(ids.get(planted, []))} | "
                     f"{len(pairs)} | {rates(pairs, a)} |")
+    # Several runs per side (`compare B1..BR -- N1..NR`: Welch on the run means, the drift
+    # measured by the runs themselves): R runs drawn at random per side, disjoint within a
+    # draw, DRAWS draws per comparison.
+    from virtbench.decide.compare import compare_run_sets
+
+    draw = random.Random(2026)
+    per_side = []
+    for r in RUNS_PER_SIDE:
+        for a, planted in (("aa-crc32c", None), ("aa-loop", None),
+                           *[(spec[0], name) for name, spec in CONFIGURATIONS.items()
+                             if not name.startswith("aa-")]):
+            a_runs, b_runs = ids.get(a, []), ids.get(planted or "", [])
+            if len(a_runs) < (r if planted else 2 * r) or (planted and len(b_runs) < r):
+                continue
+            failed = 0
+            for _ in range(DRAWS):
+                if planted:
+                    base, new = draw.sample(a_runs, r), draw.sample(b_runs, r)
+                else:
+                    both = draw.sample(a_runs, 2 * r)
+                    base, new = both[:r], both[r:]
+                failed += bool(compare_run_sets([loaded[i] for i in base],
+                                                [loaded[i] for i in new],
+                                                fail_pct=GATE_PCT).regressions)
+            what = (f"{planted} vs {a} (A/B: detections)" if planted
+                    else f"{a} (A/A: false alarms)")
+            per_side.append(f"| {what} | {r} | {DRAWS} | {failed} ({100 * failed / DRAWS:.1f} %)"
+                            " |")
     plans = []
     for a in ("aa-crc32c", "aa-loop"):
         if len(ids.get(a, [])) < 2:
@@ -186,7 +216,13 @@ def analyse(store: Path) -> None:
             "between-run SD, the minimum detectable effect at n = 10 per run for R runs per "
             "side, and the R needed to detect 5 %; α = 5 % one-sided, power 80 %):\n\n"
             "| configuration · metric | within-run SD | between-run SD | detectable | R for 5 % "
-            "|\n|---|---|---|---|---|\n" + "\n".join(plans) + "\n")
+            "|\n|---|---|---|---|---|\n" + "\n".join(plans) + "\n\n"
+            f"Several runs per side (`compare B1 … BR -- N1 … NR`, the gate at {GATE_PCT:g} %: "
+            "Welch on the run means, so the drift between runs is measured by the runs "
+            f"themselves): R runs drawn at random for each side (disjoint), {DRAWS} draws per "
+            "row, from the same stored runs:\n\n"
+            "| comparison | R per side | draws | gate failed |\n|---|---|---|---|\n"
+            + "\n".join(per_side) + "\n")
     print(body)
     record("decide: the gate on real A/A and A/B runs",
            ".venv/bin/python benchmarks/gate_aa.py collect STORE && "

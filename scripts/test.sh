@@ -10,11 +10,12 @@
 #   scripts/test.sh e2e             the end-to-end tests
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
-# The whole suite runs as five processes at once, each with its own temporary folder and
+# The whole suite runs as six processes at once, each with its own temporary folder and
 # PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity,
 # tests/lab/assess (a loop device and veth pair of their own) and calibrate's e2e test; the unit
-# tests (two pytest-xdist workers); the end-to-end tests; the TCG guests (kvm: a private
-# libvirtd); the other labs. Inside the other lines tests run one at a time: they start real
+# tests (two pytest-xdist workers); the end-to-end tests; the explanation's tests (perf
+# recordings, Chromium) and tests/lab/profiling; the TCG guests (kvm: a private libvirtd); the
+# other labs. Inside the other lines tests run one at a time: they start real
 # services whose ports, namespaces and timing they own. Each line's output is printed whole
 # when it ends, with its wall and CPU time.
 set -euo pipefail
@@ -110,12 +111,17 @@ case "$area" in
     start_line static "$web_knee" "$storage_knee" tests/lab/assess tests/e2e/test_calibrate.py
     start_line guests tests/lab/kvm
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess \
-      --ignore "$web_knee" --ignore "$storage_knee"
-    start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py
+      --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
+    # The explanation's tests (real perf recordings, Chromium) beside the other end-to-end
+    # tests: together they made the e2e line the longest by over a minute.
+    explain="tests/e2e/test_explain_crc32c.py tests/e2e/test_explain_browser.py"
+    start_line explain $explain tests/lab/profiling
+    start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py \
+      --ignore tests/e2e/test_explain_crc32c.py --ignore tests/e2e/test_explain_browser.py
     start_line unit -n 2 tests/unit
     wait
     status=0 passed=0 failed=0
-    for name in static unit e2e services guests; do
+    for name in static unit e2e explain services guests; do
       echo "=========================== suite line: $name ==========================="
       cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
@@ -130,7 +136,7 @@ case "$area" in
       passed=$((passed + p)) failed=$((failed + f))
       [ "$rc" = 0 ] || [ "$f" != 0 ] || failed=$((failed + 1))  # a line that failed otherwise
     done
-    echo "suite: $(( $(date +%s) - started )) s for the five lines"
+    echo "suite: $(( $(date +%s) - started )) s for the six lines"
     echo "$passed passed, $failed failed"
     exit "$status" ;;
 esac

@@ -52,8 +52,15 @@ def _trials(store: Store) -> list[dict[str, object]]:
     return [t for t in store.trials(store.run("latest").id) if not t["warmup"]]
 
 
-def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path) -> None:
+def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A temporary folder of this test's own: the suite's other lines profile meanwhile, and
+    # their vbprof- folders in the shared one are theirs to remove.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     before = _profile_dirs()
+    assert before == set()
     spec = tmp_path / "exp.yaml"
     spec.write_text(SPEC.format(profile=""))  # no profile: in the file; --profile asks for it
     result = CliRunner().invoke(app, ["run", str(spec), "--store", str(tmp_path / "s.db"),
@@ -97,7 +104,9 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path) -> None:
         assert all(whole.get(w.rsplit(" ", 1)[0], 0) >= int(w.rsplit(" ", 1)[1])
                    for w in workload)
         assert info["workload_samples"] == sum(int(w.rsplit(" ", 1)[1]) for w in workload) > 0
-        assert info["workload_samples"] < info["samples"]  # the idle task is never the workload's
+        # A part of all (equal when nothing else ran on any CPU in the window: seen once, 48
+        # of 48 samples); the idle task is never the workload's (below).
+        assert info["workload_samples"] <= info["samples"]
         assert {w.split(";", 1)[0] for w in workload} == set(info["workload_comms"])
         assert "swapper" not in info["workload_comms"]
         workload_crc += sum(int(w.rsplit(" ", 1)[1]) for w in workload
