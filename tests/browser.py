@@ -52,11 +52,18 @@ def chromium_tab(answers: list[str] | None = None, **context: Any
         browser.close()
 
 
-def wait_for(url: str, timeout: float = 30.0) -> None:
+def wait_for(url: str, timeout: float = 120.0,
+             server: subprocess.Popen[str] | None = None) -> None:
+    """Until ``url`` answers. A bound for a hang, not a speed: the suite's other lines load
+    both cores (a first page once took over 30 s); a server that exited fails at once, with
+    its output."""
     deadline = time.monotonic() + timeout
     while True:  # ends: done, or past the deadline below
+        if server is not None and server.poll() is not None:
+            out, err = server.communicate()
+            raise AssertionError(f"the server exited ({server.returncode}): {out}{err}")
         try:
-            with urllib.request.urlopen(url, timeout=2):
+            with urllib.request.urlopen(url, timeout=10):
                 return
         except OSError:
             if time.monotonic() > deadline:
@@ -74,7 +81,7 @@ def serving(db: str, cwd: Path, env: dict[str, str]) -> Iterator[str]:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               preexec_fn=sigint_default)
     try:
-        wait_for(f"http://127.0.0.1:{port}/runs")
+        wait_for(f"http://127.0.0.1:{port}/runs", server=server)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.send_signal(signal.SIGINT)
