@@ -252,7 +252,6 @@ def _markdown(runs: dict[str, str], figures: dict[str, dict[str, Any]],
             lines.append("Counters compare found changed: " + "; ".join(
                 f"`{m}` {means} (NEW/BASE {ratio}, {verdict})"
                 for m, means, ratio, verdict in pair["counters"]) + ".")
-    lines += ["", f"The store and compare's JSON documents are left in `{store_path.parent}`."]
     return "\n".join(lines)
 
 
