@@ -16,6 +16,7 @@ used). Nothing is timed against a wall clock.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -87,7 +88,10 @@ def aes_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return _two_runs(tmp_path_factory.mktemp("aes"), AES, "aes")
 
 
+@functools.cache
 def _explain(runs: tuple[Path, str, str], workload: str, *extra: str) -> dict[str, Any]:
+    """compare --explain --json of the two runs, once per question (each takes seconds: the
+    suite's time is at its floor); callers only read the result."""
     tmp, software, hardware = runs
     done = _virtbench("compare", software, hardware, "--store", "store.db", "--explain",
                       "--json", *extra, cwd=tmp)

@@ -91,7 +91,7 @@ FRAGMENTS = st.sampled_from([";", ";;", " ", "\n", "\r", "\x00", "<script>", "]]
 HOSTILE_TEXT = st.lists(st.one_of(FRAGMENTS, st.text(max_size=12)), max_size=40).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)  # 200: 22 s of the suite's unit line
 @given(st.one_of(HOSTILE_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")),
                  st.binary(max_size=400)))
 @example(b"p;a;;b 3\np;\xff 1\n;;; 2\n")
