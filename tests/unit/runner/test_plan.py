@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,7 +18,6 @@ from virtbench.contract import Knob, Realisation
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
 from virtbench.runner import Plan, Runner, build_plan, check_experiment
-from virtbench.runner import engine as engine_module
 from virtbench.runner.estimate import estimate, human_duration
 from virtbench.runner.trial_times import TrialTimes, trial_key
 from virtbench.spec import SpecError, load_resolved, parse_experiment
@@ -75,15 +74,10 @@ warmup: 1
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from virtbench import plugins
-
+def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+          fake_plugins: Callable[..., None]) -> None:
     BUILT.clear()
-    workloads = {**plugins.all_workloads(), "test.counted": Counted}
-    labs = {**plugins.all_labs(), "test.counted-lab": CountedLab}
-    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(plugins, "all_labs", lambda: labs)
-    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+    fake_plugins(workloads=(Counted,), labs=(CountedLab,))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     judge = Knob.problem
 

@@ -4,7 +4,7 @@ a lab gets only the knobs it declares. Fake plugins: this is the runner's logic 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,7 +15,6 @@ from virtbench.contract import Knob, Realisation
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
 from virtbench.runner import Runner
-from virtbench.runner import engine as engine_module
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
@@ -63,17 +62,11 @@ warmup: 0
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from virtbench import plugins
-
+def fakes(fake_plugins: Callable[..., None]) -> None:
     Masked.seen.clear()
     Masked.realised.clear()
     SizedLab.entered.clear()
-    workloads = {**plugins.all_workloads(), "test.masked": Masked}
-    labs = {**plugins.all_labs(), "test.sized": SizedLab}
-    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(plugins, "all_labs", lambda: labs)
-    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+    fake_plugins(workloads=(Masked,), labs=(SizedLab,))
 
 
 def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:

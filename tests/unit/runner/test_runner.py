@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,7 +11,6 @@ import pytest
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.runner import Runner
-from virtbench.runner import engine as engine_module
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.targets.fake import FakeTarget
@@ -70,19 +69,12 @@ class RecordingLab(Lab):
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+def fakes(fake_plugins: Callable[..., None]) -> None:
     CALLS.clear()
     LAB_EVENTS.clear()
     FakeTime.fail_on = set()
     FakeTime.interrupt_at = None
-    from virtbench import plugins
-
-    workloads = {**plugins.all_workloads(), "test.fake": FakeTime,
-                 "test.undeclared": Undeclared}
-    labs = {**plugins.all_labs(), "test.lab": RecordingLab}
-    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(plugins, "all_labs", lambda: labs)
-    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+    fake_plugins(workloads=(FakeTime, Undeclared), labs=(RecordingLab,))
 
 
 def _exp(extra: str = "", reps: str = "3", lab: str = "host") -> tuple[Any, str]:

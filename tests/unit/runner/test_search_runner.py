@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -10,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.runner import Runner
-from virtbench.runner import engine as engine_module
 from virtbench.runner.search import SEARCH_SERIES, trace_from_trials
 from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import SpecError, parse_experiment
@@ -52,14 +52,10 @@ class Threshold(Workload):
 
 
 @pytest.fixture(autouse=True)
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
+def fakes(fake_plugins: Callable[..., None]) -> None:
     CALLS.clear()
     Threshold.interrupt_at = None
-    from virtbench import plugins
-
-    workloads = {**plugins.all_workloads(), "test.threshold": Threshold}
-    monkeypatch.setattr(plugins, "all_workloads", lambda: workloads)
-    monkeypatch.setattr(engine_module, "collect_facts", lambda target: {"fake": True})
+    fake_plugins(workloads=(Threshold,))
 
 
 SEARCH = """\
