@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from virtbench.runner.plan import Plan
 from virtbench.runner.search import SearchedWorkload
-from virtbench.runner.trial_times import TrialTimes, trial_key
+from virtbench.runner.trial_times import TrialTimes, configuration_key, trial_key
 
 __all__ = ["Estimate", "WorkloadEstimate", "estimate", "human_duration"]
 
@@ -61,8 +61,7 @@ def estimate(plan: Plan, times: TrialTimes) -> Estimate:
             continue
         params = workload.params.model_dump(mode="json")
         declared = workload.typical_trial_s()
-        any_variant = times.median_any_variant(trial_key(workload.name, params, {})
-                                               .rsplit("|", 1)[0] + "|")
+        any_variant = times.median_any_variant(configuration_key(workload.name, params))
         for knobs in plan.variants.values():
             item.trials_low += fewest
             item.trials_high += most

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KEEP", "TrialTimes", "trial_key"]
+__all__ = ["KEEP", "TrialTimes", "configuration_key", "trial_key"]
 
 KEEP = 20
 MAX_KEYS = 5000  # an old cache stops growing: the least recently written keys go first
@@ -31,8 +31,13 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def configuration_key(workload: str, params: Mapping[str, Any]) -> str:
+    """The part of ``trial_key`` every variant of one workload configuration shares."""
+    return f"{workload}|{_digest(dict(params))}|"
+
+
 def trial_key(workload: str, params: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
-    return f"{workload}|{_digest(dict(params))}|{_digest(dict(knobs))}"
+    return configuration_key(workload, params) + _digest(dict(knobs))
 
 
 def default_path() -> Path:
@@ -72,7 +77,7 @@ class TrialTimes:
         return statistics.median(values) if values else None
 
     def median_any_variant(self, prefix: str) -> float | None:
-        """The median over every variant of one workload configuration (``name|params|``)."""
+        """The median over every variant of one workload configuration (``configuration_key``)."""
         values = [v for key, vs in self.times.items() if key.startswith(prefix) for v in vs]
         return statistics.median(values) if values else None
 
