@@ -7,8 +7,10 @@ from enum import StrEnum
 
 from virtbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, VirtbenchError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "PORT_MAX", "PORT_MIN", "Artifact", "Better", "Domain",
-           "Measurement", "Metric", "RunFailed", "VirtbenchError", "default_domain"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "FOLDED_MEDIA_TYPE", "PORT_MAX", "PORT_MIN",
+           "PROFILE_ARTIFACT", "PROFILE_PREFIX", "PROFILE_SUMMARY_ARTIFACT",
+           "PROFILE_WORKLOAD_ARTIFACT", "Artifact", "Better", "Domain", "Measurement", "Metric",
+           "RunFailed", "VirtbenchError", "default_domain"]
 
 PORT_MIN, PORT_MAX = 1, 65535
 """A TCP or UDP port's range, wherever one is given (files: contract.Port; options:
@@ -85,6 +87,19 @@ class Measurement:
     t: float | None = None
     labels: dict[str, str] = field(default_factory=dict)
     status: str = "ok"
+
+
+# A profiled trial's data, as its capture (virtbench.profiling) stores it and its analysis
+# (decide.explain) reads it; defined once, here below both (docs/explain.md).
+PROFILE_PREFIX = "profile."
+"""Metrics named so are perf counters of a profiled trial: diagnostics that `compare --explain`
+shows, never a compare row or a gate input."""
+PROFILE_ARTIFACT = "profile.folded"
+"""Every sample's stacks, folded (``frame;frame;... COUNT`` lines)."""
+PROFILE_WORKLOAD_ARTIFACT = "profile.workload.folded"
+"""The workload's own processes' stacks, folded."""
+PROFILE_SUMMARY_ARTIFACT = "profile.json"
+FOLDED_MEDIA_TYPE = "text/x-folded-stacks"
 
 
 @dataclass(frozen=True)

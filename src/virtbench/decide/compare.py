@@ -19,9 +19,8 @@ import numpy.typing as npt
 
 from virtbench.decide.calibration import NoiseProfile
 from virtbench.decide.comparability import Difference, differences
-from virtbench.decide.folded import PROFILE_PREFIX
 from virtbench.decide.runs import RunData
-from virtbench.model import Better, Metric, VirtbenchError
+from virtbench.model import PROFILE_PREFIX, Better, Metric, VirtbenchError
 from virtbench.stats import holm
 from virtbench.stats._sample import SampleLike
 from virtbench.stats.bayes import DEFAULT_PRIOR_RATIO

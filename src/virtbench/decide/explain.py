@@ -30,14 +30,20 @@ import numpy as np
 from scipy import special
 
 from virtbench.decide.folded import (
-    PROFILE_PREFIX,
     Frame,
     FrameKind,
     Profile,
     Stack,
     parse_folded,
 )
-from virtbench.model import Domain
+from virtbench.model import (
+    FOLDED_MEDIA_TYPE,
+    PROFILE_ARTIFACT,
+    PROFILE_PREFIX,
+    PROFILE_SUMMARY_ARTIFACT,
+    PROFILE_WORKLOAD_ARTIFACT,
+    Domain,
+)
 from virtbench.stats._sample import welch_df
 from virtbench.stats.intervals import mean_interval
 
@@ -47,17 +53,16 @@ __all__ = ["ARTIFACT", "ARTIFACT_META", "ARTIFACT_WORKLOAD", "CONFIDENCE", "MEDI
            "RunProfiles", "TrialProfile", "VariantProfile", "WorkloadExplanation", "explain",
            "explain_run", "explain_runs", "is_diagnostic", "load_profiles", "mean_stacks"]
 
-ARTIFACT = "profile.folded"
-ARTIFACT_META = "profile.json"
-ARTIFACT_WORKLOAD = "profile.workload.folded"
-"""The workload's stacks (the capture side's contract, docs/explain.md)."""
+ARTIFACT = PROFILE_ARTIFACT
+ARTIFACT_META = PROFILE_SUMMARY_ARTIFACT
+ARTIFACT_WORKLOAD = PROFILE_WORKLOAD_ARTIFACT
 SCOPES = ("workload", "system")
 """Whose samples the shares are of: the workload's (when the profiles say; else every
 sample, with a note) or every sample the recording holds."""
 MAX_COMMS = 64
 """Most process names read from a profile.json's `workload_comms`."""
 MAX_COMM_CHARS = 64
-MEDIA_TYPE = "text/x-folded-stacks"
+MEDIA_TYPE = FOLDED_MEDIA_TYPE
 CONFIDENCE = 0.95
 NO_SYMBOLS_PCT = 50.0
 """Above this share of samples whose leaf frame is unresolved, an explanation says symbols are

@@ -20,7 +20,6 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FRAME_CHARS",
     "MAX_STACKS",
-    "PROFILE_PREFIX",
     "Frame",
     "FrameKind",
     "Profile",
@@ -28,9 +27,6 @@ __all__ = [
     "parse_folded",
 ]
 
-PROFILE_PREFIX = "profile."
-"""Metrics named so are perf counters of a profiled trial (the capture side's contract):
-diagnostics that `compare --explain` shows, never a compare row or a gate input."""
 MAX_COUNT = 10 ** 12
 """Largest sample count of one line: a million seconds at a million samples per second; above it
 the line is refused as damaged (a count that large cannot come from one trial)."""

@@ -32,7 +32,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from virtbench.model import Artifact, Measurement, Metric
+from virtbench.model import (
+    FOLDED_MEDIA_TYPE,
+    PROFILE_ARTIFACT,
+    PROFILE_SUMMARY_ARTIFACT,
+    PROFILE_WORKLOAD_ARTIFACT,
+    Artifact,
+    Measurement,
+    Metric,
+)
 from virtbench.profiling.counters import (
     PERF_STAT_EVENTS,
     ProcSnapshot,
@@ -51,8 +59,7 @@ from virtbench.targets.process import Process
 __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "find_qemu_pid",
            "perf_error"]
 
-FOLDED_MEDIA_TYPE = "text/x-folded-stacks"
-WORKLOAD_ARTIFACT = "profile.workload.folded"
+WORKLOAD_ARTIFACT = PROFILE_WORKLOAD_ARTIFACT
 """The stacks of the workload's processes: those virtbench forked while perf recorded, and
 their descendants (docs/explain.md, "The workload's samples")."""
 NOTE_KEY = "profile"
@@ -393,7 +400,7 @@ class _Session:
             "frequency_hz": self.settings.frequency_hz, "duration_s": round(duration_s, 6),
             "samples": folded.samples, "scope": self.scope.name,
             "unresolved_frames_pct": round(folded.unresolved_frames_pct, 2), "notes": notes}
-        artifacts = [Artifact("profile.folded", folded.text().encode(), FOLDED_MEDIA_TYPE)]
+        artifacts = [Artifact(PROFILE_ARTIFACT, folded.text().encode(), FOLDED_MEDIA_TYPE)]
         if self.scope.name == "guest":
             # every sample is the guest's QEMU process: explain counts them all as the workload's
             summary["workload_comms"] = sorted({stack.split(";", 1)[0]
@@ -408,7 +415,8 @@ class _Session:
             else:
                 notes.append("the workload started no process in the recorded window: which "
                              "samples are its own is unknown (explain counts every sample)")
-        artifacts.append(Artifact("profile.json", json.dumps(summary, sort_keys=True).encode(),
+        artifacts.append(Artifact(PROFILE_SUMMARY_ARTIFACT,
+                                  json.dumps(summary, sort_keys=True).encode(),
                                   "application/json"))
         captured.artifacts += artifacts
         captured.notes[NOTE_KEY] = "; ".join([

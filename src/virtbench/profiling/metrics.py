@@ -7,11 +7,9 @@ and more of any means the trial did more work beside (or for) the workload.
 
 from __future__ import annotations
 
-from virtbench.model import Better, Domain, Metric
+from virtbench.model import PROFILE_PREFIX, Better, Domain, Metric
 
 __all__ = ["PROFILE_METRICS", "PROFILE_PREFIX", "PROFILE_UNITS"]
-
-PROFILE_PREFIX = "profile."
 
 
 def _metric(name: str, unit: str, description: str, domain: Domain | None = None) -> Metric:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from virtbench.analysis import Analysis
 from virtbench.analysis.views import anchor
 from virtbench.decide.explain import Explanation, WorkloadExplanation
-from virtbench.decide.folded import PROFILE_PREFIX
+from virtbench.model import PROFILE_PREFIX
 from virtbench.report.explain_text import estimate_text, share_pair, unresolved_text
 from virtbench.report.flamegraph import flame_svg
 from virtbench.report.formatting import fmt_value

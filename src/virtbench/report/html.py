@@ -27,7 +27,7 @@ from virtbench.analysis.views import (
     metric_views,
     series_groups,
 )
-from virtbench.decide.folded import PROFILE_PREFIX
+from virtbench.model import PROFILE_PREFIX
 from virtbench.report import charts
 from virtbench.report.flamegraph import search_script
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
