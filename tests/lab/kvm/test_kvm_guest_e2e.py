@@ -28,11 +28,14 @@ pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 FLAGS = ("ssse3", "sse4.1", "sse4.2", "aes")
 
 
-@pytest.fixture
-def guest(private_libvirtd: str, guest_image: GuestImage, tmp_path: Path) -> Any:
+@pytest.fixture(scope="module")
+def guest(private_libvirtd: str, guest_image: GuestImage,
+          tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One guest for the module (a TCG boot is seconds of the suite's CPU): each test ends with
+    the domain's original CPU running again and asserts it, as a fresh guest would start."""
     conn = libvirt.open(private_libvirtd)
     name = f"vbkvm-e2e-{uuid.uuid4().hex[:6]}"
-    log = tmp_path / "console.log"
+    log = tmp_path_factory.mktemp("e2e-guest") / "console.log"
     dom = conn.defineXML(direct_boot_domain_xml(name, kernel=guest_image.kernel,
                                                 initrd=guest_image.initrd, console_log=log))
     dom.create()

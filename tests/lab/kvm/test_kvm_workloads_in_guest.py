@@ -168,7 +168,11 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
     g = guest
     original = snapshot(g)
     assert not {"sse4.2", "aes"} & g.flags()
-    text = experiment_text(g)
+    # The default and the study's tuned XML: each variant is a TCG boot and trials under TCG
+    # (about 20 CPU-s of the suite). The named model (Nehalem + aes) is entered, verified and
+    # restored by the lab test of test_kvm_guest_e2e.py on the small guest.
+    variants = [DEFAULT, TUNED[0]]
+    text = experiment_text(g, variants=tuple(variants))
     exp = parse_experiment(text, str(EXAMPLE))
     store = Store(str(tmp_path / "store.db"))
     runner = Runner(store, exp, text, str(EXAMPLE), workdir=tmp_path / "work")
@@ -178,7 +182,6 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
         close_target(runner)
     assert outcome.status == "complete", outcome.stop_reason
     run_id = outcome.run_id
-    variants = [DEFAULT, *TUNED]
     workloads = {"cpu.crc32c": {"time_per_checksum_s", "throughput_Bps"},
                  "cpu.aes": {"encrypt_time_s", "decrypt_time_s", "bulk_throughput_Bps"}}
 
@@ -204,10 +207,10 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
     assert order == blocked_variant_order(variants, exp.seed)
 
     # The guest CPU decided crc32c's path: software under plain qemu64 (no SSE4.2),
-    # hardware (the SSE4.2 crc32 instruction) in both tuned variants.
+    # hardware (the SSE4.2 crc32 instruction) in the tuned one.
     paths = {(t["variant"], t["notes"]["crc32c_path"]) for t in trials
              if t["workload_id"] == "cpu.crc32c"}
-    assert paths == {(DEFAULT, "software"), (TUNED[0], "hardware"), (TUNED[1], "hardware")}
+    assert paths == {(DEFAULT, "software"), (TUNED[0], "hardware")}
 
     # The lab verified each tuned CPU inside the guest before the trials ran.
     settings = {r["variant"]: r["settings"] for r in store.realisations(run_id)}
@@ -218,7 +221,6 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
             assert verified == "already running this configuration"
         else:  # restarted with this CPU (the default too, after a tuned block)
             assert verified.startswith("/proc/cpuinfo over guest:"), (variant, verified)
-    assert "model=Nehalem" in settings[TUNED[1]]["lab.guest_cpu"]
     assert "aes" in settings[TUNED[0]]["lab.guest_cpu"]
 
     # Facts before and after the run come from inside the guest (qemu64: no SSE4.2).
