@@ -4,14 +4,13 @@ SSE4.2 masked and granted, and of cpu.aes with AES-NI masked and granted, then `
 
 Two runs, one variant each: `compare --explain` explains exactly two runs (BASE NEW), pairing
 two single-variant runs. Software CRC32C (slicing-by-8) runs about 8x slower than the SSE4.2
-one, so `loops` is set for a software checksum that dominates its trial (about 2 s of CPU per
-trial) while the test stays short; on the hardware side the same loops take about 0.3 s, about
-as long as the probe's Python start-up and random buffer, so there the hardware routine is the
-workload's largest function but not 80 % of its samples (measured: docs/explain.md). Shares
-are of the workload's own samples, so another process of this (busy) machine changes the
-trial's length, not them. cpu.aes the same way: the `cryptography` wheel's own OpenSSL keeps
-its symbol table, so its generic and AES-NI routines are named (Debian's libcrypto is not
-used). Nothing is timed against a wall clock.
+one; `loops` is set for a software trial of about 2 s of CPU. The probes report their timed
+section, and a profile of a trial on this machine keeps only that section's stacks: the
+hardware routine's share is then not diluted by the probe's Python start-up and random buffer,
+which take as long as its checksums. Shares are of the workload's own samples, so another
+process of this (busy) machine changes the trial's length, not them. cpu.aes the same way: the
+`cryptography` wheel's own OpenSSL keeps its symbol table, so its generic and AES-NI routines
+are named (Debian's libcrypto is not used). Nothing is timed against a wall clock.
 """
 
 from __future__ import annotations
@@ -120,18 +119,18 @@ def test_explain_names_the_software_and_the_hardware_crc_routine(
     assert top[0] == SOFTWARE and top[1].startswith(HARDWARE), top
     sw, hw = _function(item, SOFTWARE), _function(item, HARDWARE)
     assert sw["kind"] == hw["kind"] == "user"
-    # the issue's figure: more than 80 % of the workload's samples in the software routine
+    # the issue's figure: more than 80 % of the workload's samples in each routine
     assert sw["self_base_pct"]["value"] > 80, sw
+    assert hw["self_new_pct"]["value"] > 80, hw
     assert sw["self_new_pct"]["value"] == 0.0 and hw["self_base_pct"]["value"] == 0.0
     assert sw["self_diff_pp"]["ci_high"] < 0 < hw["self_diff_pp"]["ci_low"]
     assert sw["significant"] and hw["significant"]
 
 
-def test_the_hardware_routine_is_the_workloads_largest_function(
+def test_the_stored_stacks_are_the_timed_loops_and_explain_counts_them(
         runs: tuple[Path, str, str]) -> None:
-    """On the hardware side the checksum is short (docs/explain.md): the hardware routine is
-    the function most of the workload's samples ran in, and explain's share is its share of
-    the stored workload stacks."""
+    """The stored workload stacks of the hardware side are the probe's timed section (its
+    window): the hardware routine is most of them, and explain's share is their share."""
     tmp, _software, hardware = runs
     store = Store(str(tmp / "store.db"))
     trials = load_profiles(store, hardware).trials
@@ -144,9 +143,10 @@ def test_the_hardware_routine_is_the_workloads_largest_function(
             if stack[-1].kind.value == "user":
                 leaf_shares[stack[-1].name] += 100.0 * count / trial.workload.samples / 3
     (largest, share), = leaf_shares.most_common(1)
-    assert largest.startswith(HARDWARE), leaf_shares.most_common(5)
+    assert largest.startswith(HARDWARE) and share > 80, leaf_shares.most_common(5)
     hw = _function(_explain(runs, "cpu.crc32c"), HARDWARE)
     assert hw["self_new_pct"]["value"] == pytest.approx(share)
+    store.close()
 
 
 def test_system_scope_dilutes_the_shares_with_every_process(
@@ -171,7 +171,9 @@ def test_explain_names_openssls_generic_and_aesni_routines(
         aes_runs: tuple[Path, str, str]) -> None:
     item = _explain(aes_runs, "cpu.aes")
     assert item["scope"] == "workload", item["notes"]
-    names = [f["function"] for f in item["functions"]]
+    # (the callers the unwinder could not name, [unknown], may rank among them: no frame
+    # pointers in OpenSSL's assembly)
+    names = [f["function"] for f in item["functions"] if f["kind"] != "unresolved"]
     assert names[0].startswith(AES_GENERIC), names
     assert any(n.startswith(AES_NI) for n in names[:3]), names
     generic, ni = _function(item, AES_GENERIC), _function(item, AES_NI)
@@ -179,7 +181,6 @@ def test_explain_names_openssls_generic_and_aesni_routines(
     assert generic["self_base_pct"]["value"] > 80, generic
     assert generic["self_new_pct"]["value"] == 0.0 and ni["self_base_pct"]["value"] == 0.0
     assert generic["significant"] and ni["significant"]
-    # with AES-NI the encryption is short beside the probe's start-up: its routine is the
-    # largest self share of the NEW side among the ranked functions, not 80 %
-    assert ni["self_new_pct"]["value"] == max(f["self_new_pct"]["value"]
-                                              for f in item["functions"])
+    # AES-NI's routines: the block function and the ECB loop around it (aesni_ecb_encrypt)
+    aesni = [f for f in item["functions"] if f["function"].lstrip("_").startswith("aesni_")]
+    assert sum(f["self_new_pct"]["value"] for f in aesni) > 80, aesni

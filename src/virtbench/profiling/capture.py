@@ -94,6 +94,9 @@ class Captured:
     measurements: list[Measurement] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    window: tuple[float, float] | None = None
+    """The workload's measured section (CLOCK_MONOTONIC seconds), set by the runner from the
+    trial's result before the ``with`` body ends: the stacks keep only its samples."""
 
 
 @dataclass
@@ -335,6 +338,8 @@ class _Session:
             sleep = ["--", "sleep", f"{self.limit_s:.0f}"]
             self.record = _Controlled(self.host, [
                 perf, "record", "-e", "cpu-clock", "-F", str(self.settings.frequency_hz), "-g",
+                # sample times on the clock a probe's time.monotonic() reads (its window)
+                "-k", "CLOCK_MONOTONIC",
                 "--no-buildid", "--no-buildid-cache", *self.scope.record_args,
                 "-o", str(folder / "perf.data"), *sleep], folder, "record")
             self.stat = _Controlled(self.host, [
@@ -386,8 +391,13 @@ class _Session:
         if script.returncode != 0:
             tail = script.stderr.strip().splitlines()[-1:] or [f"exit {script.returncode}"]
             raise _PerfFailed(f"perf script: {tail[0]}")
-        folded = fold_perf_script(script.stdout.splitlines())
+        window = self._window(captured.window)
+        folded = fold_perf_script(script.stdout.splitlines(), window)
         notes = [*self.notes, *stat_notes]
+        if window is not None:
+            notes.append(f"stacks of the workload's measured section only "
+                         f"({window[1] - window[0]:.3f} s of the trial; {folded.outside_window} "
+                         "samples before or after it left out); counters cover the trial")
         if folded.samples == 0:
             notes.append("no samples: the trial was shorter than one sampling period, or "
                          "perf saw none of its CPUs")
@@ -399,6 +409,7 @@ class _Session:
         summary: dict[str, object] = {
             "frequency_hz": self.settings.frequency_hz, "duration_s": round(duration_s, 6),
             "samples": folded.samples, "scope": self.scope.name,
+            "window": "measured section" if window is not None else "trial",
             "unresolved_frames_pct": round(folded.unresolved_frames_pct, 2), "notes": notes}
         artifacts = [Artifact(PROFILE_ARTIFACT, folded.text().encode(), FOLDED_MEDIA_TYPE)]
         if self.scope.name == "guest":
@@ -423,6 +434,15 @@ class _Session:
             f"profiled: scope {self.scope.name}, {self.settings.frequency_hz} Hz, "
             f"{folded.samples} samples, {folded.unresolved_frames_pct:.0f} % of frames "
             "unresolved", *self.notes])
+
+    def _window(self, window: tuple[float, float] | None) -> tuple[float, float] | None:
+        """The measured section to keep, when its clock is this machine's: the trial ran here
+        (not in a guest or over SSH, whose clocks perf's samples are not on)."""
+        if window is None or not (self.lab_target is None
+                                  or isinstance(self.lab_target, LocalTarget)):
+            return None
+        start, end = window
+        return (start, end) if end >= start else None
 
     def close(self) -> None:
         """Stop what still runs and remove the trial's perf files (also after Ctrl-C)."""

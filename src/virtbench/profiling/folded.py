@@ -28,13 +28,15 @@ from dataclasses import dataclass, field
 
 __all__ = ["PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks", "fold_perf_script"]
 
-PERF_SCRIPT_FIELDS = "comm,pid,tid,event,ip,sym,dso"
-"""The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid event:``; no
-``cpu``: a recording of some processes, not the whole machine, has none to print)."""
+PERF_SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
+"""The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid time: event:``;
+no ``cpu``: a recording of some processes, not the whole machine, has none to print)."""
 
-# "comm  pid/tid [cpu] event:" ([cpu] only when asked for) -- comm may hold spaces and slashes
-# ("CPU 0/KVM", "kworker/0:1"): it is everything before the first whitespace-led "pid/tid".
-_HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s")
+# "comm  pid/tid [cpu] [time:] event:" ([cpu], time only when asked for) -- comm may hold
+# spaces and slashes ("CPU 0/KVM", "kworker/0:1"): it is everything before the first
+# whitespace-led "pid/tid".
+_HEADER = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s"
+                     r"(?:\s*(?:\[\d+\]\s+)?(?P<time>\d+\.\d+):)?")
 # "\tADDR SYMBOL (DSO)": the symbol may itself hold spaces and parentheses (C++), the DSO is the
 # last parenthesised group.
 _FRAME = re.compile(r"^\s+(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
@@ -62,6 +64,8 @@ class Folded:
     forks: list[tuple[int, int]] = field(default_factory=list)
     """(parent, child) process ids of the processes forked while perf recorded (new threads
     and the records perf synthesised for processes alive at its start are left out)."""
+    outside_window: int = 0
+    """Samples left out because they were taken outside the window asked for."""
 
     def workload(self, root: int, exclude: Collection[int] = ()) -> WorkloadStacks:
         """The stacks of the processes that ``root`` forked while perf recorded, and of their
@@ -138,19 +142,32 @@ def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
     return name, not unresolved
 
 
-def fold_perf_script(lines: Iterable[str]) -> Folded:
+def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = None
+                     ) -> Folded:
     """Fold ``perf script -F PERF_SCRIPT_FIELDS`` output (samples separated by blank lines;
-    within a sample the leaf frame first, as perf prints it)."""
+    within a sample the leaf frame first, as perf prints it). ``window``: keep only the
+    samples whose time (perf's clock, seconds) is within it; a sample without a time is kept.
+    Task events are read whatever their time: the process tree needs every fork."""
     folded = Folded()
     comm: str | None = None
     pid = -1
-    frames: list[str] = []
+    when: float | None = None
+    frames: list[tuple[str, str | None]] = []  # (folded name, DSO when perf did not resolve it)
 
     def flush() -> None:
         if comm is None:
             return
+        if window is not None and when is not None and not window[0] <= when <= window[1]:
+            folded.outside_window += 1
+            return
         folded.samples += 1
-        stack = ";".join([comm.replace(";", ":").replace(" ", "_"), *reversed(frames)])
+        folded.frames += len(frames)
+        for _, unresolved_dso in frames:
+            if unresolved_dso is not None:
+                folded.unresolved_frames += 1
+                folded.unresolved_by_dso[unresolved_dso] += 1
+        stack = ";".join([comm.replace(";", ":").replace(" ", "_"),
+                          *(name for name, _ in reversed(frames))])
         folded.stacks[stack] += 1
         folded.pid_stacks[(pid, stack)] += 1
 
@@ -166,11 +183,7 @@ def fold_perf_script(lines: Iterable[str]) -> Folded:
         if frame is not None and comm is not None:
             addr = int(frame["addr"], 16)
             name, resolved = _frame_name(frame["sym"], frame["dso"], addr)
-            folded.frames += 1
-            if not resolved:
-                folded.unresolved_frames += 1
-                folded.unresolved_by_dso[frame["dso"] or "[unknown]"] += 1
-            frames.append(name)
+            frames.append((name, None if resolved else frame["dso"] or "[unknown]"))
             continue
         task = _TASK.match(line)
         if task is not None:  # --show-task-events: one line, no call chain
@@ -186,5 +199,6 @@ def fold_perf_script(lines: Iterable[str]) -> Folded:
             flush()  # a sample without call chain ends where the next header starts
             comm, frames = header["comm"].strip() or "[unknown]", []
             pid = int(header["pid"])
+            when = float(header["time"]) if header["time"] else None
     flush()
     return folded

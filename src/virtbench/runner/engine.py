@@ -402,6 +402,7 @@ class Runner:
             with self.profiler.trial(key.workload_id, key.repetition, key.warmup,
                                      ctx.target) as profile:  # docs/explain.md
                 result = run_with_time_limit(workload.run, ctx, self.time_limits[key.workload_id])
+                profile.window = result.window
             declared = {m.name: m for m in workload.metrics}
             undeclared = sorted({m.metric for m in result.measurements} - set(declared))
             if undeclared:

@@ -56,6 +56,10 @@ class TrialResult:
     measurements: list[Measurement]
     artifacts: list[Artifact] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)
+    window: tuple[float, float] | None = None
+    """The measured section (start, end) on CLOCK_MONOTONIC of the machine the trial ran on,
+    when the workload times a part of its run (a probe's timed loop): a profile of a trial
+    that ran on the profiling machine keeps only that section's stacks (docs/explain.md)."""
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,22 @@ from typing import Any
 from virtbench.model import VirtbenchError
 from virtbench.targets.base import CommandFailed, Target
 
-__all__ = ["probe_source", "run_probe"]
+__all__ = ["probe_source", "probe_window", "run_probe"]
 
 
 def probe_source(package: str, script: str) -> str:
     return files(package).joinpath(script).read_text()
+
+
+def probe_window(result: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The probe's timed section, ``"window": [start, end]`` (CLOCK_MONOTONIC seconds), or None
+    when it reported none or something else (a window is a profile's filter, never a value)."""
+    window = result.get("window")
+    if (isinstance(window, list) and len(window) == 2
+            and all(isinstance(t, int | float) and not isinstance(t, bool) for t in window)
+            and 0 <= window[0] <= window[1] < float("inf")):
+        return float(window[0]), float(window[1])
+    return None
 
 
 def run_probe(

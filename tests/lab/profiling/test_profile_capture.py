@@ -93,8 +93,12 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path,
         info = json.loads(bytes(summary["content"]))
         assert set(info) == {"frequency_hz", "duration_s", "samples", "scope",
                              "unresolved_frames_pct", "notes", "workload_comms",
-                             "workload_samples"}
+                             "workload_samples", "window"}
         assert (info["frequency_hz"], info["scope"]) == (99, "system")
+        # the probe's timed loop, on this machine: the stacks are that section's
+        assert info["window"] == "measured section"
+        assert any(n.startswith("stacks of the workload's measured section only")
+                   for n in info["notes"]), info["notes"]
         assert info["samples"] == sum(int(line.rsplit(" ", 1)[1]) for line in lines) > 0
         assert 0 <= info["unresolved_frames_pct"] <= 100
         # the workload's stacks: those of the probe process the trial started, a part of all

@@ -10,6 +10,7 @@ from virtbench.profiling.capture import (
     Profiler,
     ProfileSettings,
     _scope,
+    _Session,
     find_qemu_pid,
     perf_error,
 )
@@ -125,3 +126,19 @@ def test_the_qemu_process_of_a_domain_is_found_by_its_name(tmp_path: Path) -> No
 @pytest.mark.parametrize("scope", ["auto", "system"])
 def test_scope_system_and_auto_on_the_host(scope: str) -> None:
     assert _scope(ProfileSettings(scope=scope), None).record_args == ["-a"]
+
+
+def _session(lab_target: object) -> _Session:
+    profiler = Profiler(LocalTarget(), {"w": ProfileSettings()}, {"w": 60.0})
+    return _Session(profiler, ProfileSettings(), "w", 0, lab_target)  # type: ignore[arg-type]
+
+
+def test_a_window_is_kept_only_for_a_trial_on_this_machines_clock() -> None:
+    window = (100.0, 101.5)
+    assert _session(None)._window(window) == window  # the experiment's (local) target
+    assert _session(LocalTarget())._window(window) == window
+    assert _session(LocalTarget())._window(None) is None
+    assert _session(LocalTarget())._window((5.0, 4.0)) is None  # an end before its start
+    # a guest's or an SSH host's monotonic clock is not the one perf's samples are on
+    assert _session(LibvirtGuestTarget(None, "vbtest-domain"))._window(window) is None
+    assert _session(FakeTarget())._window(window) is None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from virtbench.profiling.folded import fold_perf_script
+from virtbench.profiling.folded import Folded, fold_perf_script
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "perf"
 
@@ -110,3 +111,41 @@ def test_the_workload_is_what_the_root_forked_while_perf_recorded() -> None:
     assert sum(c for _s, c in _lines(workload.text())) == workload.samples
     assert folded.workload(20198, exclude={20212}).pids == set()
     assert folded.workload(0).pids == set()  # the idle task forks nothing in a recording
+
+
+WINDOW_PROBE = 27102  # the probe's process in crc32c-window.txt (tests/data/perf/README.md)
+
+
+def _probe_share(folded: Folded, leaf: str) -> float:
+    probe = {stack: n for (pid, stack), n in folded.pid_stacks.items() if pid == WINDOW_PROBE}
+    return sum(n for stack, n in probe.items() if stack.endswith(leaf)) / sum(probe.values())
+
+
+def test_a_window_keeps_only_the_samples_of_the_probes_timed_loop() -> None:
+    lines = (DATA / "crc32c-window.txt").read_text().splitlines()
+    window = tuple(json.loads((DATA / "crc32c-window.json").read_text()))
+    whole, timed = fold_perf_script(lines), fold_perf_script(lines, window)
+    assert whole.samples == 349 and whole.outside_window == 0
+    assert timed.samples == 187 and timed.samples + timed.outside_window == whole.samples
+    assert timed.forks == whole.forks  # task events count whatever their time
+    assert timed.frames < whole.frames  # frames of the samples kept only
+    # The probe's start-up (Python, the random buffer) dilutes its routine over the whole
+    # process; within its timed loop the routine is nearly every sample.
+    assert _probe_share(whole, "_crc32c_sw_slicing_by_8") < 0.6
+    assert _probe_share(timed, "_crc32c_sw_slicing_by_8") > 0.95
+
+
+def test_sample_times_are_read_and_a_sample_without_one_is_kept() -> None:
+    text = """\
+python3 10/10 100.500000: cpu-clock:
+\t    1000 inside (/usr/bin/python3)
+
+python3 10/10 [001] 101.500000: cpu-clock:
+\t    1000 after (/usr/bin/python3)
+
+python3 10/10 cpu-clock:
+\t    1000 untimed (/usr/bin/python3)
+"""
+    folded = fold_perf_script(text.splitlines(), (100.0, 101.0))
+    assert dict(folded.stacks) == {"python3;inside": 1, "python3;untimed": 1}
+    assert folded.outside_window == 1

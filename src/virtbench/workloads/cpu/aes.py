@@ -12,7 +12,7 @@ from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, openssl_realisation
-from virtbench.workloads.probe import run_probe
+from virtbench.workloads.probe import probe_window, run_probe
 
 __all__ = ["WORKLOADS", "AesWorkload", "study_plaintext"]
 
@@ -82,7 +82,8 @@ class AesWorkload(Workload):
         measurements = [Measurement(m.name, float(result[m.name]))
                         for m in self.active_metrics() if m.name in result]
         return TrialResult(measurements,
-                           artifacts=[Artifact("probe.json", raw.encode(), "application/json")])
+                           artifacts=[Artifact("probe.json", raw.encode(), "application/json")],
+                           window=probe_window(result))
 
 
 WORKLOADS = (AesWorkload,)

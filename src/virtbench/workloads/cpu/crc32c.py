@@ -12,7 +12,7 @@ from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
 from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, crc32c_realisation, feature_set
-from virtbench.workloads.probe import run_probe
+from virtbench.workloads.probe import probe_window, run_probe
 
 __all__ = ["WORKLOADS", "Crc32cWorkload"]
 
@@ -57,6 +57,7 @@ class Crc32cWorkload(Workload):
                           Measurement("throughput_Bps", size / per_checksum)],
             artifacts=[Artifact("probe.json", raw.encode(), "application/json")],
             notes={"crc32c_path": "hardware" if result["hardware_based"] else "software"},
+            window=probe_window(result),
         )
 
 
