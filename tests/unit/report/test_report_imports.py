@@ -1,7 +1,8 @@
 """What a plain report imports (issue "plan": `virtbench report` of a small store within 0.6 s
 of CPU beyond the interpreter): SciPy's statistics module (about a second of import) only when a
 report runs a test that needs it (Shapiro–Wilk and Mann–Whitney: two variants with three values
-or more each), and SciPy itself not at all when no interval or comparison is computed."""
+or more each), and SciPy itself not at all when no interval or comparison is computed; nor the
+YAML reader or the capacity search's model when no search and no compare_by are stored."""
 
 from __future__ import annotations
 
@@ -53,10 +54,13 @@ def _store(path: Path, variants: list[str], reps: int) -> Path:
     return path
 
 
+NO_SEARCH = ["ruamel.yaml", "virtbench.search.spec"]
+
+
 @pytest.mark.parametrize(("variants", "reps", "absent"), [
-    (["a"], 2, ["scipy", "scipy.stats"]),  # no interval (n < 3), nothing compared
-    (["a"], 5, ["scipy.stats"]),  # intervals: t quantiles from scipy.special
-    (["a", "b"], 2, ["scipy.stats"]),  # compared: Welch's test (no normality test below n = 3)
+    (["a"], 2, ["scipy", "scipy.stats", *NO_SEARCH]),  # no interval (n < 3), nothing compared
+    (["a"], 5, ["scipy.stats", *NO_SEARCH]),  # intervals: t quantiles from scipy.special
+    (["a", "b"], 2, ["scipy.stats", *NO_SEARCH]),  # Welch's test (Shapiro-Wilk from n = 3)
 ])
 def test_a_plain_report_imports_no_more_of_scipy_than_it_uses(
         tmp_path: Path, variants: list[str], reps: int, absent: list[str]) -> None:
