@@ -1,4 +1,9 @@
-"""Comparing two samples: speedup and percent change with CIs, significance tests, Holm."""
+"""Comparing two samples: speedup and percent change with CIs, significance tests, Holm.
+
+Normal and t quantiles come from scipy.special (ndtri, ndtr, stdtrit: the functions
+scipy.stats.norm and scipy.stats.t call), imported when a comparison is computed (a quarter of a
+second: a report of one variant makes none); scipy.stats itself, whose import costs about a
+second, only by the tests that need it (Shapiro–Wilk, Mann–Whitney), when they run."""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
 
 from virtbench.model import Better
 from virtbench.stats._sample import (
@@ -75,8 +79,12 @@ class Significance:
 
 
 def _t_quantile(confidence: float, df: float) -> float:
+    """scipy.stats.norm.ppf(q) for infinite df, else scipy.stats.t.ppf(q, df), q = ½ + conf/2
+    (nan for df ≤ 0 or nan, as t.ppf)."""
+    from scipy import special
+
     q = 0.5 + confidence / 2.0
-    return float(sps.norm.ppf(q)) if math.isinf(df) else float(sps.t.ppf(q, df))
+    return float(special.ndtri(q)) if math.isinf(df) else float(special.stdtrit(df, q))
 
 
 def _ratio_parts(num: FloatArray, den: FloatArray) -> tuple[float, float, float, float, float]:
@@ -170,7 +178,9 @@ def _bca_probs(
     share = (np.count_nonzero(boot < r) + np.count_nonzero(boot <= r)) / (2.0 * boot.size)
     if not 0.0 < share < 1.0:
         return None
-    z0 = float(sps.norm.ppf(share))
+    from scipy import special
+
+    z0 = float(special.ndtri(share))  # norm.ppf
     # acceleration from the jackknife, one sample at a time, as scipy.stats.bootstrap does
     sx, sy, nx, ny = float(np.sum(x)), float(np.sum(y)), x.size, y.size
     jack_x = ((sx - x) / (nx - 1)) / (sy / ny)
@@ -182,9 +192,9 @@ def _bca_probs(
         den += float(np.sum(d**2))
     a = num / (6.0 * den**1.5) if den > 0.0 else 0.0
     probs = []
-    for z_alpha in (float(sps.norm.ppf(alpha / 2.0)), float(sps.norm.ppf(1.0 - alpha / 2.0))):
+    for z_alpha in (float(special.ndtri(alpha / 2.0)), float(special.ndtri(1.0 - alpha / 2.0))):
         shift = z0 + z_alpha
-        probs.append(float(sps.norm.cdf(z0 + shift / (1.0 - a * shift))))
+        probs.append(float(special.ndtr(z0 + shift / (1.0 - a * shift))))  # norm.cdf
     if not all(math.isfinite(p) for p in probs):
         return None
     return probs
@@ -293,6 +303,8 @@ def mann_whitney_test(a: SampleLike, b: SampleLike) -> Significance:
     if pair is None:
         return Significance("mann-whitney", math.nan, math.nan)
     x, y = pair
+    from scipy import stats as sps  # a second of import, paid when a test is run
+
     res = sps.mannwhitneyu(x, y, alternative="two-sided")
     return Significance("mann-whitney", float(res.statistic), float(res.pvalue))
 
@@ -303,6 +315,8 @@ def looks_normal(values: SampleLike, alpha: float = NORMALITY_ALPHA) -> bool:
     x = as_sample(values)
     if x.size < 3 or x.size > SHAPIRO_MAX or np.ptp(x) == 0.0:
         return True
+    from scipy import stats as sps  # a second of import, paid when a test is run
+
     return bool(sps.shapiro(x).pvalue >= alpha)
 
 

@@ -14,7 +14,6 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from virtbench.model import Domain
 from virtbench.stats._sample import FloatArray, resampled_means
@@ -39,7 +38,11 @@ class MeanInterval:
 
 
 def _t(confidence: float, n: int) -> float:
-    # stdtrit is t.ppf without importing scipy.stats (seconds of `history`'s start-up)
+    # stdtrit is t.ppf without importing scipy.stats (seconds of `history`'s start-up); and
+    # scipy.special is imported by the first interval (a quarter of a second of `report`'s
+    # start-up that a report without intervals never needs)
+    from scipy import special
+
     return float(special.stdtrit(n - 1, 0.5 + confidence / 2.0))
 
 

@@ -1,4 +1,7 @@
-"""Ordinary least squares of a metric on a numeric knob (e.g. time vs background load)."""
+"""Ordinary least squares of a metric on a numeric knob (e.g. time vs background load).
+
+scipy.stats (linregress) is imported when a line is fitted, not with this module: its import
+costs about a second, which every command importing the statistics would pay."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence
 
@@ -37,6 +39,8 @@ def linear_fit(x: SampleLike, y: SampleLike, confidence: float = 0.95) -> Linear
         raise ValueError(f"x, y: need at least 2 points for a line, got {n}")
     if np.ptp(xa) == 0.0:
         raise ValueError("x: all values are identical; the slope is undefined")
+    from scipy import stats as sps  # a second of import, paid when a line is fitted
+
     res = sps.linregress(xa, ya)
     slope = float(res.slope)
     if n < 3:

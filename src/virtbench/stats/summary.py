@@ -7,7 +7,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from virtbench.model import Domain
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence
@@ -92,6 +91,10 @@ def percentile_ci(
     if n == 0:
         raise ValueError("values: cannot take a quantile of an empty sample")
     alpha = 1.0 - confidence
+    # scipy.stats, imported here: a second of import that only a quantile's interval needs (the
+    # binomial quantile of scipy.special, bdtrik, is another algorithm, not binom.ppf's)
+    from scipy import stats as sps
+
     lo_rank = int(sps.binom.ppf(alpha / 2.0, n, q))  # 1-based rank; 0 means unattainable
     hi_rank = int(sps.binom.ppf(1.0 - alpha / 2.0, n, q)) + 1
     # guard against ppf returning a rank whose cdf is just below α/2 through rounding

@@ -25,7 +25,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
@@ -702,6 +701,10 @@ class Store:
         """
         labels = s.samples.c.labels_json
         if self.engine.dialect.name == "postgresql":
+            # here, not at the top: the PostgreSQL dialect's import is a tenth of the start-up
+            # of a command on a SQLite store (`virtbench runs`), which never needs it
+            from sqlalchemy.dialects.postgresql import JSONB
+
             series = cast(labels, JSONB)["series"].astext
         else:
             series = func.json_extract(labels, "$.series")

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from virtbench.analysis import Analysis
-from virtbench.inputs.yamlfile import YamlInputError, load_yaml
 from virtbench.model import Better, Metric
 from virtbench.packetgen import frame_mix
 from virtbench.report.formatting import fmt_num, fmt_value
 from virtbench.report.sections import Section, SectionPlugin
 from virtbench.search import SearchResult, TraceEntry, trace_problems
-from virtbench.search.spec import SearchSpec
+
+if TYPE_CHECKING:
+    from virtbench.search.spec import SearchSpec
 
 __all__ = ["SECTIONS", "capacity_sections"]
 
@@ -89,6 +89,13 @@ def _below(analysis: Analysis, variant: str, wid: str, steps: list[Step]) -> Sec
 
 def _search_specs(analysis: Analysis) -> dict[str, SearchSpec]:
     """Each searched workload's ``search:`` block, from the stored experiment files."""
+    # Here, not at the top: every report builds this section (it is empty without a search),
+    # and the YAML reader and the pydantic model are a twentieth of a second of its start-up.
+    from pydantic import ValidationError
+
+    from virtbench.inputs.yamlfile import YamlInputError, load_yaml
+    from virtbench.search.spec import SearchSpec
+
     specs: dict[str, SearchSpec] = {}
     for run in analysis.runs:
         try:  # bounded: an imported run's text may be hostile (nested aliases)
