@@ -7,7 +7,8 @@ The reference is the interpreter itself: nothing a user could pick starts a Pyth
 less. CPU time (user + system of the child, from wait4) rather than wall time, since the
 machine is shared; the median of ROUNDS rounds and its min–max are given.
 
-Run: .venv/bin/python benchmarks/cli_startup.py
+Run: .venv/bin/python benchmarks/cli_startup.py (in a checkout without a .venv: PYTHONPATH=src
+ANY/.venv/bin/python benchmarks/cli_startup.py, which runs `python -m virtbench`)
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ from _common import REPO, temp_dir
 from record import record
 
 ROUNDS = 7
-PYTHON = str(REPO / ".venv" / "bin" / "python")
-VIRTBENCH = str(REPO / ".venv" / "bin" / "virtbench")
+_VENV = REPO / ".venv" / "bin"
+# A checkout without a .venv of its own (a git worktree run with another checkout's interpreter
+# and PYTHONPATH=src) starts the same entry point as `python -m virtbench`.
+PYTHON = str(_VENV / "python") if (_VENV / "python").exists() else sys.executable
+VIRTBENCH = ([str(_VENV / "virtbench")] if (_VENV / "virtbench").exists()
+             else [PYTHON, "-m", "virtbench"])
 CPU_SPEC = "name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n"
 
 
@@ -44,7 +49,7 @@ def _small_store(work: Path) -> Path:
     spec.write_text(CPU_SPEC.replace("size_mib: 1", "size_mib: 1, loops: 1")
                     + "repetitions: 2\nwarmup: 0\n")
     store = work / "small.db"
-    subprocess.run([VIRTBENCH, "run", str(spec), "--store", str(store), "--quiet"], check=True,
+    subprocess.run([*VIRTBENCH, "run", str(spec), "--store", str(store), "--quiet"], check=True,
                    capture_output=True, timeout=600)
     return store
 
@@ -56,13 +61,13 @@ def main() -> None:
         spec.write_text(CPU_SPEC)
         store = _small_store(work)
         commands = {
-            "`virtbench --help`": ([VIRTBENCH, "--help"], 0.35),
+            "`virtbench --help`": ([*VIRTBENCH, "--help"], 0.35),
             "`virtbench run FILE --check` (cpu.crc32c)":
-                ([VIRTBENCH, "run", str(spec), "--check", "--store", str(work / "c.db")], 0.35),
+                ([*VIRTBENCH, "run", str(spec), "--check", "--store", str(work / "c.db")], 0.35),
             "`virtbench runs` (small SQLite store)":
-                ([VIRTBENCH, "runs", "--store", str(store)], 0.6),
+                ([*VIRTBENCH, "runs", "--store", str(store)], 0.6),
             "`virtbench report` (small SQLite store)":
-                ([VIRTBENCH, "report", "--store", str(store)], 0.6),
+                ([*VIRTBENCH, "report", "--store", str(store)], 0.6),
         }
         bare: list[float] = []
         times: dict[str, list[float]] = {name: [] for name in commands}
