@@ -91,7 +91,7 @@ def _all_counters(store_path: Path, base_ref: str, new_ref: str) -> dict[str, di
     """Every `profile.` counter compared as `compare --explain` compares them (the same call,
     compare_runs(diagnostics=True); no noise profile is stored), the unchanged ones included:
     --explain lists only those whose interval excludes 1."""
-    from virtbench.cli_decide import _opener
+    from virtbench.cli.decide import _opener
     from virtbench.decide.compare import compare_runs
     from virtbench.decide.runs import load_run
 

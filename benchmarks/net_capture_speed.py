@@ -247,7 +247,7 @@ def main() -> None:
         "(`capture_scan.scan_capture`: one pass of C over the mapped file assigns every packet "
         "a 5-tuple flow and sums per flow its counts, first/last time and the studies' delay, "
         "jitter, throughput); the whole command adds the start-up of Python and the parse "
-        "command (virtbench.cli_entry runs a plain parse without building the app; no numpy) "
+        "command (virtbench.cli.entry runs a plain parse without building the app; no numpy) "
         "and the JSON output — the comparison a user makes, since the references are whole "
         "processes too.\n\n"
         + "\n".join(sections)

@@ -34,7 +34,7 @@ stamp=$( { echo "$extras"; python3 --version; cat pyproject.toml src/virtbench/n
   scripts/install.sh scripts/build_capture_kernels.py src/virtbench/net_qos/capture_kernels.py; } \
   | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ] \
-   && .venv/bin/python -c "import virtbench.cli, virtbench.net_qos._capscan" 2>/dev/null; then
+   && .venv/bin/python -c "import virtbench.cli.entry, virtbench.net_qos._capscan" 2>/dev/null; then
   echo "virtbench installed: up to date (.venv/bin/virtbench)"
   exit 0
 fi

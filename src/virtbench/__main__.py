@@ -1,5 +1,5 @@
 """`python -m virtbench ...`, the same as the `virtbench` command."""
 
-from virtbench.cli_entry import main
+from virtbench.cli.entry import main
 
 main()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.store import Store
 
 # A bound for a hang, not a speed: generous for a loaded 2-core machine.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.preflight import HostReader
 from virtbench.preflight.ownership import RunProcesses, foreign_ticks
 

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 from waits import communicate, kill
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.store import Store
 
 libvirt = pytest.importorskip("libvirt")
@@ -159,7 +159,7 @@ def _start_probe_run(tmp_path: Path, lab_root: Path) -> subprocess.Popen[bytes]:
     """A long probe run in a child, returned once its loop device and namespaces exist."""
     # The child gets Python's own Ctrl-C handler back (a background shell may have ignored it).
     code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-            "from virtbench.cli import main; sys.argv[0] = 'virtbench'; main()")
+            "from virtbench.cli.root import main; sys.argv[0] = 'virtbench'; main()")
     child = subprocess.Popen([sys.executable, "-c", code, "run",
                               str(_experiment(tmp_path, 50)), "--store", str(tmp_path / "p.db")],
                              env=os.environ | {"VIRTBENCH_LAB_ROOT": str(lab_root)},

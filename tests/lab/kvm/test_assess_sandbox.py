@@ -18,7 +18,7 @@ import pytest
 from kvm_debian_guest import CACHE
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.kvm.hostcpu import cpuinfo_flags
 from virtbench.kvm.sandbox import Sandbox, SandboxInfo
 from virtbench.targets.base import CommandFailed

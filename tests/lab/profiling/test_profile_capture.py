@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.runner import Runner
 from virtbench.spec import parse_experiment
 from virtbench.store import Store

@@ -21,7 +21,7 @@ from virtbench.assess.measure import (
     plan_whatif,
 )
 from virtbench.assess.probes import probe_problems, probes_for
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.model import VirtbenchError
 from virtbench.spec.loader import parse_experiment
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.cli_entry import PlainParse, plain_parse
+from virtbench.cli.entry import PlainParse, plain_parse
 
 DATA = Path(__file__).parents[2] / "data"
 PCAP = DATA / "pcap" / "two_flows_us.pcap"
@@ -82,7 +82,7 @@ PROBE = """
 import json, sys
 args, candidates = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 sys.argv = ["virtbench", *args]
-from virtbench.cli_entry import main
+from virtbench.cli.entry import main
 try:
     main()
 finally:
@@ -149,8 +149,8 @@ def test_a_lazy_group_says_what_the_group_says() -> None:
     reaches its real commands."""
     from typer.testing import CliRunner
 
-    from virtbench.cli import app
-    from virtbench.cli_lazy import LazyRootGroup
+    from virtbench.cli.lazy import LazyRootGroup
+    from virtbench.cli.root import app
 
     for group in LazyRootGroup.lazy_groups:
         real = group.real()

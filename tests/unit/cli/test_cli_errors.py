@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import subprocess
 
-from virtbench.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, Failure, classify
+from virtbench.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, Failure, classify
 from virtbench.model import RunFailed, VirtbenchError
 from virtbench.targets.base import CommandFailed, ProcResult
 

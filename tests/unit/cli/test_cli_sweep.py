@@ -14,7 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.store import Store
 
 # Commands that would start something long-lived or measure for minutes with valid defaults:

@@ -21,8 +21,11 @@ import pytest
 from served import BASE_URL
 from typer.testing import CliRunner
 
-from virtbench import cli, cli_decide, cli_errors, safetext
-from virtbench.cli import app
+from virtbench import safetext
+from virtbench.cli import decide as cli_decide
+from virtbench.cli import errors as cli_errors
+from virtbench.cli import root as cli
+from virtbench.cli.root import app
 from virtbench.model import Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
 
@@ -294,7 +297,7 @@ def test_parse_json_is_strict_for_a_tool_output_with_non_finite_figures(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: float) -> None:
     """`parse --json` printed a bare NaN (not JSON) for such a file. Either the parser refuses
     the figure (exit 2) or the JSON is strict and every missing value's status says why."""
-    from virtbench.cli_entry import _run, plain_parse
+    from virtbench.cli.entry import _run, plain_parse
 
     document = json.loads((DATA / "iperf3" / "iperf3.12-tcp-loopback.json").read_text())
     document["end"]["sum_received"]["bits_per_second"] = bad

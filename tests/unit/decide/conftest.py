@@ -23,7 +23,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> CliRun:
     """Run `virtbench ARGS` through its real entry point; (exit code, stdout, stderr)."""
-    from virtbench import cli as cli_module
+    from virtbench.cli import root as cli_module
 
     def run(*args: str) -> tuple[int, str, str]:
         monkeypatch.setattr(sys, "argv", ["virtbench", *args])

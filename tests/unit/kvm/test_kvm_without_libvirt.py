@@ -13,7 +13,7 @@ import pytest
 
 BLOCK_LIBVIRT = (
     "import sys; sys.modules['libvirt'] = None; sys.modules['libvirt_qemu'] = None\n"
-    "from virtbench.cli import main\n"
+    "from virtbench.cli.root import main\n"
     "sys.argv = ['virtbench', *sys.argv[1:]]\n"
     "main()\n"
 )

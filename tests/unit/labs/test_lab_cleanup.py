@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from virtbench import plugins
-from virtbench.cli import app
+from virtbench.cli.root import app
 from virtbench.labs import cleanup
 from virtbench.labs.base import Lab, LabState, Manifest
 from virtbench.plugins import all_labs

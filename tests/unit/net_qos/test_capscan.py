@@ -267,7 +267,7 @@ def test_the_command_imports_no_numpy(tmp_path: Path) -> None:
     """`virtbench parse pcap FILE --json` runs without numpy, rich, pydantic or dataclasses
     (which imports inspect): their import alone costs about as long as tcpdump's whole read of
     a 1M-packet file."""
-    probe = ("import sys; from virtbench.cli_entry import main; sys.argv = ['virtbench', "
+    probe = ("import sys; from virtbench.cli.entry import main; sys.argv = ['virtbench', "
              f"'parse', 'pcap', {str(DATA / 'two_flows.pcapng')!r}, '--json'];\n"
              "try:\n main()\nexcept SystemExit:\n pass\n"
              "print(sorted({m.split('.')[0] for m in sys.modules} & "

@@ -37,7 +37,7 @@ def test_every_declared_knob_has_a_meaning_and_says_what_it_accepts() -> None:
     # The listing a user reads: `virtbench labs --json` / `workloads --json` show every knob.
     from typer.testing import CliRunner
 
-    from virtbench.cli import app
+    from virtbench.cli.root import app
 
     for command, found in (("labs", all_labs()), ("workloads", all_workloads())):
         result = CliRunner().invoke(app, [command, "--json"])
@@ -93,7 +93,7 @@ def test_labs_command_lists_every_param_with_its_default() -> None:
 
     from typer.testing import CliRunner
 
-    from virtbench.cli import app
+    from virtbench.cli.root import app
 
     result = CliRunner().invoke(app, ["labs", "--json"])
     assert result.exit_code == 0, result.output

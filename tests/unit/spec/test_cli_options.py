@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from virtbench.cli import app
+from virtbench.cli.root import app
 
 GOOD = "name: good\nvariants: [{name: a}]\nworkloads: [{name: exec.noop}]\nrepetitions: 2\n" \
        "warmup: 0\n"

@@ -45,7 +45,7 @@ def write(document: dict[str, Any], path: Path) -> Path:
 
 
 def cli(*args: str) -> Result:
-    from virtbench.cli import app
+    from virtbench.cli.root import app
 
     return CliRunner().invoke(app, list(args))
 

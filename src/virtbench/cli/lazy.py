@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from virtbench.cli_errors import ErrorReportingGroup
+from virtbench.cli.errors import ErrorReportingGroup
 
 __all__ = ["LazyGroup", "LazyRootGroup"]
 

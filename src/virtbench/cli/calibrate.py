@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from virtbench import __version__, safetext
-from virtbench.cli_options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parser
+from virtbench.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parser
 from virtbench.model import RunFailed, VirtbenchError
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def calibrate(
     interleaved in blocks, estimate per workload · metric how much results vary within a run
     and drift between runs, store that noise profile for this host and experiment file
     (`compare` uses it), and show the smallest regression the gate can detect."""
-    from virtbench import cli
-    from virtbench.cli_progress import RichProgress
+    from virtbench.cli import root as cli
+    from virtbench.cli.progress import RichProgress
     from virtbench.decide.calibration import build_profile, plan_document
     from virtbench.decide.runs import experiment_digest, load_run
     from virtbench.preflight import NoiseWatch

@@ -15,8 +15,8 @@ from rich.table import Table
 
 from virtbench import safetext
 from virtbench.assess.cli import assess as assess_cmd
-from virtbench.cli_lazy import LazyGroup, LazyRootGroup
-from virtbench.cli_options import (
+from virtbench.cli.lazy import LazyGroup, LazyRootGroup
+from virtbench.cli.options import (
     DEFAULT_SERVE_PORT,
     DEFAULT_STORE,
     JsonOpt,
@@ -77,7 +77,7 @@ def _hosts_app() -> typer.Typer:
     return hosts_app
 
 
-# Loaded when used (virtbench.cli_lazy); their help here is the groups' own (a test compares).
+# Loaded when used (virtbench.cli.lazy); their help here is the groups' own (a test compares).
 LazyRootGroup.lazy_groups = (
     LazyGroup("kvm", "Guest CPU flags of libvirt/KVM domains: inventory, tune, rollback.",
               _kvm_app),
@@ -160,7 +160,7 @@ def run(
 
     plan = build_plan(resolved)
     if check:
-        from virtbench.cli_plan import print_plan
+        from virtbench.cli.plan import print_plan
         from virtbench.runner import check_experiment
 
         problems = check_experiment(plan)
@@ -186,7 +186,7 @@ def run(
                                  f"{experiment} --resume {info.calibration}` continues it")
         refuse_if_running(info)
         resume = info.id
-    from virtbench.cli_progress import RichProgress
+    from virtbench.cli.progress import RichProgress
     from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner
 
@@ -265,7 +265,7 @@ def _report(run_ids: list[str], st: Any, fmt: str, output: Path | None,
     run_ids = _distinct_runs(st, run_ids)
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
     if len(run_ids) > 1:
-        from virtbench.cli_decide import warn_if_not_comparable
+        from virtbench.cli.decide import warn_if_not_comparable
 
         warn_if_not_comparable(st, run_ids, err)
     sections = [] if fmt == "csv" else build_sections(analysis)  # CSV: the result table only
@@ -490,7 +490,7 @@ def parse(
         help="pcap only: udp, tcp, tcp:5201 or PROTO:SRC:SPORT:DST:DPORT")] = None,
 ) -> None:
     """Turn a saved tool output (or a pcap/pcapng capture, per flow) into normalised metrics."""
-    from virtbench.cli_parse import parse_command
+    from virtbench.cli.parsing import parse_command
 
     parse_command(tool, file, as_json, flow)
 
@@ -546,8 +546,8 @@ def import_cmd(
 
 
 def _register_decide() -> None:
-    from virtbench import cli_calibrate
-    from virtbench import cli_decide as decide_cli
+    from virtbench.cli import calibrate as cli_calibrate
+    from virtbench.cli import decide as decide_cli
 
     app.command(cls=decide_cli.SidesCommand)(decide_cli.compare)
     app.command()(decide_cli.history)

@@ -2,7 +2,7 @@
 measurements, printed as a table or as JSON.
 
 Called by the command of the full app (virtbench.cli.parse, which declares the options) and
-straight from the entry point (virtbench.cli_entry), which skips the app for a plain call. So
+straight from the entry point (virtbench.cli.entry), which skips the app for a plain call. So
 only what a parse needs is imported here; rich only for a table or a warning.
 """
 
@@ -20,11 +20,11 @@ __all__ = ["measurement_json", "parse_command", "print_notes"]
 def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> None:
     """``virtbench parse TOOL FILE [--json] [--flow SPEC]`` (its options: virtbench.cli.parse)."""
     if tool == "pcap":
-        from virtbench.cli_pcap import parse_pcap_command
+        from virtbench.cli.pcap import parse_pcap_command
 
         parse_pcap_command(file, flow, as_json)
         return
-    from virtbench.cli_input import parse_input, read_input_bytes
+    from virtbench.cli.input import parse_input, read_input_bytes
     from virtbench.plugins import get_parser
 
     parser = get_parser(tool)

@@ -38,7 +38,7 @@ def main() -> None:
     keep_ignoring_sigint_but_not_in_children()
     call = plain_parse(sys.argv[1:], os.environ.get("VIRTBENCH_DEBUG", ""))
     if call is None:
-        from virtbench.cli import main as app
+        from virtbench.cli.root import main as app
 
         app()
         return
@@ -79,16 +79,16 @@ def plain_parse(args: Sequence[str], debug_env: str) -> PlainParse | None:
 
 
 def _run(call: PlainParse) -> int:
-    """The exit code, failures reported as the app reports them (virtbench.cli_errors)."""
+    """The exit code, failures reported as the app reports them (virtbench.cli.errors)."""
     try:
-        from virtbench.cli_parse import parse_command
+        from virtbench.cli.parsing import parse_command
 
         parse_command(call.tool, call.file, call.as_json, call.flow)
     except BrokenPipeError:  # `virtbench parse ... | head`: as click does, quietly
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the exit
         return 1
     except (Exception, KeyboardInterrupt) as exc:
-        from virtbench.cli_errors import report
+        from virtbench.cli.errors import report
 
         return report(exc, call.debug)
     return 0

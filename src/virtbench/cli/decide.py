@@ -14,7 +14,7 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from virtbench import safetext
-from virtbench.cli_options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
+from virtbench.cli.options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.model import VirtbenchError
 
 __all__ = ["SIDES", "SidesCommand", "compare", "history", "warn_if_not_comparable"]
@@ -181,7 +181,7 @@ def compare(
             raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
                                  "--probability compare exactly two runs (BASE NEW) and print "
                                  "verdicts, not a report")
-        from virtbench import cli
+        from virtbench.cli import root as cli
 
         if strict:
             first, by_run = _differences_many(cli._store(store), runs)

@@ -1,0 +1,1 @@
+"""The `virtbench` command line (docs/cli.md)."""
