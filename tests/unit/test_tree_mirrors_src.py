@@ -1,7 +1,7 @@
 """The unit tests mirror the source tree: tests/unit/<package>/ for each package of
 src/virtbench (tests/unit/report/sections/ for report.sections); a top-level module's tests in
-tests/unit/test_<module>.py, or in a folder of its name when they are many (cli: cli*.py;
-plugins: plugins.py and registry.py). A new package gets its folder, and no folder names
+tests/unit/test_<module>.py, or in a folder of its name when they are many (plugins: plugins.py
+and registry.py). A new package gets its folder, and no folder names
 something that does not exist (docs/contributing.md, "Where a test goes")."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The `calibrate` command (registered by virtbench.cli): A/A runs of an experiment's baseline
-variant, opened first and measured in interleaved blocks (runner/blocks.py) → a noise profile
-(decide/calibration.py) stored for this host and experiment file → the minimum detectable
-effect per workload · metric, as a table or JSON. Exit codes: 0 a profile was stored, 1 a run
-failed, 130 interrupted (the runs stay resumable: --resume), 2 bad input."""
+"""The `calibrate` command: A/A runs of an experiment's baseline variant, opened first and
+measured in interleaved blocks (runner/blocks.py) → a noise profile (decide/calibration.py)
+stored for this host and experiment file → the minimum detectable effect per workload · metric,
+as a table or JSON. Exit codes: 0 a profile was stored, 1 a run failed, 130 interrupted (the
+runs stay resumable: --resume), 2 bad input."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from virtbench import __version__, safetext
-from virtbench.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parser
+from virtbench.cli import consoles
+from virtbench.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parser, open_store
 from virtbench.model import RunFailed, VirtbenchError
 
 if TYPE_CHECKING:
     from virtbench.spec.models import Experiment
     from virtbench.store import RunInfo, Store
 
-__all__ = ["calibrate", "calibration_experiment", "calibration_runs"]
+__all__ = ["app", "calibrate", "calibration_experiment", "calibration_runs"]
 
-console = safetext.console()
-err = safetext.console(stderr=True)
+app = typer.Typer()
 
 
 def calibration_experiment(exp: Experiment, index: int, total: int) -> Experiment:
@@ -80,6 +80,7 @@ def _blocks_done(st: Store, run_ids: list[str]) -> int:
     return max(numbers, default=0)
 
 
+@app.command()
 def calibrate(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
     runs: Annotated[int | None, typer.Option(
@@ -107,7 +108,6 @@ def calibrate(
     interleaved in blocks, estimate per workload · metric how much results vary within a run
     and drift between runs, store that noise profile for this host and experiment file
     (`compare` uses it), and show the smallest regression the gate can detect."""
-    from virtbench.cli import root as cli
     from virtbench.cli.progress import RichProgress
     from virtbench.decide.calibration import build_profile, plan_document
     from virtbench.decide.runs import experiment_digest, load_run
@@ -117,9 +117,10 @@ def calibrate(
     from virtbench.runner.engine import refuse_if_running, sigterm_as_interrupt
     from virtbench.spec import load_resolved
 
+    err = consoles.err
     resolved, text = load_resolved(experiment)  # judged once; each run is its baseline only
     exp = resolved.experiment
-    st = cli._store(store, create=True)
+    st = open_store(store, create=True)
     command = f"virtbench calibrate {experiment}"
 
     def runner(index: int, total: int, run_id: str | None = None,
@@ -266,4 +267,4 @@ def calibrate(
         return
     from virtbench.report.decide_text import render_calibration
 
-    render_calibration(document, console)
+    render_calibration(document, consoles.console)

@@ -1,7 +1,6 @@
-"""The `compare` and `history` commands (registered by virtbench.cli): options → decide →
-terminal, JSON, HTML or a CI format (JUnit, GitHub, GitLab, Markdown: virtbench.report.gate).
-Exit codes of compare: 0 no regression, 1 regression or a row the gate cannot judge, 2 bad
-input."""
+"""`compare` and `history`: options → decide → terminal, JSON, HTML or a CI format (JUnit,
+GitHub, GitLab, Markdown: virtbench.report.gate). Exit codes of compare: 0 no regression, 1
+regression or a row the gate cannot judge, 2 bad input."""
 
 from __future__ import annotations
 
@@ -10,17 +9,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 
 from virtbench import safetext
+from virtbench.cli import consoles
 from virtbench.cli.options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
+from virtbench.cli.options import open_store as store_at
 from virtbench.model import VirtbenchError
 
-__all__ = ["SIDES", "SidesCommand", "compare", "history", "warn_if_not_comparable"]
+__all__ = ["SIDES", "SidesCommand", "app", "compare", "history"]
 
-console = safetext.console()
-err = safetext.console(stderr=True)
+app = typer.Typer()
 
 GATE_FORMATS = ("junit", "github", "gitlab", "markdown")
 """compare BASE NEW --format: the gate's verdicts for a CI system (docs/decide.md, "In CI")"""
@@ -48,9 +47,7 @@ def _opener(location: str) -> Any:
 
     def open_store() -> Any:
         if not opened:
-            from virtbench.store import Store
-
-            opened.append(Store(location, create=False))
+            opened.append(store_at(location))
         return opened[0]
 
     return open_store
@@ -69,25 +66,7 @@ def _refuse_strict(diffs: list[Any], what: str) -> None:
             f"{d.what} ({d.base} → {d.new})" for d in strict))
 
 
-def _differences_many(store: Any, run_refs: list[str]) -> tuple[str, dict[str, list[Any]]]:
-    from virtbench.decide.comparability import differences_many
-    from virtbench.decide.runs import load_run
-
-    runs = [load_run(ref, lambda: store, with_values=False) for ref in run_refs]
-    return runs[0].id, differences_many(runs)
-
-
-def warn_if_not_comparable(store: Any, run_refs: list[str], out: Console) -> None:
-    """A short warning block when several runs' facts or settings differ (report, compare)."""
-    from virtbench.report.decide_text import render_differences
-
-    if len(run_refs) < 2:
-        return
-    first, by_run = _differences_many(store, run_refs)
-    for run_id, diffs in by_run.items():
-        render_differences(diffs, out, f"warning: run {run_id} is not comparable with {first}")
-
-
+@app.command(cls=SidesCommand)
 def compare(
     runs: Annotated[list[str], typer.Argument(
         help="BASE NEW: two run ids (or prefixes, experiment names) or exported files; "
@@ -181,13 +160,13 @@ def compare(
             raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
                                  "--probability compare exactly two runs (BASE NEW) and print "
                                  "verdicts, not a report")
-        from virtbench.cli import root as cli
+        from virtbench.cli.reporting import differences_from_first, report_runs
 
         if strict:
-            first, by_run = _differences_many(cli._store(store), runs)
+            first, by_run = differences_from_first(store_at(store), runs)
             for run_id, diffs in by_run.items():
                 _refuse_strict(diffs, f"runs {first} and {run_id}")
-        cli.report(runs, store, format, output, baseline, False, None)
+        report_runs(runs, store, format, output, baseline, False, None)
         return
     from virtbench.decide.compare import compare_run_sets, compare_runs
     from virtbench.decide.runs import load_run
@@ -230,13 +209,13 @@ def compare(
     else:
         from virtbench.report.decide_text import render_comparison
 
-        render_comparison(result, console, allow_unjudged=allow_unjudged)
+        render_comparison(result, consoles.console, allow_unjudged=allow_unjudged)
         if explained is not None:
             from virtbench.report.explain_text import render_explanations
 
-            render_explanations(explained[0], console)
+            render_explanations(explained[0], consoles.console)
     if explained is not None and explained[1]:
-        err.print(safetext.text(f"--explain: {explained[1]}"), highlight=False)
+        consoles.err.print(safetext.text(f"--explain: {explained[1]}"), highlight=False)
     if result.regressions or (result.unjudged and not allow_unjudged):
         raise typer.Exit(1)
 
@@ -271,8 +250,9 @@ def _write_flame_graphs(directory: Path, items: list[Any]) -> None:
                                        "trials")}
         for kind, svg in graphs.items():
             (directory / f"explain-{number}-{kind}.svg").write_text(svg, encoding="utf-8")
-        err.print(safetext.text(f"wrote {directory}/explain-{number}-{{base,new,diff}}.svg: "
-                                f"{what}"), highlight=False, soft_wrap=True)  # paths stay whole
+        consoles.err.print(safetext.text(f"wrote {directory}/explain-{number}-"
+                                         f"{{base,new,diff}}.svg: {what}"),
+                           highlight=False, soft_wrap=True)  # paths stay whole
 
 
 def _sides(runs: list[str]) -> tuple[list[str], list[str]] | None:
@@ -307,7 +287,7 @@ def _profile(open_store: Any, new: Any) -> Any:
 def _write(path: Path, text: str, *, append: bool = False) -> None:
     with path.open("a" if append else "w", encoding="utf-8") as f:
         f.write(text)
-    err.print(f"wrote {safetext.markup(path)}", highlight=False)
+    consoles.err.print(f"wrote {safetext.markup(path)}", highlight=False)
 
 
 def _code_quality_path(base_ref: str) -> str:
@@ -356,6 +336,7 @@ def _write_gate(result: Any, fmt: str, output: Path | None, allow_unjudged: bool
         _write(output, rendered)
 
 
+@app.command()
 def history(
     experiment: Annotated[str | None, typer.Argument(
         help="experiment name or a run of it (default: the latest run's experiment)")] = None,
@@ -393,7 +374,7 @@ def history(
         from virtbench.report.decide_text import render_history
 
         if output is None:
-            render_history(result, console)
+            render_history(result, consoles.console)
             return
         file_console = safetext.console(record=True, width=100,
                                         file=open("/dev/null", "w"))  # noqa: SIM115
@@ -403,4 +384,4 @@ def history(
         sys.stdout.write(rendered)
     else:
         output.write_text(rendered)
-        err.print(f"wrote {safetext.markup(output)}")
+        consoles.err.print(f"wrote {safetext.markup(output)}")

@@ -1,12 +1,14 @@
 """The `virtbench` command. A plain `virtbench parse TOOL FILE [--json] [--flow SPEC]` runs
 straight away; everything else (other commands, --help, a usage error) goes to the app.
 
-A process pays for what it imports: the app builds every command, some of whose modules import
-scipy, SQLAlchemy and pydantic (typer itself checks every option with pydantic), about 2 s of
-CPU here, while a parse needs none of it — and `virtbench parse pcap` competes with tcpdump,
-whose whole run is a tenth of a second (BENCHMARKS.md, capture analysis speed). The options stay
-declared once, by the app (virtbench.cli.parse): a call this module does not recognise in full
-is the app's to read, so it never reads one differently.
+A process pays for what it imports: the app loads only the command it runs
+(virtbench.cli.root), but typer, rich and pydantic (typer checks every option value with
+pydantic) still cost about a third of a second of CPU here, which a parse does not need — and
+`virtbench parse pcap` competes with tcpdump, whose whole run is a tenth of a second
+(BENCHMARKS.md, capture analysis speed). The options stay declared once, by the app
+(virtbench.cli.parse): a call this module does not recognise in full is the app's to read, so it
+never reads one differently. Importing this module imports neither typer nor rich (the package's
+``__init__`` imports nothing).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ import typer
 from typer.core import TyperGroup
 
 from virtbench import safetext
-from virtbench.model import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
-from virtbench.targets.base import CommandFailed
+from virtbench.cli import consoles
+from virtbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, VirtbenchError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
            "ErrorReportingGroup", "Failure", "classify", "report", "report_bad_value"]
@@ -32,8 +32,6 @@ EXIT_INTERRUPTED = 130
 # Errors of the disk or the device, not of what the user named: the command failed (1).
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
-_err = safetext.console(stderr=True)
-
 
 @dataclass(frozen=True)
 class Failure:
@@ -43,6 +41,8 @@ class Failure:
 
 def classify(exc: BaseException) -> Failure | None:
     """The message and exit code of an expected failure; None when ``exc`` is a bug."""
+    from virtbench.targets.base import CommandFailed  # only once something failed
+
     if isinstance(exc, VirtbenchError):
         return Failure(str(exc), exc.exit_code)
     if isinstance(exc, CommandFailed):
@@ -71,36 +71,37 @@ def _os_failure(exc: OSError) -> Failure:
     return Failure(reason, EXIT_FAILED)
 
 
+def _say(markup: str) -> None:
+    """One message on stderr, not wrapped: paths and commands in it stay copyable."""
+    consoles.err.print(markup, highlight=False, soft_wrap=True)
+
+
 def report(exc: BaseException, debug: bool) -> int:
     """Print ``exc`` as the user should see it; return the process exit code."""
     if isinstance(exc, KeyboardInterrupt):
         if debug:
             traceback.print_exception(exc)
-        _err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'})", highlight=False,
-                   soft_wrap=True)
+        _say(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'})")
         return EXIT_INTERRUPTED
     failure = classify(exc)
     if failure is None:
         traceback.print_exception(exc)
-        _err.print(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
-                   f"{safetext.markup(exc)}\nPlease report it with the traceback above.",
-                   highlight=False, soft_wrap=True)
+        _say(f"[red]internal error[/] (a bug in virtbench): {type(exc).__name__}: "
+             f"{safetext.markup(exc)}\nPlease report it with the traceback above.")
         return EXIT_INTERNAL
     if debug:
         traceback.print_exception(exc)
     # Not wrapped: paths and commands in the message stay copyable.
     # Shown as written (safetext.markup): brackets in a message (an IPv6 address, a list, a
     # command's stderr) are text, not rich markup; control characters show as escapes.
-    _err.print(f"[red]error:[/] {safetext.markup(failure.message)}", highlight=False,
-               soft_wrap=True)
+    _say(f"[red]error:[/] {safetext.markup(failure.message)}")
     return failure.exit_code
 
 
 def report_bad_value(exc: typer.BadParameter) -> int:
     """An option or argument value its parser refused (``--port 70000``, ``--window inf``):
     bad input, one ``error:`` line like any other (not typer's usage panel); exit code 2."""
-    _err.print(f"[red]error:[/] {safetext.markup(exc.format_message())}", highlight=False,
-               soft_wrap=True)
+    _say(f"[red]error:[/] {safetext.markup(exc.format_message())}")
     return EXIT_BAD_INPUT
 
 

@@ -1,10 +1,13 @@
-"""Command groups loaded when they are used.
+"""Commands and command groups loaded when they are used.
 
-`virtbench --help` and every other command would otherwise import each group's module first:
-the kvm group's libvirt helpers and CPU-model tables, the fleet's inventory and ssh drivers.
-A :class:`LazyGroup` stands in for such a group in the top-level command: its name and help are
-known without importing it (the top-level help lists it), and the first use (running one of its
-commands, or asking for its help) imports the module and hands over to the real group.
+Every top-level command of `virtbench` is declared in a module of its own group (virtbench.cli.run,
+.results, .decide, ...; the kvm, hosts and assess commands in their packages), and importing
+those would make `virtbench --help` and every command pay for all of them: typer builds each
+command's options, and the modules bring their libraries. The top-level group
+(:class:`LazyRootGroup`) holds instead a :class:`LazyCommand` or :class:`LazyGroup` per name:
+its name and help are known without importing anything (the top-level help lists it), and the
+first use — running it, or asking for its help — imports its module, builds the real command
+(that one alone: :func:`command_of`) and hands over to it.
 """
 
 from __future__ import annotations
@@ -13,14 +16,58 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from virtbench.cli.errors import ErrorReportingGroup
 
-__all__ = ["LazyGroup", "LazyRootGroup"]
+__all__ = ["LazyCommand", "LazyGroup", "LazyRootGroup", "command_of", "group_of"]
+
+
+def command_of(app: typer.Typer, name: str) -> Any:
+    """The command ``name`` of ``app``, built alone (building an app builds every command)."""
+    for info in app.registered_commands:
+        callback = info.callback
+        declared = info.name or (typer.main.get_command_name(callback.__name__)
+                                 if callback is not None else None)
+        if declared == name:
+            return typer.main.get_command_from_info(
+                info, pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode)
+    raise LookupError(f"no command {name!r} in {app.info.name or app!r}")
+
+
+def group_of(app: typer.Typer) -> TyperGroup:
+    """``app`` as a command group, also when it has a single command (typer would make that
+    command the whole app)."""
+    command = typer.main.get_command(app)
+    return command if isinstance(command, TyperGroup) else typer.main.get_group(app)
 
 
 # Contexts and commands are typer's own click (typer vendors it): typed Any here.
+class LazyCommand(TyperCommand):
+    """A named command whose module ``load`` imports on first use; ``load`` returns the Typer
+    app that declares it (its other commands are not built)."""
+
+    def __init__(self, name: str, help: str, load: Callable[[], typer.Typer]) -> None:
+        super().__init__(name=name, help=help, short_help=help)
+        self._load = load
+        self._real: Any = None
+
+    def real(self) -> Any:
+        """The command itself (its module imported now, once)."""
+        if self._real is None:
+            self._real = command_of(self._load(), self.name or "")
+        return self._real
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
+                     **extra: Any) -> Any:
+        # The context names the real command, so click invokes it (and its help) from here on.
+        return self.real().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        return self.real().invoke(ctx)
+
+
 class LazyGroup(TyperGroup):
     """A named command group whose commands are a Typer app built by ``load`` on first use."""
 
@@ -32,15 +79,11 @@ class LazyGroup(TyperGroup):
     def real(self) -> TyperGroup:
         """The group itself (its module imported now, once)."""
         if self._real is None:
-            command = typer.main.get_command(self._load())
-            if not isinstance(command, TyperGroup):
-                raise TypeError(f"{self.name}: {command!r} is not a command group")
-            self._real = command
+            self._real = group_of(self._load())
         return self._real
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
                      **extra: Any) -> Any:
-        # The context names the real group, so click invokes it (and its help) from here on.
         return self.real().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: Any) -> Any:
@@ -54,17 +97,13 @@ class LazyGroup(TyperGroup):
 
 
 class LazyRootGroup(ErrorReportingGroup):
-    """The top-level group with its lazy groups (``lazy_groups``, set by the app's module)
-    listed among its commands."""
+    """The top-level group: its commands are ``lazy`` (set by a subclass: the app's table),
+    added in that order after any command registered the usual way (so click lists them, and
+    suggests one for a typo, as it does any other)."""
 
-    lazy_groups: Sequence[LazyGroup] = ()
+    lazy: Sequence[LazyCommand | LazyGroup] = ()
 
-    def list_commands(self, ctx: Any) -> list[str]:
-        # After the others, where typer lists the groups added with add_typer.
-        return [*super().list_commands(ctx), *(g.name or "" for g in self.lazy_groups)]
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        for group in self.lazy_groups:
-            if group.name == cmd_name:
-                return group
-        return super().get_command(ctx, cmd_name)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in self.lazy:
+            self.add_command(command)

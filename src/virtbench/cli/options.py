@@ -1,17 +1,21 @@
-"""Options several commands share, declared once so that each means the same everywhere, and
-the parsers every numeric option uses (finite numbers, ports: virtbench.inputs.values)."""
+"""Options several commands share, declared once so that each means the same everywhere, the
+parsers every numeric option uses (finite numbers, ports: virtbench.inputs.values), and how a
+command opens the store its --store names."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from virtbench.inputs.values import number_parser, port_number
 
+if TYPE_CHECKING:
+    from virtbench.store import Store
+
 __all__ = ["DEFAULT_SERVE_PORT", "DEFAULT_STORE", "JsonOpt", "OutputOpt", "PortOpt", "StoreOpt",
-           "number_parser", "port_number"]
+           "number_parser", "open_store", "port_number"]
 
 StoreOpt = Annotated[str, typer.Option(
     "--store", "-s", envvar="VIRTBENCH_STORE",
@@ -22,3 +26,11 @@ OutputOpt = Annotated[Path | None, typer.Option("--output", "-o")]
 JsonOpt = Annotated[bool, typer.Option("--json")]
 PortOpt = Annotated[int, typer.Option(parser=port_number, metavar="PORT",
                                       help="TCP port (1-65535)")]
+
+
+def open_store(location: str, *, create: bool = False) -> Store:
+    """The store of a command; only `run`, `calibrate` and `import` create one that does not
+    exist. (SQLAlchemy is imported here, by the commands that read or write a store.)"""
+    from virtbench.store import Store
+
+    return Store(location, create=create)

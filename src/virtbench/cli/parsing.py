@@ -3,7 +3,7 @@ measurements, printed as a table or as JSON.
 
 Called by the command of the full app (virtbench.cli.parse, which declares the options) and
 straight from the entry point (virtbench.cli.entry), which skips the app for a plain call. So
-only what a parse needs is imported here; rich only for a table or a warning.
+only what a parse needs is imported here (no typer); rich only for a table or a warning.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["measurement_json", "parse_command", "print_notes"]
 
 
 def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> None:
-    """``virtbench parse TOOL FILE [--json] [--flow SPEC]`` (its options: virtbench.cli.parse)."""
+    """``virtbench parse TOOL FILE [--json] [--flow SPEC]`` (options: virtbench.cli.parse)."""
     if tool == "pcap":
         from virtbench.cli.pcap import parse_pcap_command
 

@@ -1,5 +1,5 @@
-"""The progress bar of `virtbench run` (kept apart from cli.py so that commands which run
-nothing never import the runner)."""
+"""The progress bar of `virtbench run` and `calibrate` (a module of its own, imported when a run
+starts: `run --check` and the commands that run nothing never import the runner's engine)."""
 
 from __future__ import annotations
 

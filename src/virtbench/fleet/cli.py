@@ -1,4 +1,4 @@
-"""The fleet's commands: ``run --hosts`` (handed over by virtbench.cli) and ``hosts ...``."""
+"""The fleet's commands: ``run --hosts`` (handed over by virtbench.cli.run) and ``hosts ...``."""
 
 from __future__ import annotations
 

@@ -22,9 +22,7 @@ from served import BASE_URL
 from typer.testing import CliRunner
 
 from virtbench import safetext
-from virtbench.cli import decide as cli_decide
-from virtbench.cli import errors as cli_errors
-from virtbench.cli import root as cli
+from virtbench.cli import consoles
 from virtbench.cli.root import app
 from virtbench.model import Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
@@ -90,10 +88,8 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     names: 'pipe' writes to a pipe or file, 'terminal' believes it writes to a colour terminal,
     as a person sees the output."""
     terminal = request.param == "terminal"
-    for module, name, stderr in ((cli, "console", False), (cli, "err", True),
-                                 (cli_decide, "console", False),
-                                 (cli_decide, "err", True), (cli_errors, "_err", True)):
-        monkeypatch.setattr(module, name, safetext.console(
+    for name, stderr in (("console", False), ("err", True)):  # every command prints through them
+        monkeypatch.setattr(consoles, name, safetext.console(
             stderr=stderr, force_terminal=terminal, color_system="truecolor" if terminal
             else None, width=250))
     yield request.param

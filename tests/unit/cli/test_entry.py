@@ -1,7 +1,7 @@
 """The `virtbench` entry point: a plain parse runs without the app, and prints what the app prints.
 
 The start-up cost itself is a benchmark (benchmarks/net_capture_speed.py); here, what makes it:
-which modules a parse imports.
+which modules a parse imports (the app's: test_root.py).
 """
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import Started
 
 from virtbench.cli.entry import PlainParse, plain_parse
 
@@ -78,83 +80,15 @@ def test_help_and_usage_errors_are_the_apps() -> None:
 
 # What start-up costs is what a parse imports: the app's libraries take seconds here.
 HEAVY = ("scipy", "sqlalchemy", "pydantic", "rich", "typer", "numba", "matplotlib", "jinja2")
-PROBE = """
-import json, sys
-args, candidates = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-sys.argv = ["virtbench", *args]
-from virtbench.cli.entry import main
-try:
-    main()
-finally:
-    print(json.dumps([m for m in candidates if m in sys.modules]), file=sys.stderr)
-"""
 
 
 @pytest.mark.parametrize(("args", "heavy"), [
     (["parse", "pcap", str(PCAP), "--json"], HEAVY),  # numpy: the compiled capture loops need it
     (["parse", "irtt", str(IRTT), "--json"], (*HEAVY, "numpy")),
 ])
-def test_a_parse_imports_none_of_the_apps_libraries(args: list[str], heavy: tuple[str, ...]
+def test_a_parse_imports_none_of_the_apps_libraries(started: Callable[..., Started],
+                                                    args: list[str], heavy: tuple[str, ...]
                                                     ) -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(heavy)],
-                         capture_output=True, text=True, timeout=120)
+    out = started(*args)
     assert out.returncode == 0, out.stderr
-    loaded = json.loads(out.stderr.strip().splitlines()[-1])
-    assert loaded == []
-
-
-# The app itself (help, and commands that need no statistics or store) must not pay for the
-# libraries only some commands use: each costs a large part of a second of start-up.
-APP_HEAVY = ("scipy", "numpy", "sqlalchemy", "matplotlib", "jinja2", "numba", "libvirt")
-
-
-@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["report", "--help"],
-                                  ["kvm", "--help"], ["hosts", "--help"], ["assess", "--help"]])
-def test_the_apps_help_imports_no_heavy_library(args: list[str]) -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(APP_HEAVY)],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
-
-
-def test_run_check_of_a_cpu_experiment_imports_no_statistics(tmp_path: Path) -> None:
-    """Nor the other workloads (the web load generator brings NumPy), the store or the
-    profiler: a CPU experiment's check imports the plugins it names (runner.plan)."""
-    spec = tmp_path / "cpu.yaml"
-    spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
-    args = ["run", str(spec), "--check", "--store", str(tmp_path / "s.db")]
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args),
-                          json.dumps((*APP_HEAVY, "virtbench.loadgen", "virtbench.profiling",
-                                      "virtbench.workloads.web", "virtbench.store"))],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
-
-
-def test_the_top_level_help_loads_no_command_group() -> None:
-    """`virtbench --help` lists kvm and hosts from their names and help alone: neither group's
-    module (libvirt helpers, the fleet's drivers) nor pydantic is imported."""
-    groups = ("virtbench.kvm.cli", "virtbench.fleet", "virtbench.contract", "pydantic")
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(["--help"]),
-                          json.dumps(groups)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
-    listed = out.stdout
-    for name in ("kvm", "hosts", "run", "report", "compare", "assess"):
-        assert f" {name} " in listed, (name, listed)
-
-
-def test_a_lazy_group_says_what_the_group_says() -> None:
-    """The help shown for a group before it is loaded is the group's own, and using the group
-    reaches its real commands."""
-    from typer.testing import CliRunner
-
-    from virtbench.cli.lazy import LazyRootGroup
-    from virtbench.cli.root import app
-
-    for group in LazyRootGroup.lazy_groups:
-        real = group.real()
-        assert group.help == real.help, group.name
-        assert group.list_commands(None) == real.list_commands(None)  # type: ignore[arg-type]
-    result = CliRunner().invoke(app, ["hosts", "--help"])
-    assert result.exit_code == 0 and "playbook" in result.output
+    assert out.loaded(*heavy, "virtbench.cli.root", "virtbench.cli.parse") == []

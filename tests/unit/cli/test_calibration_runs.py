@@ -20,16 +20,17 @@ warmup: 0
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    from virtbench.cli import root as cli
+    from virtbench.cli import consoles
+    from virtbench.cli.root import app
 
     # The console is made once per process: COLUMNS set now would not reach it when another
     # test (same pytest worker) made it first at the default 80 columns.
-    width = cli.console.width
-    cli.console.width = 160
+    width = consoles.console.width
+    consoles.console.width = 160
     try:
-        result = CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "160"})
+        result = CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
     finally:
-        cli.console.width = width
+        consoles.console.width = width
     return result.exit_code, result.output
 
 

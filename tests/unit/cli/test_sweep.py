@@ -27,10 +27,13 @@ HOSTILE = ["../../x", "[/]", "[bold]x", "\x1b]0;pwned\x07", "=cmd|' /C calc'!A0"
 
 # typer carries its own copy of click: commands and parameters are told apart by what they
 # have, not by click's classes. Groups are walked as click lists them (list_commands and
-# get_command: the groups loaded on first use, kvm and hosts, are not in `.commands`).
+# get_command); a command or group loaded on first use (virtbench.cli.lazy) stands for the real
+# one, whose options are swept: it is loaded here.
 def _leaves(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     for name in sorted(group.list_commands(None)):
         command = group.get_command(None, name)
+        if hasattr(command, "real"):
+            command = command.real()
         if hasattr(command, "commands"):
             yield from _leaves(command, (*path, name))
         else:
@@ -56,7 +59,7 @@ def _arguments(command: Any) -> int:
 def _cases(path: tuple[str, ...], command: Any) -> list[list[str]]:
     cases = [[*path, "--help"]]
     positionals = _arguments(command)
-    if path in _STARTS_SOMETHING:  # their option values: tests/unit/spec/test_cli_options.py
+    if path in _STARTS_SOMETHING:  # their option values: tests/unit/cli/test_options.py
         return cases
     cases.append(list(path))
     for value in HOSTILE:

@@ -1,0 +1,119 @@
+"""The report of stored runs, as `report` prints or writes it; also what `run` shows when its
+run ends and what `compare` gives for more than two runs (a side-by-side report). And the
+warning all of them print when the runs' facts or settings differ."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from virtbench import safetext
+from virtbench.cli import consoles
+from virtbench.cli.options import open_store
+from virtbench.model import VirtbenchError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from virtbench.store import Store
+
+__all__ = ["FORMATS", "differences_from_first", "report_runs", "show_report",
+           "warn_if_not_comparable"]
+
+FORMATS = ("table", "json", "csv", "markdown", "html")
+
+
+def report_runs(runs: list[str], store: str, fmt: str, output_path: Path | None,
+                baseline: str | None = None, details: bool = False,
+                compare_by: str | None = None) -> None:
+    """`report RUNS --format FMT --output PATH ...` (an html report goes to report.html unless
+    told otherwise)."""
+    if fmt not in FORMATS:
+        raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
+    if fmt == "html" and output_path is None:
+        output_path = Path("report.html")
+    show_report(runs, open_store(store), fmt, output_path, baseline, details, compare_by)
+
+
+def show_report(run_ids: list[str], st: Store, fmt: str, output_path: Path | None,
+                baseline: str | None = None, details: bool = False,
+                compare_by: str | None = None) -> None:
+    """The report of ``run_ids`` (references: ids, prefixes, names, 'latest') from ``st``."""
+    from virtbench.analysis import analyse
+    from virtbench.plugins import build_sections
+    from virtbench.report import text
+
+    run_ids = _distinct_runs(st, run_ids)
+    analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
+    if len(run_ids) > 1:
+        warn_if_not_comparable(st, run_ids, consoles.err)
+    sections = [] if fmt == "csv" else build_sections(analysis)  # CSV: the result table only
+    if fmt == "table" and output_path is None:
+        text.render_terminal(analysis, consoles.console, details, sections=sections)
+        return
+    if fmt == "html":
+        from virtbench.report.html import render_html
+
+        rendered = render_html(analysis, sections=sections,
+                               explain=_explained(st, run_ids, analysis))
+    elif fmt == "table":
+        file_console = safetext.console(record=True, width=160,
+                                        file=open(os.devnull, "w"))  # noqa: SIM115
+        text.render_terminal(analysis, file_console, details, sections=sections)
+        rendered = file_console.export_text()
+    elif fmt == "csv":
+        rendered = text.render_csv(analysis)
+    else:
+        render = text.render_json if fmt == "json" else text.render_markdown
+        rendered = render(analysis, sections=sections)
+    if output_path is None:
+        sys.stdout.write(rendered)
+    else:
+        output_path.write_text(rendered)
+        consoles.err.print(f"wrote {safetext.markup(output_path)}")
+
+
+def _explained(st: Store, run_ids: list[str], analysis: Any) -> list[Any]:
+    """The Explain section's profiles: one run's (a side-by-side report of several runs has
+    none; `compare BASE NEW --explain` explains two runs)."""
+    if len(run_ids) != 1:
+        return []
+    from virtbench.decide.explain import explain_run
+
+    return explain_run(st, run_ids[0], [v.name for v in analysis.variants], analysis.baseline)
+
+
+def _distinct_runs(st: Store, refs: list[str]) -> list[str]:
+    """The run ids of ``refs``; two references to one run (``report RUN RUN``, an id and its
+    prefix) are refused: a run compared with itself side by side says nothing."""
+    seen: dict[str, str] = {}
+    for ref in refs:
+        run_id = st.run(ref).id
+        if run_id in seen:
+            same = f"'{ref}'" if ref == seen[run_id] else f"'{seen[run_id]}' and '{ref}'"
+            raise VirtbenchError(f"run {same} given twice (run {run_id}); name each run once")
+        seen[run_id] = ref
+    return list(seen)
+
+
+def differences_from_first(store: Store, run_refs: list[str]
+                           ) -> tuple[str, dict[str, list[Any]]]:
+    """The first run's id and, per other run, how its facts and settings differ from it."""
+    from virtbench.decide.comparability import differences_many
+    from virtbench.decide.runs import load_run
+
+    runs = [load_run(ref, lambda: store, with_values=False) for ref in run_refs]
+    return runs[0].id, differences_many(runs)
+
+
+def warn_if_not_comparable(store: Store, run_refs: list[str], out: Console) -> None:
+    """A short warning block when several runs' facts or settings differ (report, compare)."""
+    from virtbench.report.decide_text import render_differences
+
+    if len(run_refs) < 2:
+        return
+    first, by_run = differences_from_first(store, run_refs)
+    for run_id, diffs in by_run.items():
+        render_differences(diffs, out, f"warning: run {run_id} is not comparable with {first}")

@@ -1,0 +1,106 @@
+"""The app (virtbench.cli.root): every command is listed from its name and help alone and loaded
+from its module when used, so `virtbench --help` imports no command module and a command
+imports its own group's module, not the others'."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from conftest import Started
+from typer.testing import CliRunner
+
+from virtbench.cli.lazy import LazyCommand, LazyGroup
+from virtbench.cli.root import app
+
+ROOT: Any = typer.main.get_command(app)
+LAZY = [ROOT.get_command(None, name) for name in ROOT.list_commands(None)]
+
+# The modules that declare commands: none may load before its command is used.
+COMMAND_MODULES = ("virtbench.cli.run", "virtbench.cli.host", "virtbench.cli.results",
+                   "virtbench.cli.catalog", "virtbench.cli.parse", "virtbench.cli.decide",
+                   "virtbench.cli.calibrate", "virtbench.cli.serve", "virtbench.cli.lab",
+                   "virtbench.assess", "virtbench.kvm", "virtbench.fleet")
+# Libraries some commands need and the app must not pay for before it knows which command runs
+# (each costs a large part of a second of start-up); pydantic: typer checks an option's value
+# with it, so it loads when a command parses options, never for the top-level help.
+HEAVY = ("scipy", "numpy", "sqlalchemy", "matplotlib", "jinja2", "numba", "libvirt",
+         "starlette", "uvicorn")
+
+
+def test_the_top_level_help_lists_the_commands_in_their_order() -> None:
+    assert ROOT.list_commands(None) == [
+        "assess", "run", "preflight", "report", "runs", "facts", "workloads", "labs", "parse",
+        "export", "import", "compare", "history", "calibrate", "serve", "lab", "kvm", "hosts"]
+    assert all(isinstance(c, LazyCommand | LazyGroup) for c in LAZY)
+
+
+@pytest.mark.parametrize("lazy", LAZY, ids=lambda c: c.name)
+def test_a_lazy_command_says_what_the_command_says(lazy: LazyCommand | LazyGroup) -> None:
+    """The help listed before a command is loaded is the first paragraph of its own (what the
+    top-level help shows of it); a group's is its whole help, and its commands are its own."""
+    real = lazy.real()
+    if isinstance(lazy, LazyGroup):
+        assert lazy.help == real.help
+        assert lazy.list_commands(None) == real.list_commands(None)  # type: ignore[arg-type]
+    else:
+        assert lazy.short_help == inspect.cleandoc(real.help or "").split("\n\n")[0]
+    assert real.name in (lazy.name, "")  # a group built from its app has no name of its own
+
+
+def test_using_a_lazy_command_reaches_the_real_one(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["hosts", "--help"])
+    assert result.exit_code == 0 and "playbook" in result.output
+    result = runner.invoke(app, ["runs", "--store", str(tmp_path / "none.db")])
+    assert result.exit_code == 2 and "none.db" in result.output  # the store's own error
+    result = runner.invoke(app, ["runz"])
+    assert result.exit_code == 2 and "Did you mean 'run', 'runs'?" in result.output
+
+
+def test_the_top_level_help_imports_the_root_alone(started: Callable[..., Started]) -> None:
+    """Typer and rich format the help; of virtbench, only the root and what the entry point
+    and the error reporting need."""
+    out = started("--help")
+    assert out.returncode == 0, out.stderr
+    assert out.loaded(*COMMAND_MODULES, *HEAVY, "pydantic", "ruamel", "virtbench.contract") == []
+    assert {m for m in out.modules if m.startswith("virtbench")} <= {
+        "virtbench", "virtbench.cli", "virtbench.cli.entry", "virtbench.cli.root",
+        "virtbench.cli.lazy", "virtbench.cli.errors", "virtbench.cli.consoles",
+        "virtbench.errors", "virtbench.safetext", "virtbench.targets",
+        "virtbench.targets.signals"}
+    for name in ("kvm", "hosts", "run", "report", "compare", "assess"):
+        assert f" {name} " in out.stdout, (name, out.stdout)
+
+
+@pytest.mark.parametrize(("command", "module"), [
+    ("run", "virtbench.cli.run"), ("report", "virtbench.cli.results"),
+    ("compare", "virtbench.cli.decide"), ("kvm", "virtbench.kvm"),
+    ("hosts", "virtbench.fleet"), ("assess", "virtbench.assess")])
+def test_a_commands_help_imports_its_own_module(started: Callable[..., Started], command: str,
+                                                module: str) -> None:
+    out = started(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert out.loaded(*COMMAND_MODULES) == [module]
+    assert out.loaded(*HEAVY) == []
+
+
+def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
+        started: Callable[..., Started], tmp_path: Path) -> None:
+    """Nor the other workloads (the web load generator brings NumPy), the store, the runner's
+    engine, the profiler or a table: a CPU experiment's check imports the plugins it names
+    (runner.plan), and prints its plan through a console."""
+    spec = tmp_path / "cpu.yaml"
+    spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
+    out = started("run", str(spec), "--check", "--store", str(tmp_path / "s.db"))
+    assert out.returncode == 0, out.stderr
+    assert out.loaded(*COMMAND_MODULES) == ["virtbench.cli.run"]
+    assert out.loaded(*HEAVY, "virtbench.loadgen",
+                      "virtbench.profiling", "virtbench.workloads.web", "virtbench.store",
+                      "virtbench.runner.engine", "virtbench.preflight", "virtbench.facts",
+                      "virtbench.cli.progress", "virtbench.cli.reporting",
+                      "rich.table", "rich.markdown") == []
