@@ -11,11 +11,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Started
 
 from virtbench.cli.entry import PlainParse, plain_parse
+
+if TYPE_CHECKING:  # the fixture's result (a conftest is not imported at run time)
+    from conftest import Started
 
 DATA = Path(__file__).parents[2] / "data"
 PCAP = DATA / "pcap" / "two_flows_us.pcap"

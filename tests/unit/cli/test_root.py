@@ -7,15 +7,17 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import typer
-from conftest import Started
 from typer.testing import CliRunner
 
 from virtbench.cli.lazy import LazyCommand, LazyGroup
 from virtbench.cli.root import app
+
+if TYPE_CHECKING:  # the fixture's result (a conftest is not imported at run time)
+    from conftest import Started
 
 ROOT: Any = typer.main.get_command(app)
 LAZY = [ROOT.get_command(None, name) for name in ROOT.list_commands(None)]
