@@ -7,11 +7,13 @@ command's options, and the modules bring their libraries. The top-level group
 (:class:`LazyRootGroup`) holds instead a :class:`LazyCommand` or :class:`LazyGroup` per name:
 its name and help are known without importing anything (the top-level help lists it), and the
 first use — running it, or asking for its help — imports its module, builds the real command
-(that one alone: :func:`command_of`) and hands over to it.
+(that one alone: :func:`command_of`; its plain option values are checked without pydantic,
+virtbench.cli.values) and hands over to it.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,17 +21,22 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from virtbench.cli.errors import ErrorReportingGroup
+from virtbench.cli.values import PlainValuesCommand, check_plain_values, plain_help_option
 
 __all__ = ["LazyCommand", "LazyGroup", "LazyRootGroup", "command_of", "group_of"]
 
 
 def command_of(app: typer.Typer, name: str) -> Any:
-    """The command ``name`` of ``app``, built alone (building an app builds every command)."""
+    """The command ``name`` of ``app``, built alone (building an app builds every command), as a
+    :class:`~virtbench.cli.values.PlainValuesCommand` unless it names its own class."""
     for info in app.registered_commands:
         callback = info.callback
         declared = info.name or (typer.main.get_command_name(callback.__name__)
                                  if callback is not None else None)
         if declared == name:
+            if info.cls in (None, TyperCommand):  # typer's default class
+                info = copy.copy(info)
+                info.cls = PlainValuesCommand
             return typer.main.get_command_from_info(
                 info, pretty_exceptions_short=app.pretty_exceptions_short,
                 rich_markup_mode=app.rich_markup_mode)
@@ -105,5 +112,9 @@ class LazyRootGroup(ErrorReportingGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        check_plain_values(self.params)  # --debug (each command's own: command_of)
         for command in self.lazy:
             self.add_command(command)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return plain_help_option(super().get_help_option(ctx))

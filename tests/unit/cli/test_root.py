@@ -73,6 +73,7 @@ def test_the_top_level_help_imports_the_root_alone(started: Callable[..., Starte
     assert {m for m in out.modules if m.startswith("virtbench")} <= {
         "virtbench", "virtbench.cli", "virtbench.cli.entry", "virtbench.cli.root",
         "virtbench.cli.lazy", "virtbench.cli.errors", "virtbench.cli.consoles",
+        "virtbench.cli.values",
         "virtbench.errors", "virtbench.safetext", "virtbench.targets",
         "virtbench.targets.signals"}
     for name in ("kvm", "hosts", "run", "report", "compare", "assess"):
@@ -106,3 +107,11 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
                       "virtbench.runner.engine", "virtbench.preflight", "virtbench.facts",
                       "virtbench.cli.progress", "virtbench.cli.reporting",
                       "rich.table", "rich.markdown") == []
+
+
+def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_path: Path) -> None:
+    """typer checks option values with pydantic (0.15 s here); a command whose options are
+    strings and paths does without it (virtbench.cli.values), and `runs` needs none else."""
+    out = started("runs", "--store", str(tmp_path / "none.db"))
+    assert out.returncode == 2 and "none.db" in out.stderr
+    assert out.loaded("pydantic", "virtbench.cli.results") == ["virtbench.cli.results"]
