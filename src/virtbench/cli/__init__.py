@@ -10,9 +10,10 @@
   commands live in their packages (``virtbench.assess.cli``, ``virtbench.kvm.cli``,
   ``virtbench.fleet.cli``).
 - Shared by the commands: ``reporting`` (the report of stored runs: report, run, compare),
-  ``options`` (options and opening the store), ``consoles``, ``errors`` (messages and exit
-  codes), ``plan`` (run --check's account), ``progress``, ``parsing``, ``pcap`` and ``input``
-  (what a parse does, without typer: the entry point calls it).
+  ``options`` (options and opening the store), ``values`` (plain option values checked without
+  pydantic), ``consoles``, ``errors`` (messages and exit codes), ``plan`` (run --check's
+  account), ``progress``, ``parsing``, ``pcap`` and ``input`` (what a parse does, without
+  typer: the entry point calls it).
 
 This file imports nothing: every module of the package runs it first, the plain-parse path too.
 """
