@@ -5,10 +5,11 @@ A version line is only reused for the very file it was asked of: same path, devi
 size, mtime and ctime (a package upgrade replaces the binary: a new identity, asked again);
 the Python packages only while the interpreter and every directory on its path are unchanged;
 the kernel (`uname`), `lscpu`'s hypervisor and `systemd-detect-virt` while the boot id is.
-Asking costs the host a process per tool each run (`tshark --version` alone ~0.2 s of CPU,
-`ffmpeg -version` ~0.08 s, the packages' Python ~0.06 s): on a fleet of 50 hosts that is most
-of a short run's host CPU. Hosts write this file concurrently (a fleet's processes): each write
-merges under a lock and replaces the file whole, so a reader never sees half of one.
+Asking costs the host a process per tool each run (`ffmpeg -version` ~0.08 s of CPU, the
+packages' Python ~0.06 s; `tshark --version`, no longer asked, took ~0.2 s): on a fleet of 50
+hosts that is most of a short run's host CPU. Hosts write this file concurrently (a fleet's
+processes): each write merges under a lock and replaces the file whole, so a reader never sees
+half of one.
 """
 
 from __future__ import annotations
