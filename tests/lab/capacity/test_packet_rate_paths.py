@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dpdk import PMD_SLEEP_US
 
 from virtbench.labs.base import Lab, LabState
 from virtbench.labs.net.router import VnfRouterLab
@@ -51,7 +52,8 @@ def _check(values: dict[str, float]) -> None:
 
 @pytest.mark.parametrize("frame_size", [64, "imix"])
 def test_frames_cross_ovs_dpdk(tmp_path: Path, frame_size: int | str) -> None:
-    lab: Lab = VSwitchLab(None, tmp_path, LocalTarget())
+    lab: Lab = VSwitchLab(VSwitchLab.Params(dpdk_pmd_max_sleep_us=PMD_SLEEP_US), tmp_path,
+                          LocalTarget())
     try:
         lab.up()
         state = lab.enter("dpdk", {"switch": "ovs-dpdk", "background_mbps": 0})

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dpdk import PMD_SLEEP_US
 from vhost_guest import start_guest, vhost_guest_image, wait_ready
 from waits import kill
 
@@ -29,7 +30,7 @@ def test_vhost_user_port_carries_a_guest(tmp_path: Path, monkeypatch: pytest.Mon
     # A unix socket path holds 107 bytes: pytest's tmp_path is too deep for the lab's run dir.
     root = Path(tempfile.mkdtemp(prefix="vbl-", dir="/tmp"))
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(root))
-    params = VSwitchLab.Params(vhost_user_ports=["vm1"])
+    params = VSwitchLab.Params(vhost_user_ports=["vm1"], dpdk_pmd_max_sleep_us=PMD_SLEEP_US)
     lab = VSwitchLab(params, tmp_path, LocalTarget())
     guest: subprocess.Popen[bytes] | None = None
     try:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dpdk import PMD_SLEEP_US
 from waits import communicate, kill, readline
 
 from virtbench.labs.base import Manifest
@@ -44,13 +45,17 @@ def _ctx(state: object, workdir: Path) -> TrialContext:
 
 @pytest.mark.parametrize("switch", ["linux-bridge", "ovs", "ovs-dpdk"])
 def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Path) -> None:
-    lab = VSwitchLab(None, tmp_path, LocalTarget())
+    lab = VSwitchLab(VSwitchLab.Params(dpdk_pmd_max_sleep_us=PMD_SLEEP_US), tmp_path,
+                     LocalTarget())
     try:
         lab.up()
         # A DPDK start-up failure fails here with ovs-vswitchd.log's last lines (OvsStartError).
         state = lab.enter(switch, {"switch": switch, "background_mbps": 20})
         assert len(_lab_namespaces(lab)) == 5
         assert state.services.get(VirtualSwitch).switch == switch
+        if switch == "ovs-dpdk":  # OVS took the lab's pmd-maxsleep (tests/dpdk.py)
+            [log] = list(Path(lab.rundir).rglob("ovs-vswitchd.log"))
+            assert f"PMD max sleep request is {PMD_SLEEP_US} usecs" in log.read_text()
         transfer = QosTransfer(QosTransfer.Params(duration_s=2))
         started = time.time()
         result = transfer.run(_ctx(state, tmp_path))

@@ -54,6 +54,9 @@ class DpdkOptions:
     pmd_cpu_mask: str = "0x2"
     lcore_mask: str = "0x1"
     huge_dir: str | None = None
+    pmd_max_sleep_us: int = 0
+    """OVS's ``pmd-maxsleep`` (OVS >= 3.1): how long an idle poll-mode thread may sleep; 0
+    keeps OVS's default, a thread that polls without pause."""
 
     def extra_args(self) -> str:
         base = f"--file-prefix={self.file_prefix}"
@@ -106,7 +109,9 @@ class OvsDaemons:
                        "other_config:dpdk-init=true",
                        f'other_config:dpdk-extra="{self.dpdk.extra_args()}"',
                        f"other_config:pmd-cpu-mask={self.dpdk.pmd_cpu_mask}",
-                       f"other_config:dpdk-lcore-mask={self.dpdk.lcore_mask}")
+                       f"other_config:dpdk-lcore-mask={self.dpdk.lcore_mask}",
+                       *([f"other_config:pmd-maxsleep={self.dpdk.pmd_max_sleep_us}"]
+                         if self.dpdk.pmd_max_sleep_us else []))
             vswitchd = DPDK_VSWITCHD
         else:
             # Without TSO the netdev datapath drops TCP's large segments: flows stall at 0 bit/s.

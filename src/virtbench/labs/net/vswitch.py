@@ -68,6 +68,11 @@ class VSwitchParams(Params):
         "joins machines behind those NICs to the switch; switch ovs-dpdk only")
     dpdk_pmd_cpu_mask: str = Field("0x2", description="CPUs of the DPDK poll-mode thread")
     dpdk_lcore_mask: str = Field("0x1", description="CPUs of DPDK's other threads")
+    dpdk_pmd_max_sleep_us: int = Field(
+        0, ge=0, le=10_000, description="OVS's pmd-maxsleep (OVS >= 3.1): microseconds an idle "
+        "poll-mode thread may sleep between polls, giving its CPU back at low load at the cost "
+        "of latency for the first packets after a pause; 0 = OVS's default (poll without "
+        "pause, a whole CPU busy)")
 
     @field_validator("vhost_user_ports", "dpdk_physical_ports")
     @classmethod
@@ -154,6 +159,7 @@ class VSwitchLab(NetnsLab):
         return DpdkOptions(file_prefix=f"{OUR_PREFIX}{self.lab_id}", memory_mb=p.dpdk_memory_mb,
                            hugepages=p.dpdk_hugepages != "none",
                            pmd_cpu_mask=p.dpdk_pmd_cpu_mask, lcore_mask=p.dpdk_lcore_mask,
+                           pmd_max_sleep_us=p.dpdk_pmd_max_sleep_us,
                            huge_dir=huge_dir)
 
     def _release_hugepages(self) -> None:
