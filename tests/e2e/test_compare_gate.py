@@ -68,8 +68,11 @@ def test_masking_sse42_trips_the_gate(runs: tuple[Path, dict[str, str]]) -> None
 
 def test_the_same_configuration_passes_the_gate(runs: tuple[Path, dict[str, str]]) -> None:
     tmp, ids = runs
+    # The tolerance is above this machine's drift between two runs minutes apart under the
+    # suite's load (one run each side: 16 % worse, its CI [6 %, 26 %], seen once; 28 % once),
+    # far below SSE4.2's ~8x. A 5 % gate on single runs is what `virtbench calibrate` is for.
     done = _virtbench("compare", ids["with"], ids["again"], "--store", "store.db",
-                      "--fail-if-worse", "5", "--json", "--strict", cwd=tmp)
+                      "--fail-if-worse", "40", "--json", "--strict", cwd=tmp)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads(done.stdout)["rows"]
     assert {row["metric"] for row in rows} == {"time_per_checksum_s", "throughput_Bps"}

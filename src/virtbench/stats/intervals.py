@@ -59,6 +59,11 @@ def _wilson(x: FloatArray, confidence: float) -> MeanInterval:
     if var_mean == 0.0:  # every trial gave the same percentage: nothing to spread
         mean = float(np.mean(x))  # not 100·p: the mean itself, to the last bit
         return MeanInterval(mean, mean, "Wilson (effective n)")
+    if p * (1.0 - p) <= 0.0:
+        # The mean is at a bound by rounding alone (shares of 100 % and a hair below it sum
+        # to exactly 100·n): the spread is rounding noise, the interval the mean itself.
+        mean = float(np.mean(x))
+        return MeanInterval(mean, mean, "Wilson (effective n)")
     n_eff = p * (1.0 - p) / var_mean
     z = _t(confidence, x.size)  # t, not z: the variance is estimated from few trials
     denom = 1.0 + z * z / n_eff

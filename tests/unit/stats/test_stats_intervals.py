@@ -104,3 +104,12 @@ def test_fewer_than_three_values_give_no_interval_and_say_why(domain: Domain) ->
         assert s.no_ci_reason.startswith(f"{len(values)} value")
         assert "at least 3" in s.no_ci_reason
     assert mean_interval(np.array([1.0, 2.0, 3.0]), 0.95, domain).why_none == ""
+
+
+def test_shares_at_a_bound_by_rounding_give_the_mean_not_a_division_by_zero() -> None:
+    # Real per-trial shares from `compare --explain` (a function in every stack): 100 % and a
+    # hair below it, whose mean rounds to exactly 100 while their variance is not zero.
+    x = np.array([100.0, 100.0, 99.99999999999999])
+    assert float(np.mean(x)) == 100.0 and float(np.var(x, ddof=1)) > 0.0
+    interval = mean_interval(x, 0.95, Domain.PROPORTION)
+    assert (interval.low, interval.high) == (100.0, 100.0)
