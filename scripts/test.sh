@@ -11,10 +11,10 @@
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
 # The whole suite runs as six processes at once, each with its own temporary folder and
-# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity,
-# tests/lab/assess (a loop device and veth pair of their own) and calibrate's e2e test; the unit
-# tests (two pytest-xdist workers); the end-to-end tests; the explanation's tests (perf
-# recordings, Chromium) and tests/lab/profiling; the TCG guests (kvm: a private libvirtd); the
+# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity and
+# tests/lab/assess (a loop device and veth pair of their own); the unit tests (two pytest-xdist
+# workers); the end-to-end tests; the explanation's tests (perf recordings, Chromium),
+# calibrate's e2e test and tests/lab/profiling; the TCG guests (kvm: a private libvirtd); the
 # other labs. Inside the other lines tests run one at a time: they start real
 # services whose ports, namespaces and timing they own. Each line's output is printed whole
 # when it ends, with its wall and CPU time.
@@ -107,15 +107,15 @@ case "$area" in
     # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests;
     # the other labs.
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
-    # (calibrate's end-to-end test beside them: the e2e line was the longest by a minute)
-    start_line static "$web_knee" "$storage_knee" tests/lab/assess tests/e2e/test_calibrate.py
+    start_line static "$web_knee" "$storage_knee" tests/lab/assess
     start_line guests tests/lab/kvm
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess \
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
-    # The explanation's tests (real perf recordings, Chromium) beside the other end-to-end
-    # tests: together they made the e2e line the longest by over a minute.
+    # The explanation's tests (real perf recordings, Chromium) and calibrate's end-to-end test
+    # beside the other end-to-end tests: together they made the e2e line the longest by
+    # minutes (calibrate's made the static line the longest when it ran there: 591 s).
     explain="tests/e2e/test_explain_crc32c.py tests/e2e/test_explain_browser.py"
-    start_line explain $explain tests/lab/profiling
+    start_line explain $explain tests/e2e/test_calibrate.py tests/lab/profiling
     start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py \
       --ignore tests/e2e/test_explain_crc32c.py --ignore tests/e2e/test_explain_browser.py
     start_line unit -n 2 tests/unit
