@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from virtbench.decide.folded import (
     Frame,
@@ -44,7 +43,7 @@ from virtbench.model import (
     PROFILE_WORKLOAD_ARTIFACT,
     Domain,
 )
-from virtbench.stats._sample import welch_df
+from virtbench.stats._sample import t_quantile, welch_df
 from virtbench.stats.intervals import mean_interval
 
 __all__ = ["ARTIFACT", "ARTIFACT_META", "ARTIFACT_WORKLOAD", "CONFIDENCE", "MEDIA_TYPE",
@@ -237,7 +236,7 @@ def _difference(base: np.ndarray, new: np.ndarray) -> Estimate:
     if vb + vn == 0.0:  # every trial the same share on both sides
         return Estimate(diff, diff, diff)
     df = welch_df([(vb, base.size), (vn, new.size)])
-    half = float(special.stdtrit(df, 0.5 + CONFIDENCE / 2.0)) * math.sqrt(vb + vn)
+    half = t_quantile(CONFIDENCE, df) * math.sqrt(vb + vn)
     return Estimate(diff, diff - half, diff + half)
 
 

@@ -41,6 +41,17 @@ def sample_var_of_mean(x: FloatArray) -> float:
     return float(np.var(x, ddof=1)) / x.size
 
 
+def t_quantile(confidence: float, df: float) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom:
+    scipy.stats.t.ppf(½ + confidence/2, df), or norm.ppf for infinite df (nan for df ≤ 0 or
+    nan, as t.ppf). From scipy.special, the functions scipy.stats itself calls, imported here
+    when first needed: scipy.stats costs a second of start-up, scipy.special a quarter."""
+    from scipy import special
+
+    q = 0.5 + confidence / 2.0
+    return float(special.ndtri(q)) if math.isinf(df) else float(special.stdtrit(df, q))
+
+
 def welch_df(parts: Sequence[tuple[float, int]]) -> float:
     """Welch–Satterthwaite degrees of freedom of a sum of variance parts ``(v_i, n_i)``.
 

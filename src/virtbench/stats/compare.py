@@ -21,6 +21,7 @@ from virtbench.stats._sample import (
     check_confidence,
     resampled_means,
     sample_var_of_mean,
+    t_quantile,
     welch_df,
 )
 from virtbench.stats.multiple import holm
@@ -78,15 +79,6 @@ class Significance:
 # ratio of means
 
 
-def _t_quantile(confidence: float, df: float) -> float:
-    """scipy.stats.norm.ppf(q) for infinite df, else scipy.stats.t.ppf(q, df), q = ½ + conf/2
-    (nan for df ≤ 0 or nan, as t.ppf)."""
-    from scipy import special
-
-    q = 0.5 + confidence / 2.0
-    return float(special.ndtri(q)) if math.isinf(df) else float(special.stdtrit(df, q))
-
-
 def _ratio_parts(num: FloatArray, den: FloatArray) -> tuple[float, float, float, float, float]:
     """(ratio, mean_num, mean_den, var_of_mean_num, var_of_mean_den)."""
     mx, my = float(np.mean(num)), float(np.mean(den))
@@ -112,7 +104,7 @@ def ratio_ci_delta(num: SampleLike, den: SampleLike, confidence: float = 0.95) -
     if mx == 0.0:
         return RatioCI(r, math.nan, math.nan, "delta")
     se = abs(r) * math.sqrt(vx / (mx * mx) + vy / (my * my))
-    t = _t_quantile(confidence, _ratio_df(mx, my, vx, vy, x.size, y.size))
+    t = t_quantile(confidence, _ratio_df(mx, my, vx, vy, x.size, y.size))
     return RatioCI(r, r - t * se, r + t * se, "delta")
 
 
@@ -129,7 +121,7 @@ def ratio_ci_fieller(num: SampleLike, den: SampleLike, confidence: float = 0.95)
         return early
     r, mx, my, vx, vy = _ratio_parts(x, y)
     df = _ratio_df(mx, my, vx, vy, x.size, y.size) if mx != 0.0 else float(x.size + y.size - 2)
-    t2 = _t_quantile(confidence, df) ** 2
+    t2 = t_quantile(confidence, df) ** 2
     a = my * my - t2 * vy
     if a <= 0.0:
         return RatioCI(r, math.nan, math.nan, "fieller")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from virtbench.model import Domain
-from virtbench.stats._sample import FloatArray, resampled_means
+from virtbench.stats._sample import FloatArray, resampled_means, t_quantile
 
 __all__ = ["MIN_INTERVAL_VALUES", "MeanInterval", "mean_interval"]
 
@@ -38,12 +38,7 @@ class MeanInterval:
 
 
 def _t(confidence: float, n: int) -> float:
-    # stdtrit is t.ppf without importing scipy.stats (seconds of `history`'s start-up); and
-    # scipy.special is imported by the first interval (a quarter of a second of `report`'s
-    # start-up that a report without intervals never needs)
-    from scipy import special
-
-    return float(special.stdtrit(n - 1, 0.5 + confidence / 2.0))
+    return t_quantile(confidence, n - 1)
 
 
 def _t_interval(x: FloatArray, confidence: float) -> MeanInterval:
@@ -56,12 +51,10 @@ def _wilson(x: FloatArray, confidence: float) -> MeanInterval:
     """Wilson score interval for a mean of per-trial percentages, in percent."""
     p = float(np.mean(x)) / 100.0
     var_mean = float(np.var(x / 100.0, ddof=1)) / x.size
-    if var_mean == 0.0:  # every trial gave the same percentage: nothing to spread
-        mean = float(np.mean(x))  # not 100·p: the mean itself, to the last bit
-        return MeanInterval(mean, mean, "Wilson (effective n)")
-    if p * (1.0 - p) <= 0.0:
-        # The mean is at a bound by rounding alone (shares of 100 % and a hair below it sum
-        # to exactly 100·n): the spread is rounding noise, the interval the mean itself.
+    # Nothing to spread: every trial gave the same percentage, or the mean is at a bound by
+    # rounding alone (shares of 100 % and a hair below it sum to exactly 100·n). The interval
+    # is then the mean itself (not 100·p: the mean, to the last bit).
+    if var_mean == 0.0 or p * (1.0 - p) <= 0.0:
         mean = float(np.mean(x))
         return MeanInterval(mean, mean, "Wilson (effective n)")
     n_eff = p * (1.0 - p) / var_mean

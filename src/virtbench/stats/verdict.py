@@ -18,7 +18,7 @@ import numpy.typing as npt
 from scipy import special
 
 from virtbench.model import Better
-from virtbench.stats._sample import SampleLike, as_sample, check_confidence
+from virtbench.stats._sample import SampleLike, as_sample, check_confidence, t_quantile
 
 __all__ = [
     "ALPHA",
@@ -228,8 +228,7 @@ def ratio_verdict(base: SampleLike, new: SampleLike, better: Better, *,
                           np.array([mn]), np.array([np.var(y, ddof=1)]), np.array([nn]),
                           between_var=between_var, between_df=between_df)
     df = float(m.df[0])
-    q = 0.5 + confidence / 2
-    t = _z(q) if math.isinf(df) else float(special.stdtrit(df, q))
+    t = t_quantile(confidence, df)
     lr, se = float(m.log_ratio[0]), float(m.se[0])
     p_eq = float(equivalence_p(m, equivalence_pct)[0])
     p_two = float(two_sided_p(m)[0])

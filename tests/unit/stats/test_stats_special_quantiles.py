@@ -15,6 +15,7 @@ from scipy import special
 from scipy import stats as sps
 
 from virtbench.stats import compare, intervals
+from virtbench.stats._sample import t_quantile
 
 CONFIDENCES = [1e-12, 0.01, 0.5, 0.8, 0.9, 0.95, 0.99, 0.999, 1 - 1e-9, 1 - 1e-15]
 DFS = [1e-300, 1e-3, 0.5, 1.0, 1.5, 2.0, 3.0, 4.7, 10.0, 29.0, 100.0, 1e4, 1e8, 1e15, 1e300,
@@ -33,11 +34,12 @@ def _same(got: float, expected: float) -> None:
 
 
 @pytest.mark.parametrize("confidence", CONFIDENCES)
-def test_the_ratio_intervals_t_quantile_is_t_ppf(confidence: float) -> None:
+def test_the_shared_t_quantile_is_t_ppf(confidence: float) -> None:
+    # (the ratio intervals', the verdict's, the mean intervals' and explain's t quantile)
     q = 0.5 + confidence / 2.0
     for df in DFS:
         expected = sps.norm.ppf(q) if math.isinf(df) else sps.t.ppf(q, df)
-        _same(compare._t_quantile(confidence, df), float(expected))
+        _same(t_quantile(confidence, df), float(expected))
 
 
 @pytest.mark.parametrize("confidence", CONFIDENCES)
