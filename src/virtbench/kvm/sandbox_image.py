@@ -1,6 +1,6 @@
 """A small Debian guest that runs virtbench's workloads: python3 + crc32c + cryptography + sshd.
 
-Built once from Debian packages with ``debootstrap`` (minbase) and packed as an uncompressed
+Built once from Debian packages with ``mmdebstrap`` (minbase) and packed as an uncompressed
 initramfs (a cpio archive); booted with the Debian cloud kernel under QEMU (TCG or KVM). The
 kernel's virtio-net and virtio-rng modules are copied from the same kernel package and loaded by
 the guest's ``/init``, a busybox shell script that mounts the pseudo file systems, configures
@@ -36,7 +36,7 @@ __all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debi
            "download_deb", "kernel_package", "make_instance", "pack_cpio", "pack_tree",
            "unpack_cloud_kernel"]
 
-# debootstrap does not resolve virtual packages: python3-cffi-backend provides the
+# Named although apt would resolve it: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
 PACKAGES = ("python3", "python3-cryptography", "python3-cffi-backend", "openssh-server",
             "busybox")
@@ -104,7 +104,10 @@ PrintMotd no
 PrintLastLog no
 """
 
-RECIPE = hashlib.sha256("\n".join((*PACKAGES, CRC32C_VERSION, *MODULES, INIT, INITTAB,
+BUILDER = "mmdebstrap minbase merged-usr"
+"""How the root tree is made: part of the recipe, so an image of another builder is rebuilt."""
+
+RECIPE = hashlib.sha256("\n".join((BUILDER, *PACKAGES, CRC32C_VERSION, *MODULES, INIT, INITTAB,
                                     SSHD_CONFIG)).encode()
                         ).hexdigest()[:12]
 """Changes whenever the recipe changes, so a stale cached image is rebuilt."""
@@ -134,6 +137,7 @@ class GuestInstance:
 
 
 _LOCAL = LocalTarget()
+MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 
 
 def kernel_package() -> str:
@@ -196,20 +200,27 @@ def _mirror() -> tuple[str, str]:
 
 def _trim(root: Path) -> None:
     """Remove what a guest that only runs probes never reads (halves the archive)."""
+    # The package manager's own files and perl go too: the guest never installs anything
+    # (and the kernel unpacks every byte of the archive at each boot, emulated under TCG).
     for sub in ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
                 "usr/share/zoneinfo", "usr/share/i18n", "var/cache/apt", "var/lib/apt/lists",
-                "var/cache/debconf", "usr/share/common-licenses"):
+                "var/cache/debconf", "usr/share/common-licenses", "var/lib/dpkg", "usr/lib/apt",
+                "usr/lib/x86_64-linux-gnu/gconv", "usr/lib/x86_64-linux-gnu/perl-base",
+                "usr/share/perl5"):
         shutil.rmtree(root / sub, ignore_errors=True)
+    for sub in ("pydoc_data", "test"):
+        for python in (root / "usr" / "lib").glob("python3.*"):
+            shutil.rmtree(python / sub, ignore_errors=True)
     for key in (root / "etc" / "ssh").glob("ssh_host_*"):
         key.unlink()  # every instance gets its own host key
 
 
 def _build(cache: Path) -> DebianGuestImage:
     """Build in a private mount and PID namespace (``unshare``): the work tree is a tmpfs
-    there (dpkg's many fsyncs cost nothing), and debootstrap's /proc and /sys mounts, any
+    there (dpkg's many fsyncs cost nothing), and mmdebstrap's /proc and /sys mounts, any
     daemon a maintainer script starts in the chroot and the tmpfs itself all end with the
     namespace — also on Ctrl-C or SIGKILL."""
-    for binary, package in (("debootstrap", "debootstrap"), ("cpio", "cpio"),
+    for binary, package in (("mmdebstrap", "mmdebstrap"), ("cpio", "cpio"),
                             ("unshare", "util-linux"), ("apt-get", "apt"),
                             ("dpkg-deb", "dpkg")):
         if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
@@ -231,7 +242,7 @@ def _install_crc32c_wheel(root: Path, wheels: Path) -> None:
     """Unpack the crc32c wheel for the guest's Python into its /usr/local dist-packages."""
     pythons = sorted((root / "usr" / "lib").glob("python3.*"))
     if not pythons:
-        raise VirtbenchError("debootstrap installed no python3")
+        raise VirtbenchError("mmdebstrap installed no python3")
     version = pythons[-1].name.removeprefix("python")  # e.g. 3.11
     tag = "cp" + version.replace(".", "")
     wheels.mkdir(exist_ok=True)
@@ -259,9 +270,18 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         debs = cache / "debs"
         debs.mkdir(exist_ok=True)
         # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
-        out = _LOCAL.run(["/usr/sbin/debootstrap", "--variant=minbase", "--components=main",
-                          f"--include={','.join(PACKAGES)}", f"--cache-dir={debs}", codename,
-                          str(root), mirror], check=False)
+        # (mmdebstrap installs with apt in one pass: half debootstrap's time and CPU.)
+        # (mmdebstrap's sync-in/sync-out hooks split their arguments at blanks.)
+        keep = [] if any(c.isspace() for c in str(debs)) else [
+            "--skip=download/empty", "--skip=essential/unlink",
+            "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
+            f"--setup-hook=sync-in {debs} /var/cache/apt/archives/",
+            f"--customize-hook=sync-out /var/cache/apt/archives {debs}"]
+        # merged /usr by symlinks, as debootstrap makes it (else apt picks usrmerge and perl)
+        out = _LOCAL.run(["mmdebstrap", "--variant=minbase", "--components=main",
+                          f"--hook-dir={MERGED_USR_HOOKS}",
+                          f"--include={','.join(PACKAGES)}", *keep, codename, str(root),
+                          f"deb {mirror} {codename} main"], check=False)
         print(out.stdout[-4000:], out.stderr[-4000:], flush=True)
         if out.returncode != 0:
             raise CommandFailed(out)

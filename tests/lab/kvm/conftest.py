@@ -58,8 +58,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # After deselection (-k, -m): only a session that will boot the guest builds it.
     if not any(_boots_debian_guest(item) for item in session.items):
         return
-    if _skip_reason() is None and (shutil.which("debootstrap")
-                                   or Path("/usr/sbin/debootstrap").exists()):
+    if _skip_reason() is None and shutil.which("mmdebstrap"):
         threading.Thread(target=_prebuild_debian_guest, name="debian-guest-prebuild",
                          daemon=True).start()
 

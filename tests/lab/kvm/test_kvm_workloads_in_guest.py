@@ -73,8 +73,8 @@ class Guest:
 
 @pytest.fixture(scope="session")
 def debian_image(private_libvirtd: str) -> DebianGuestImage:
-    if shutil.which("debootstrap") is None and not Path("/usr/sbin/debootstrap").exists():
-        pytest.skip("debootstrap missing (apt-get install debootstrap)")
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap missing (apt-get install mmdebstrap)")
     return build_debian_guest()
 
 
