@@ -22,11 +22,13 @@ chunk = int(sys.argv[5]) if len(sys.argv) > 5 else 64 * 1024
 summary = sys.argv[6] if len(sys.argv) > 6 else "median"
 key = b"sixteenbytekey12"
 result: dict[str, object] = {}
-# The timed sections' span on CLOCK_MONOTONIC: a profile keeps only its samples.
-window = [time.monotonic()]
+# The timed sections' span on CLOCK_MONOTONIC, from the first one's start to the last one's
+# end: a profile keeps only its samples (not the random buffer's or the warm-up's).
+window: list[float] = []
 
 if mode in ("study", "both"):
     enc_times, dec_times = [], []
+    window.append(time.monotonic())
     for _ in range(ops):
         encryptor = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
         padder = padding.PKCS7(128).padder()
@@ -58,6 +60,8 @@ if mode in ("bulk", "both"):
     # machine out of the trial's value.
     per_segment = max(1, bulk_bytes // chunk // 8)
     rates = []
+    if not window:
+        window.append(time.monotonic())
     for _ in range(8):
         start = time.perf_counter()
         for _ in range(per_segment):

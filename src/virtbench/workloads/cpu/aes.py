@@ -24,7 +24,7 @@ def study_plaintext() -> bytes:
 
 class AesParams(Params):
     mode: Literal["study", "bulk", "both"] = Field(
-        "both", description="study: ~2 KB text, fresh Cipher per op; bulk: 16 KiB chunks")
+        "both", description="study: ~2 KB text, fresh Cipher per op; bulk: `chunk_kib` chunks")
     ops: int = Field(1000, ge=1, le=10_000_000,
                      description="study-mode operations per trial (the study averaged 1000)")
     summary: Literal["median", "mean"] = Field(
