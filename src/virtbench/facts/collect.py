@@ -125,8 +125,10 @@ def _hypervisor(cpu_flags: list[str], lscpu: str | None, detect: str | None,
 
 # target -> tool -> (identity of its binary, version line): the "after" facts of a run reuse
 # the "before" versions of binaries that did not change (`tshark --version` alone costs ~0.2 s
-# of CPU on the host, twice per run and host); a remote host's also come from and go to the
-# cache of earlier runs (version_cache).
+# of CPU on the host, twice per run and host); they also come from and go to the cache of
+# earlier runs (version_cache) where probing a binary costs no process (this machine, an SSH
+# host's agent): asking every tool, the boot's commands and the packages' Python cost 0.4 s
+# of CPU per run here.
 _VERSIONS: weakref.WeakKeyDictionary[Target, dict[str, tuple[str, str]]] = (
     weakref.WeakKeyDictionary())
 
@@ -134,7 +136,7 @@ _VERSIONS: weakref.WeakKeyDictionary[Target, dict[str, tuple[str, str]]] = (
 def _present_tools(target: Target, probes: list[str | None]) -> dict[str, str | None]:
     """The tools whose binary is on the target, each with its binary's identity (None: not
     known, or a script: its version is asked again every time)."""
-    if not target.batches:
+    if not target.cheap_probes:
         return {tool: None for tool, argv in TOOL_VERSION_COMMANDS.items()
                 if target.which(argv[0]) is not None}
     present: dict[str, str | None] = {}
@@ -152,7 +154,8 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
     whose version this target reported before."""
     known = _VERSIONS.get(target)
     if known is None:
-        known = _VERSIONS[target] = load_versions(target.describe()) if target.batches else {}
+        known = _VERSIONS[target] = (load_versions(target.describe()) if target.cheap_probes
+                                     else {})
     ask = [tool for tool, identity in present.items()
            if identity is None or known.get(tool, ("", ""))[0] != identity]
     outputs = dict(zip(ask, _batch(target, [TOOL_VERSION_COMMANDS[tool] for tool in ask]),
@@ -170,7 +173,7 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
                 learnt = True
         else:
             versions[tool] = known[tool][1]
-    if learnt and target.batches:
+    if learnt and target.cheap_probes:
         save_versions(target.describe(), known)
     return versions
 
@@ -182,7 +185,7 @@ def _boot_outputs(target: Target, boot: dict[str, Any], boot_id: str | None,
     if boot and boot_id is not None and boot["boot_id"] == boot_id:
         return list(boot["outputs"])
     outputs = asked or _batch(target, [list(argv) for argv in BOOT_COMMANDS])
-    if target.batches and boot_id is not None and outputs[-1] is not None:
+    if target.cheap_probes and boot_id is not None and outputs[-1] is not None:
         save_boot(target.describe(), boot_id, outputs)
     return outputs
 
@@ -196,17 +199,17 @@ def collect_facts(target: Target) -> dict[str, Any]:
     facts: dict[str, Any] = {"target": target.describe()}
     files = ["/proc/cpuinfo", *[f"/sys/class/dmi/id/{name}" for name in _DMI],
              "/proc/meminfo", "/etc/os-release"]
-    tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.batches else []
+    tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.cheap_probes else []
     python = [*target.python(), "-c", PROBE]
     # a remote host's packages are asked again only when its Python or their directories
     # changed, the boot's commands only after a reboot; both are checked in the same round trip
-    before = Remembered(target.describe(), python) if target.batches else None
+    before = Remembered(target.describe(), python) if target.cheap_probes else None
     paths = before.paths if before is not None else []
-    boot = load_boot(target.describe()) if target.batches else {}
+    boot = load_boot(target.describe()) if target.cheap_probes else {}
     if len(boot.get("outputs", [])) != len(BOOT_COMMANDS):
         boot = {}
     commands = [] if boot else [list(argv) for argv in BOOT_COMMANDS]
-    boot_file = [BOOT_ID] if target.batches else []  # (locally a `cat` for nothing)
+    boot_file = [BOOT_ID] if target.cheap_probes else []  # (else a `cat` for nothing)
     found = _gather(target, files + boot_file, tools,
                     commands + ([] if paths else [python]), paths)
     cpuinfo, *dmi_texts, meminfo, os_release = found.files[:len(files)]

@@ -130,6 +130,11 @@ class Target(abc.ABC):
     batches: bool = False
     """True when ``run_batch`` costs one round trip (SSH) rather than one process per command."""
 
+    cheap_probes: bool = False
+    """True when ``gather`` reads files, probes binaries and stats paths without a process
+    for each (this machine itself, an SSH host's agent): facts are then remembered across
+    runs by those identities, since checking them costs less than asking again."""
+
     def run_batch(self, argvs: Sequence[Sequence[str]], *,
                   timeout: float | None = None) -> list[ProcResult]:
         """Run short independent commands, never raising for their exit codes (``check=False``).

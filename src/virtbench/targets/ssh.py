@@ -306,6 +306,7 @@ class SSHTarget(Target):
         return cannot_run_true(self, "reach")
 
     batches = True
+    cheap_probes = True
 
     def run_batch(self, argvs: Sequence[Sequence[str]], *,
                   timeout: float | None = None) -> list[ProcResult]:

@@ -178,7 +178,7 @@ def _batch(request: dict[str, Any]) -> dict[str, Any]:
     return {"results": results}
 
 
-def _read(path: str) -> str | None:
+def read_text(path: str) -> str | None:
     try:
         with open(path, "rb") as file:
             return file.read().decode(errors="replace")
@@ -186,9 +186,10 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _probe(binary: str) -> str | None:
-    """As targets.base.BINARY_PROBE prints it: path, `stat -L` identity, first two bytes."""
-    path = shutil.which(binary)
+def probe_binary(binary: str, path: str | None = None) -> str | None:
+    """As targets.base.BINARY_PROBE prints it: path (``binary`` looked up on the PATH unless
+    given), `stat -L` identity, first two bytes."""
+    path = path or shutil.which(binary)
     if path is None:
         return None
     try:
@@ -201,7 +202,7 @@ def _probe(binary: str) -> str | None:
             f"{int(info.st_ctime)}\n{head}")
 
 
-def _stat(path: str) -> str | None:
+def stat_identity(path: str) -> str | None:
     """As targets.base.PATH_STAT prints it (`stat -L`, times to the nanosecond)."""
     try:
         info = os.stat(path)
@@ -214,9 +215,9 @@ def _stat(path: str) -> str | None:
 def _gather(request: dict[str, Any]) -> dict[str, Any]:
     """Files read, binaries probed and paths stat'ed here, in this process (each would
     otherwise cost a process or three on the host), then the commands, as a batch."""
-    return {"files": [_read(path) for path in request["files"]],
-            "binaries": [_probe(binary) for binary in request["binaries"]],
-            "stats": [_stat(path) for path in request.get("paths", [])],
+    return {"files": [read_text(path) for path in request["files"]],
+            "binaries": [probe_binary(binary) for binary in request["binaries"]],
+            "stats": [stat_identity(path) for path in request.get("paths", [])],
             **_batch(request)}
 
 

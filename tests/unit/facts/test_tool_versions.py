@@ -1,6 +1,6 @@
 """The "after" facts and later runs reuse a tool's version while its binary is the same file,
 and the Python packages while the interpreter and its path are the same (real commands, run
-locally through a target that batches as an SSH host does)."""
+by this machine's own target, which probes binaries in-process as an SSH host's agent does)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,12 @@ import pytest
 from virtbench.facts import collect_facts
 from virtbench.facts.python_packages import PROBE, parse_probe
 from virtbench.facts.version_cache import load_boot, load_versions, save_versions
-from virtbench.targets.base import ProcResult
+from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.local import LocalTarget
 
 
-class BatchingHost(LocalTarget):
-    """This machine, batching as an SSH host does; remembers every command it ran."""
-
-    batches = True
+class RecordingLocal(LocalTarget):
+    """This machine; remembers every command it ran."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -40,7 +38,7 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     (tmp_path / "iperf3").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    host = BatchingHost()
+    host = RecordingLocal()
 
     def asked(tool: str) -> int:
         return sum(1 for argv in host.ran if argv[0] == tool)
@@ -55,7 +53,7 @@ def test_versions_are_asked_again_only_for_changed_binaries(
     assert collect_facts(host)["tools"]["irtt"] == "."
     assert asked("irtt") == 2
     # a later run's target of the same host: the versions it reported, from the cache
-    later = BatchingHost()
+    later = RecordingLocal()
     assert collect_facts(later)["tools"] == again | {"irtt": "."}
     assert [argv[0] for argv in later.ran if argv[0] in ("irtt", "iperf3")] == ["iperf3"]
 
@@ -80,16 +78,16 @@ def test_packages_are_asked_again_only_when_the_python_path_changes(
     extra.mkdir()
     monkeypatch.setenv("PYTHONPATH", str(extra))
 
-    def probes(host: BatchingHost) -> int:
+    def probes(host: RecordingLocal) -> int:
         return sum(1 for argv in host.ran if PROBE in argv)
 
-    first = BatchingHost()
+    first = RecordingLocal()
     packages = collect_facts(first)["python_packages"]
     assert probes(first) == 1
-    later = BatchingHost()
+    later = RecordingLocal()
     assert collect_facts(later)["python_packages"] == packages and probes(later) == 0
     (extra / "vb_module.py").write_text("")  # "pip install": the directory changed
-    changed = BatchingHost()
+    changed = RecordingLocal()
     assert collect_facts(changed)["python_packages"] == packages
     assert probes(changed) == 1
 
@@ -106,24 +104,37 @@ def test_the_probe_states_identities_as_gather_does() -> None:
     assert parse_probe("") is None and parse_probe("not json") is None
 
 
+def test_this_machine_gathers_in_process_what_the_commands_would_print(tmp_path: Path) -> None:
+    local = LocalTarget()
+    files, binaries = ["/etc/os-release", str(tmp_path / "absent")], ["sh", "vb-no-such-tool"]
+    paths = [str(tmp_path), str(tmp_path / "absent")]
+    assert local.cheap_probes and not local.batches
+    in_process = local.gather(files, binaries, [["true"]], paths=paths)
+    as_commands = Target.gather(local, files, binaries, [["true"]], paths=paths)
+    assert in_process.files == as_commands.files and in_process.files[1] is None
+    assert in_process.binaries == as_commands.binaries and in_process.binaries[1] is None
+    assert in_process.stats == as_commands.stats and in_process.stats[1] is None
+    assert [r.returncode for r in in_process.results] == [0]
+
+
 def test_the_boots_commands_are_asked_again_only_after_a_reboot(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
 
-    def asked(host: BatchingHost) -> list[str]:
+    def asked(host: RecordingLocal) -> list[str]:
         return [argv[0] for argv in host.ran if argv[0] in ("lscpu", "systemd-detect-virt",
                                                             "uname")]
 
-    first = BatchingHost()
+    first = RecordingLocal()
     facts = collect_facts(first)
     assert asked(first) == ["lscpu", "systemd-detect-virt", "uname"] and facts["kernel"]
-    later = BatchingHost()
+    later = RecordingLocal()
     again = collect_facts(later)
     assert asked(later) == []
     assert (again["kernel"], again["hypervisor"]) == (facts["kernel"], facts["hypervisor"])
     cache = tmp_path / "virtbench" / "tool-versions.json"  # as if the host had rebooted
     cache.write_text(cache.read_text().replace(load_boot("local")["boot_id"], "another-boot"))
-    rebooted = BatchingHost()
+    rebooted = RecordingLocal()
     assert collect_facts(rebooted)["kernel"] == facts["kernel"]
     assert asked(rebooted) == ["lscpu", "systemd-detect-virt", "uname"]
     assert load_boot("local")["boot_id"] != "another-boot"
