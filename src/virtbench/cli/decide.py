@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
 from virtbench import safetext
 from virtbench.cli import consoles
 from virtbench.cli.options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.cli.options import open_store as store_at
+from virtbench.cli.values import PlainValuesCommand
 from virtbench.model import VirtbenchError
 
 __all__ = ["SIDES", "SidesCommand", "app", "compare", "history"]
@@ -30,7 +30,7 @@ SIDES = "\x00--"
 NEW runs (no argument can contain NUL, so no run reference is taken for it)."""
 
 
-class SidesCommand(TyperCommand):
+class SidesCommand(PlainValuesCommand):
     """`compare B1 B2 -- N1 N2`: click drops a bare ``--`` (it ends the options, and options
     after the NEW runs would then be read as runs); the first one is kept as :data:`SIDES`."""
 

@@ -115,3 +115,15 @@ def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_pat
     out = started("runs", "--store", str(tmp_path / "none.db"))
     assert out.returncode == 2 and "none.db" in out.stderr
     assert out.loaded("pydantic", "virtbench.cli.results") == ["virtbench.cli.results"]
+
+
+def test_comparing_two_files_needs_no_pydantic(started: Callable[..., Started],
+                                               tmp_path: Path) -> None:
+    """compare's number options have parsers of their own (cli.options.number_parser): typer's
+    pydantic check would only call them; the check here calls them itself."""
+    missing = [str(tmp_path / "base.json"), str(tmp_path / "new.json")]
+    out = started("compare", *missing, "--fail-if-worse", "5", "--equivalence", "1")
+    assert out.returncode == 2 and "base.json: no such file" in out.stderr
+    assert out.loaded("pydantic", "virtbench.cli.decide") == ["virtbench.cli.decide"]
+    refused = started("compare", *missing, "--fail-if-worse", "-1")
+    assert refused.returncode == 2 and "--fail-if-worse" in refused.stderr

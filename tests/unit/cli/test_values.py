@@ -13,6 +13,7 @@ import typer
 from typer._coercion import build_runtime_param
 
 from virtbench.cli.lazy import command_of
+from virtbench.cli.options import number_parser
 from virtbench.cli.values import PlainValue, PlainValuesCommand
 
 commands = typer.Typer()
@@ -27,6 +28,8 @@ def sample(
     maybe: Annotated[str | None, typer.Option()] = None,
     there: Annotated[Path | None, typer.Option(exists=True, dir_okay=False)] = None,
     count: Annotated[int, typer.Option(min=1)] = 1,
+    ratio: Annotated[float, typer.Option(parser=number_parser(0))] = 2.0,
+    limit: Annotated[float | None, typer.Option(parser=number_parser(1, low_open=True))] = None,
 ) -> None:
     """Every kind of parameter."""
 
@@ -48,17 +51,20 @@ def test_a_command_built_lazily_checks_its_plain_parameters_itself() -> None:
     assert isinstance(COMMAND, PlainValuesCommand)
     kinds = {name: getattr(p._runtime_param, "kind", None) for name, p in PARAMS.items()}
     assert kinds == {"text": "str", "path": "path", "words": "list", "flag": "bool",
-                     "maybe": "str", "there": "path", "count": None}
+                     "maybe": "str", "there": "path", "count": None, "ratio": "parsed",
+                     "limit": "parsed"}
 
 
-@pytest.mark.parametrize("name", ["text", "path", "words", "flag", "maybe", "there"])
+@pytest.mark.parametrize("name", ["text", "path", "words", "flag", "maybe", "there", "ratio",
+                                  "limit"])
 def test_the_plain_check_says_what_typers_says(name: str, tmp_path: Path) -> None:
     param = PARAMS[name]
     plain, typers = param._runtime_param, build_runtime_param(param.type_descriptor)
     assert isinstance(plain, PlainValue)
     (tmp_path / "file").write_text("")
     values: list[Any] = [None, *HOSTILE, str(tmp_path), str(tmp_path / "file"), b"bytes",
-                         True, False, 3, ["a", "b"], ("a", ""), [], ("a", 1)]
+                         True, False, 3, ["a", "b"], ("a", ""), [], ("a", 1), "0", "1", "2.5",
+                         "-1", "1e400", "inf", " 3 ", 2.0, 0.5]
     for value in values:
         assert _outcome(plain, param, value) == _outcome(typers, param, value), (name, value)
 
