@@ -14,8 +14,8 @@
 # PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity and
 # tests/lab/assess (a loop device and veth pair of their own); the unit tests (two pytest-xdist
 # workers); the end-to-end tests; the explanation's tests (perf recordings, Chromium),
-# calibrate's e2e test and tests/lab/profiling; the TCG guests (kvm: a private libvirtd); the
-# other labs. Inside the other lines tests run one at a time: they start real
+# calibrate's e2e test and tests/lab/profiling; the TCG guests (kvm: a private libvirtd) and
+# the fleet's hosts; the other labs. Inside the other lines tests run one at a time: they start real
 # services whose ports, namespaces and timing they own. Each line's output is printed whole
 # when it ends, with its wall and CPU time.
 set -euo pipefail
@@ -108,12 +108,14 @@ case "$area" in
     started=$(date +%s)
     # Lines of about equal length on two cores (each line's time is printed at its end): lint
     # and types, then the two knee searches (long trials, little CPU) and assess's probes; the
-    # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests;
+    # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests
+    # and the fleet (moved from the other labs' line, which ended alone 24 s after the rest);
     # the other labs.
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
     start_line static "$web_knee" "$storage_knee" tests/lab/assess
-    start_line guests tests/lab/kvm
-    start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/assess \
+    start_line guests tests/lab/kvm tests/lab/fleet
+    start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/fleet \
+      --ignore tests/lab/assess \
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
     # The explanation's tests (real perf recordings, Chromium) and calibrate's end-to-end test
     # beside the other end-to-end tests: together they made the e2e line the longest by
