@@ -154,7 +154,7 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
     whose version this target reported before."""
     known = _VERSIONS.get(target)
     if known is None:
-        known = _VERSIONS[target] = (load_versions(target.describe()) if target.cheap_probes
+        known = _VERSIONS[target] = (load_versions(target.machine()) if target.cheap_probes
                                      else {})
     ask = [tool for tool, identity in present.items()
            if identity is None or known.get(tool, ("", ""))[0] != identity]
@@ -174,7 +174,7 @@ def _tool_versions(target: Target, present: dict[str, str | None]) -> dict[str, 
         else:
             versions[tool] = known[tool][1]
     if learnt and target.cheap_probes:
-        save_versions(target.describe(), known)
+        save_versions(target.machine(), known)
     return versions
 
 
@@ -186,7 +186,7 @@ def _boot_outputs(target: Target, boot: dict[str, Any], boot_id: str | None,
         return list(boot["outputs"])
     outputs = asked or _batch(target, [list(argv) for argv in BOOT_COMMANDS])
     if target.cheap_probes and boot_id is not None and outputs[-1] is not None:
-        save_boot(target.describe(), boot_id, outputs)
+        save_boot(target.machine(), boot_id, outputs)
     return outputs
 
 
@@ -203,9 +203,9 @@ def collect_facts(target: Target) -> dict[str, Any]:
     python = [*target.python(), "-c", PROBE]
     # a remote host's packages are asked again only when its Python or their directories
     # changed, the boot's commands only after a reboot; both are checked in the same round trip
-    before = Remembered(target.describe(), python) if target.cheap_probes else None
+    before = Remembered(target.machine(), python) if target.cheap_probes else None
     paths = before.paths if before is not None else []
-    boot = load_boot(target.describe()) if target.cheap_probes else {}
+    boot = load_boot(target.machine()) if target.cheap_probes else {}
     if len(boot.get("outputs", [])) != len(BOOT_COMMANDS):
         boot = {}
     commands = [] if boot else [list(argv) for argv in BOOT_COMMANDS]

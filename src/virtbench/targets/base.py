@@ -164,6 +164,12 @@ class Target(abc.ABC):
     def describe(self) -> str:
         return self.name
 
+    def machine(self) -> str:
+        """The machine whose files, binaries and boot this target sees: the key of the facts
+        remembered across runs (a target made for one run, as a lab's namespace, shares its
+        machine's rather than adding its own each run)."""
+        return self.describe()
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (an SSH master, a libvirt connection); idempotent."""
 

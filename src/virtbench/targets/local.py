@@ -134,6 +134,9 @@ class LocalTarget(Target):
 
     cheap_probes = True
 
+    def machine(self) -> str:
+        return LocalTarget.name  # a namespace or cgroup of this machine too
+
     def gather(self, files: Sequence[str], binaries: Sequence[str],
                argvs: Sequence[Sequence[str]], *, paths: Sequence[str] = (),
                timeout: float | None = None) -> Gathered:

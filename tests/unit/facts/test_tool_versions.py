@@ -4,6 +4,7 @@ by this machine's own target, which probes binaries in-process as an SSH host's 
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.facts import collect_facts
+from virtbench.facts.collect import TOOL_VERSION_COMMANDS
 from virtbench.facts.python_packages import PROBE, parse_probe
 from virtbench.facts.version_cache import load_boot, load_versions, save_versions
 from virtbench.targets.base import ProcResult, Target
@@ -138,3 +140,24 @@ def test_the_boots_commands_are_asked_again_only_after_a_reboot(
     assert collect_facts(rebooted)["kernel"] == facts["kernel"]
     assert asked(rebooted) == ["lscpu", "systemd-detect-virt", "uname"]
     assert load_boot("local")["boot_id"] != "another-boot"
+
+
+def test_a_namespace_of_this_machine_shares_its_remembered_facts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lab's namespace or cgroup target gets a new name every run: its facts are this
+    machine's, remembered once under "local", not once more per name."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    class InLab(RecordingLocal):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    first, later = InLab("netns:vb-run1"), InLab("netns:vb-run2+cgroup:vb-t0")
+    assert collect_facts(first)["target"] == "netns:vb-run1"
+    facts = collect_facts(later)
+    assert facts["target"] == "netns:vb-run2+cgroup:vb-t0" and facts["tools"]
+    asked = [argv[0] for argv in later.ran if argv in TOOL_VERSION_COMMANDS.values()]
+    assert set(asked) <= {"python3"}  # (pyenv's python3 is a script: asked every time)
+    hosts = json.loads((tmp_path / "virtbench" / "tool-versions.json").read_text())
+    assert "netns:vb-run1" not in json.dumps(hosts) and "local" in json.dumps(hosts)
