@@ -47,6 +47,7 @@ def kill_process_group(proc: subprocess.Popen[Any] | Process, *, reap: bool = Tr
 
 class LocalTarget(Target):
     name = "local"
+    cheap_probes = True
 
     def _wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -131,8 +132,6 @@ class LocalTarget(Target):
 
     def which(self, binary: str) -> str | None:
         return shutil.which(binary)
-
-    cheap_probes = True
 
     def machine(self) -> str:
         return LocalTarget.name  # a namespace or cgroup of this machine too
