@@ -201,7 +201,7 @@ def collect_facts(target: Target) -> dict[str, Any]:
              "/proc/meminfo", "/etc/os-release"]
     tools = [argv[0] for argv in TOOL_VERSION_COMMANDS.values()] if target.cheap_probes else []
     python = [*target.python(), "-c", PROBE]
-    # a remote host's packages are asked again only when its Python or their directories
+    # a host's packages are asked again only when its Python or their directories
     # changed, the boot's commands only after a reboot; both are checked in the same round trip
     before = Remembered(target.machine(), python) if target.cheap_probes else None
     paths = before.paths if before is not None else []
