@@ -15,9 +15,9 @@
 # tests/lab/assess (a loop device and veth pair of their own); the unit tests (two pytest-xdist
 # workers); the end-to-end tests; the explanation's tests (perf recordings, Chromium),
 # calibrate's e2e test and tests/lab/profiling; the TCG guests (kvm: a private libvirtd) and
-# the fleet's runs; the other labs. Inside the other lines tests run one at a time: they start real
-# services whose ports, namespaces and timing they own. Each line's output is printed whole
-# when it ends, with its wall and CPU time.
+# the fleet's runs; the other labs. Inside the other lines tests run one at a time: they start
+# real services whose ports, namespaces and timing they own. Each line's output is printed
+# whole when it ends, with its wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 area=all

@@ -269,9 +269,9 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         root = work / "root"
         debs = cache / "debs"
         debs.mkdir(exist_ok=True)
-        # Downloaded .debs are kept: a changed recipe rebuilds without downloading.
-        # (mmdebstrap installs with apt in one pass: half debootstrap's time and CPU.)
-        # (mmdebstrap's sync-in/sync-out hooks split their arguments at blanks.)
+        # Downloaded .debs are kept: a changed recipe rebuilds without downloading (unless the
+        # cache's path has a blank: mmdebstrap's sync-in/sync-out hooks split at blanks).
+        # mmdebstrap installs with apt in one pass: half debootstrap's time and CPU.
         keep = [] if any(c.isspace() for c in str(debs)) else [
             "--skip=download/empty", "--skip=essential/unlink",
             "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
