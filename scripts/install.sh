@@ -24,7 +24,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+  # Without ensurepip's pip and setuptools (6-8 s, compiled, then replaced by the newer pip):
+  # Debian's pip installs the newest pip into the environment instead (about 2 s).
+  python3 -m venv --without-pip .venv
 fi
 # What the Python environment is made from; when none of it changed since the last install and
 # the environment still imports, pip is not asked again (a rerun by scripts/test.sh takes
@@ -39,21 +41,39 @@ if [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ] \
   exit 0
 fi
 rm -f "$stamp_file"
-.venv/bin/pip install -q --upgrade pip
-# pip byte-compiles on one core; installed without it, the environment is compiled below on
-# every core, while the capture loops are built beside it (the install: 86 s → 60-67 s here).
+if .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  .venv/bin/pip install -q --upgrade pip
+else
+  python3 -m pip --python .venv/bin/python install -q --no-compile --upgrade pip \
+    || .venv/bin/python -m ensurepip --upgrade --default-pip >/dev/null  # python3 without pip
+fi
+# The capture analysis loops become machine code (numba.pycc: no JIT start-up per command;
+# optional, without it they are JIT-compiled on first use). The build needs only numpy, numba
+# and setuptools (pycc's), so they are installed first and the build (about 20 CPU-s on one
+# core) runs beside the rest of the install, which leaves the second core idle (downloads,
+# unpacking). With the pip bootstrap above and fewer files compiled below, the install of a
+# fresh clone took 51-56 s instead of 66-71 s (alternating, two runs each).
+kernel_deps=$(.venv/bin/python -c 'import re, tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print(" ".join(d for d in deps if re.match(r"(numpy|numba)\b", d)))')
+# (pip byte-compiles on one core: the environment is compiled below on every core instead)
+# shellcheck disable=SC2086  # the requirements, each one word
+.venv/bin/pip install -q --no-compile $kernel_deps setuptools
+PYTHONPATH=src .venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 &
+kernels=$!
+trap '[ -z "$kernels" ] || kill "$kernels" 2>/dev/null || true' EXIT  # the install failed
 .venv/bin/pip install -q --no-compile -e ".[${extras}]"
 # Byte-code now: where PYTHONDONTWRITEBYTECODE is set, every command would otherwise compile
-# each module it imports (virtbench parse pcap competes with tcpdump -r).
+# each module it imports (virtbench parse pcap competes with tcpdump -r). Not what nothing
+# imports after the install: the packages' own test suites (a fifth of the work), pip and
+# setuptools, mypy's sources (it runs as compiled modules) and pygments' 300 lexers (a third
+# less time). Some packages ship files not meant to compile; pip's own step ignores them too.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-# (not the packages' own test suites, which nothing imports: a fifth of the work)
-.venv/bin/python -m compileall -q -j 0 -x '/tests?/' "$site" src/virtbench >/dev/null &
-compiling=$!
-# Capture analysis loops as machine code (numba.pycc): no JIT start-up per command. Optional.
-.venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 \
+unused='/(tests?|pip|setuptools|pkg_resources|mypyc?)/|/pygments/lexers/'
+.venv/bin/python -m compileall -q -j 0 -x "$unused" "$site" src/virtbench >/dev/null || true
+wait "$kernels" \
   || echo "note: capture loops not compiled ahead of time; they are JIT-compiled on first use"
-# Some packages ship files that are not meant to compile; pip's own step ignores them too.
-wait "$compiling" || true
+kernels=""
 .venv/bin/virtbench --help >/dev/null
 echo "$stamp" > "$stamp_file"
 echo "virtbench installed: ok (.venv/bin/virtbench)"
