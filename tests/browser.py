@@ -27,15 +27,28 @@ def free_port() -> int:
 
 
 @contextmanager
-def chromium_tab(answers: list[str] | None = None, **context: Any
-                 ) -> Iterator[tuple[Any, list[str]]]:
-    """(tab, problems): a prompt is accepted with the next of ``answers`` (a test appends to
-    it before it clicks); any other dialog — an executed <script>alert(1)</script> — is a
-    problem. ``context``: options of the browser context (accept_downloads=True, ...)."""
-    problems: list[str] = []
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium, launched through Playwright, for a module's tests (one launch: about
+    3 CPU-s with Playwright's driver); each test opens its own context (chromium_tab)."""
     with playwright_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        tab = browser.new_context(**context).new_page()
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def chromium_tab(browser: Any, answers: list[str] | None = None, **context: Any
+                 ) -> Iterator[tuple[Any, list[str]]]:
+    """(tab, problems) in a fresh context of ``browser`` (its own cookies, storage and
+    downloads): a prompt is accepted with the next of ``answers`` (a test appends to it before
+    it clicks); any other dialog — an executed <script>alert(1)</script> — is a problem.
+    ``context``: options of the browser context (accept_downloads=True, ...)."""
+    problems: list[str] = []
+    browser_context = browser.new_context(**context)
+    try:
+        tab = browser_context.new_page()
         tab.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
                if msg.type == "error" else None)
         tab.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
@@ -49,7 +62,8 @@ def chromium_tab(answers: list[str] | None = None, **context: Any
 
         tab.on("dialog", on_dialog)
         yield tab, problems
-        browser.close()
+    finally:
+        browser_context.close()
 
 
 def wait_for(url: str, timeout: float = 120.0,

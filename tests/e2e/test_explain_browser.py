@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import CHROMIUM, chromium_tab, serving
+from browser import CHROMIUM, chromium, chromium_tab, serving
 from profiled import HARDWARE, HARDWARE_TRIALS, SOFTWARE, SOFTWARE_TRIALS, add_profiled_run
 
 from virtbench.store import Store
@@ -53,10 +53,16 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"tmp": tmp, "db": db, "both": both, "base": base, "new": new}
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
-def page() -> Iterator[Any]:
+def page(browser: Any) -> Iterator[Any]:
     answers: list[str] = []
-    with chromium_tab(answers) as (tab, problems):
+    with chromium_tab(browser, answers) as (tab, problems):
         tab.answers = answers  # what the search prompt is answered with, in order
         yield tab
     assert problems == []

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import CHROMIUM, chromium_tab, serving
+from browser import CHROMIUM, chromium, chromium_tab, serving
 from waits import finish, sigint_default
 
 from virtbench.report.formatting import fmt_value
@@ -75,9 +75,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"tmp": tmp, "db": db, "env": env, "url": url}
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
+
+
 @pytest.fixture
-def page(site: dict[str, Any]) -> Iterator[Any]:
-    with chromium_tab(accept_downloads=True) as (tab, problems):
+def page(site: dict[str, Any], browser: Any) -> Iterator[Any]:
+    with chromium_tab(browser, accept_downloads=True) as (tab, problems):
         yield tab
     assert problems == []
 
