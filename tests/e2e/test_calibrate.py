@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -87,9 +88,8 @@ def test_calibrate_interleaves_its_runs_and_stores_a_profile_that_compare_uses(
     for _ in range(2):  # two normal runs of the same file: compare finds the profile
         assert _virtbench("run", "exp.yaml", "--quiet", "--store", "store.db",
                           cwd=tmp_path).returncode == 0
-        listed = _virtbench("report", "latest", "--store", "store.db", "-f", "json",
-                            cwd=tmp_path)
-        ids.append(json.loads(listed.stdout)["runs"][0]["id"])
+        with closing(Store(str(tmp_path / "store.db"))) as store:
+            ids.append(store.run("latest").id)
     done = _virtbench("compare", *ids, "--store", "store.db", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     model = json.loads(done.stdout)["variance_model"]

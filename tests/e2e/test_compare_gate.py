@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
+
+from virtbench.store import Store
 
 # A bound for a hang, not a speed: generous for a loaded 2-core machine.
 pytestmark = pytest.mark.timeout(600)
@@ -52,8 +55,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
         spec.write_text(SPEC.format(features=features))
         done = _virtbench("run", str(spec), "--store", "store.db", "--quiet", cwd=tmp)
         assert done.returncode == 0, done.stderr
-        listed = _virtbench("report", "latest", "--store", "store.db", "-f", "json", cwd=tmp)
-        ids[name] = json.loads(listed.stdout)["runs"][0]["id"]
+        with closing(Store(str(tmp / "store.db"))) as store:  # (no report process for an id)
+            ids[name] = store.run("latest").id
     return tmp, ids
 
 
