@@ -66,8 +66,8 @@ trap '[ -z "$kernels" ] || kill "$kernels" 2>/dev/null || true' EXIT  # the inst
 # Byte-code now: where PYTHONDONTWRITEBYTECODE is set, every command would otherwise compile
 # each module it imports (virtbench parse pcap competes with tcpdump -r). Not what nothing
 # imports after the install: the packages' own test suites (a fifth of the work), pip and
-# setuptools, mypy's sources (it runs as compiled modules) and pygments' 300 lexers (a third
-# less time). Some packages ship files not meant to compile; pip's own step ignores them too.
+# setuptools, mypy's sources (it runs as compiled modules) and pygments' lexers (together a
+# quarter less time). Some packages ship files not meant to compile; pip's step skips them too.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 unused='/(tests?|pip|setuptools|pkg_resources|mypyc?)/|/pygments/lexers/'
 .venv/bin/python -m compileall -q -j 0 -x "$unused" "$site" src/virtbench >/dev/null || true
