@@ -11,9 +11,9 @@
 #   scripts/test.sh -- ARGS...      pytest ARGS as given (a file, -k EXPR, ...)
 #
 # The whole suite runs as six processes at once, each with its own temporary folder and
-# PostgreSQL database: ruff and mypy, then the two knee searches of tests/lab/capacity and
-# tests/lab/assess (a loop device and veth pair of their own); the unit tests (two pytest-xdist
-# workers); the end-to-end tests; the explanation's tests (perf recordings, Chromium),
+# PostgreSQL database: the two knee searches of tests/lab/capacity and tests/lab/assess (a
+# loop device and veth pair of their own); the unit tests (two pytest-xdist workers); the
+# end-to-end tests; ruff and mypy, then the explanation's tests (perf recordings, Chromium),
 # calibrate's e2e test and tests/lab/profiling; the TCG guests (kvm: a private libvirtd) and
 # the fleet's runs; the other labs. Inside the other lines tests run one at a time: they start
 # real services whose ports, namespaces and timing they own. Each line's output is printed
@@ -81,7 +81,7 @@ start_line() {
    # What the line cost: the suite's time is set by the two cores, not by one line's wall time.
    TIMEFORMAT="line $name: %0R s wall, %0U s user + %0S s system CPU"
    { time {
-       if [ "$name" = static ]; then static_checks || rc=$?; fi
+       if [ "$name" = explain ]; then static_checks || rc=$?; fi
        pytest -p no:cacheprovider --durations=15 --basetemp "$lines_dir/$name" "$@" \
          </dev/null || rc=$?
      } >"$lines_dir/$name.log" 2>&1; } 2>"$lines_dir/$name.time"
@@ -106,13 +106,14 @@ case "$area" in
   args) pytest "$@" </dev/null ;;
   all)
     started=$(date +%s)
-    # Lines of about equal length on two cores (each line's time is printed at its end): lint
-    # and types, then the two knee searches (long trials, little CPU) and assess's probes; the
+    # Lines of about equal length on two cores (each line's time is printed at its end): the
+    # two knee searches (long trials, little CPU) and assess's probes (lint and types before
+    # them made this line the last by 20 s: 401 s, in the explanation's line now); the
     # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests
     # and the fleet's runs (from the other labs' line, which ended alone 24 s after the rest;
     # the whole fleet made the guests' line the last by 27 s); the other labs.
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
-    start_line static "$web_knee" "$storage_knee" tests/lab/assess
+    start_line knees "$web_knee" "$storage_knee" tests/lab/assess
     fleet_runs=tests/lab/fleet/test_fleet_run.py
     start_line guests tests/lab/kvm "$fleet_runs"
     start_line services tests/lab --ignore tests/lab/kvm --ignore "$fleet_runs" \
@@ -120,7 +121,7 @@ case "$area" in
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
     # The explanation's tests (real perf recordings, Chromium) and calibrate's end-to-end test
     # beside the other end-to-end tests: together they made the e2e line the longest by
-    # minutes (calibrate's made the static line the longest when it ran there: 591 s).
+    # minutes (calibrate's made the knee searches' line the longest when it ran there: 591 s).
     explain="tests/e2e/test_explain_crc32c.py tests/e2e/test_explain_browser.py"
     start_line explain $explain tests/e2e/test_calibrate.py tests/lab/profiling
     start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py \
@@ -128,7 +129,7 @@ case "$area" in
     start_line unit -n 2 tests/unit
     wait
     status=0 passed=0 failed=0
-    for name in static unit e2e explain services guests; do
+    for name in knees unit e2e explain services guests; do
       echo "=========================== suite line: $name ==========================="
       cat "$lines_dir/$name.log" "$lines_dir/$name.time" 2>/dev/null || true
       rc=$(cat "$lines_dir/$name.rc" 2>/dev/null || echo 1)
