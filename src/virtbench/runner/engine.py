@@ -37,7 +37,7 @@ from virtbench.runner.search import (
 from virtbench.runner.trial_times import TrialTimes, trial_key
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.spec.resolve import ResolvedExperiment
-from virtbench.store import RunInfo, Store, TrialRecord
+from virtbench.store import RunInfo, Store, StoreFailed, TrialRecord
 from virtbench.store.ids import check_run_id
 from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
@@ -212,7 +212,7 @@ class Runner:
                 finally:
                     # Even a second Ctrl-C during a slow lab.down() must not leave the run
                     # marked as running.
-                    self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
+                    status_failed = self._store_status(run_id, outcome)
                     if facts is None or outcome.status != "interrupted":
                         with contextlib.suppress(Exception):
                             self.store.add_facts(run_id, "after", collect_facts(self.target))
@@ -220,9 +220,25 @@ class Runner:
                         TrialTimes.load().add(self._durations)
                     self.target.close()
                     self.progress.stop()
+                    if status_failed is not None:
+                        raise status_failed
         return outcome
 
     # ---- internals -----------------------------------------------------------------------
+    def _store_status(self, run_id: str, outcome: RunOutcome) -> StoreFailed | None:
+        """Store the run's final status. When the store cannot take it (its disk is still
+        full): for a run that failed or was interrupted, its own error stays the one the user
+        sees, and this one becomes a message (`virtbench runs` shows such a run as
+        abandoned); for a complete run, the error to raise once the rest is cleaned up."""
+        try:
+            self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
+        except StoreFailed as exc:
+            if outcome.status == "complete":
+                return exc
+            self.progress.message(f"run {run_id}: its status ({outcome.status}) was not stored "
+                                  f"either: {exc}")
+        return None
+
     def _open_run(self, resume_run_id: str | None, calibration: str | None = None) -> str:
         if resume_run_id is not None:
             info = self.store.run(resume_run_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sqlite3
@@ -429,10 +430,29 @@ class Store:
             return result.rowcount == 1
 
     def set_run_status(self, run_id: str, status: str, stop_reason: str = "") -> None:
-        with self.engine.begin() as conn:
-            conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
-                status=status, stop_reason=stop_reason,
-                ended_at=None if status == "running" else time.time()))
+        """Store the run's status; on a full SQLite disk, after reclaiming the log's space once
+        (a run's last write comes after the write that found the disk full)."""
+        def write() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
+                    status=status, stop_reason=stop_reason,
+                    ended_at=None if status == "running" else time.time()))
+
+        try:
+            write()
+        except StoreFailed as exc:
+            if self.engine.dialect.name != "sqlite" or "disk is full" not in exc.reason:
+                raise
+            self._reclaim_log()
+            write()
+
+    def _reclaim_log(self) -> None:
+        """Copy the write-ahead log into the database and truncate it: the log keeps every
+        version of the pages a run rewrote (each trial rewrites the same few), the database
+        one, so this frees most of the log's space. Best effort: a checkpoint that finds no
+        room either leaves things as they were."""
+        with contextlib.suppress(StoreFailed), self.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def delete_run(self, run_id: str, conn: Connection | None = None) -> None:
         """Delete the run and its rows (in ``conn``'s transaction when given)."""
