@@ -155,6 +155,13 @@ class Lab(abc.ABC):
     def leave(self, variant: str) -> None:  # noqa: B027 - optional hook
         """Undo ``enter``."""
 
+    def serving_daemons(self) -> dict[str, int]:
+        """Name → PID of each daemon running now that does the workload's work (a cache, a
+        web server, a switch); a profiled trial counts their samples, and their children's,
+        as the workload's (docs/explain.md). Default: none. Never the neighbours or
+        background traffic a lab adds as interference."""
+        return {}
+
     def down(self) -> None:  # noqa: B027 - optional hook
         """Remove everything; idempotent and safe after a partial ``up``."""
 

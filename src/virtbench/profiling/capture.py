@@ -28,7 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,12 +56,12 @@ from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.process import Process
 
-__all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "find_qemu_pid",
-           "perf_error"]
+__all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "ServingDaemons",
+           "find_qemu_pid", "live_descendants", "perf_error"]
 
 WORKLOAD_ARTIFACT = PROFILE_WORKLOAD_ARTIFACT
 """The stacks of the workload's processes: those virtbench forked while perf recorded, and
-their descendants (docs/explain.md, "The workload's samples")."""
+their descendants, and the lab's serving daemons (docs/explain.md, "The workload's samples")."""
 NOTE_KEY = "profile"
 PERF_PACKAGE = "linux-perf"
 START_TIMEOUT_S = 30.0
@@ -123,6 +123,33 @@ def find_qemu_pid(domain: str, proc: Path = Path("/proc")) -> int | None:
                 return int(entry.name)
     return None
 
+
+def live_descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    """``pid`` and the processes below it now (its children, theirs...), read from the
+    ``children`` files of their threads; a process that ended meanwhile is left out."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:  # ends: every pid is visited once, and /proc lists finitely many
+        current = todo.pop()
+        if current in found or current <= 0:
+            continue
+        try:
+            tasks = list((proc / str(current) / "task").iterdir())
+        except OSError:
+            continue  # ended, or never was
+        found.add(current)
+        for task in tasks:
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            todo.extend(int(child) for child in children if child.isdigit())
+    return found
+
+
+ServingDaemons = Callable[[], Mapping[str, int]]
+"""What the lab's ``serving_daemons`` gives: name → PID of each daemon doing the workload's
+work, asked at a trial's start and end (a daemon may be restarted in between)."""
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -259,15 +286,17 @@ class Profiler:
 
     @contextlib.contextmanager
     def trial(self, workload_id: str, repetition: int, warmup: bool,
-              lab_target: Target | None) -> Iterator[Captured]:
+              lab_target: Target | None,
+              serving: ServingDaemons | None = None) -> Iterator[Captured]:
         """Record around the ``with`` body; the yielded :class:`Captured` is filled on exit
-        (empty for a trial not profiled)."""
+        (empty for a trial not profiled). ``serving``: the lab's daemons, whose samples count
+        as the workload's (docs/explain.md, "The workload's samples")."""
         captured = Captured()
         if not self.wanted(workload_id, repetition, warmup):
             yield captured
             return
         settings = self.settings[workload_id]
-        session = _Session(self, settings, workload_id, repetition, lab_target)
+        session = _Session(self, settings, workload_id, repetition, lab_target, serving)
         try:
             session.start()
             started = time.monotonic()
@@ -284,7 +313,8 @@ class _Session:
     """One trial's recording: start, finish into a Captured, close (always)."""
 
     def __init__(self, profiler: Profiler, settings: ProfileSettings, workload_id: str,
-                 repetition: int, lab_target: Target | None) -> None:
+                 repetition: int, lab_target: Target | None,
+                 serving: ServingDaemons | None = None) -> None:
         self.host = profiler.host
         self.settings = settings
         self.limit_s = profiler.time_limits.get(workload_id, 3600.0) + SLEEP_BEYOND_LIMIT_S
@@ -299,6 +329,22 @@ class _Session:
         self.before: ProcSnapshot | None = None
         self.perf = "perf"
         self._perf_pids: set[int] = set()
+        self._serving = serving
+        self.serving: dict[str, set[int]] = {}
+        """Each serving daemon's name → its processes seen at the trial's start or end."""
+
+    def _find_serving(self) -> None:
+        """Add the lab's daemons and what runs below them now (never the trial's failure)."""
+        if self._serving is None:
+            return
+        try:
+            daemons = dict(self._serving())
+        except Exception as exc:
+            self.notes.append(f"the lab's daemons not found: {type(exc).__name__}: {exc}")
+            self._serving = None
+            return
+        for name, pid in daemons.items():
+            self.serving.setdefault(name, set()).update(live_descendants(pid))
 
     def _snapshot(self) -> ProcSnapshot:
         if isinstance(self.host, LocalTarget):
@@ -310,6 +356,7 @@ class _Session:
         return read_snapshot(gathered.files[0], gathered.files[1])
 
     def start(self) -> None:
+        self._find_serving()
         try:
             self._start_perf()
         except Exception as exc:  # never the trial's failure
@@ -365,6 +412,7 @@ class _Session:
             with contextlib.suppress(Exception):
                 captured.measurements += proc_measurements(self.before, self._snapshot())
         recorded = self.record is not None
+        self._find_serving()
         try:
             for controlled in (self.stat, self.record):
                 if controlled is not None:
@@ -393,6 +441,10 @@ class _Session:
             raise _PerfFailed(f"perf script: {tail[0]}")
         window = self._window(captured.window)
         folded = fold_perf_script(script.stdout.splitlines(), window)
+        if self.serving and self.scope.name != "guest":
+            self.notes.append("the lab's daemons count as the workload's: " + ", ".join(
+                f"{name} ({len(pids)} process{'es' if len(pids) != 1 else ''})"
+                for name, pids in sorted(self.serving.items())))
         notes = [*self.notes, *stat_notes]
         if window is not None:
             notes.append(f"stacks of the workload's measured section only "
@@ -417,7 +469,11 @@ class _Session:
             summary["workload_comms"] = sorted({stack.split(";", 1)[0]
                                                 for stack in folded.stacks})
         else:
-            workload = folded.workload(os.getpid(), exclude=self._perf_pids)
+            serving = set().union(*self.serving.values())
+            workload = folded.workload(os.getpid(), exclude=self._perf_pids, serving=serving)
+            if self.serving:
+                summary["serving_daemons"] = {name: sorted(pids)
+                                              for name, pids in sorted(self.serving.items())}
             if workload.pids:
                 summary["workload_comms"] = sorted(workload.comms)
                 summary["workload_samples"] = workload.samples

@@ -16,6 +16,7 @@ PERF_STAT_EVENTS = {
     "context-switches": "context_switches",
     "cpu-migrations": "cpu_migrations",
     "page-faults": "page_faults",
+    "major-faults": "major_faults",
 }
 """perf stat's software events and the profile metric each becomes."""
 

@@ -67,15 +67,17 @@ class Folded:
     outside_window: int = 0
     """Samples left out because they were taken outside the window asked for."""
 
-    def workload(self, root: int, exclude: Collection[int] = ()) -> WorkloadStacks:
+    def workload(self, root: int, exclude: Collection[int] = (),
+                 serving: Collection[int] = ()) -> WorkloadStacks:
         """The stacks of the processes that ``root`` forked while perf recorded, and of their
         descendants (``exclude``: processes left out with their descendants; pid 0, the idle
-        task, never counts)."""
+        task, never counts). ``serving``: processes that count too, with what they forked
+        while perf recorded (a lab's daemons, started before the trial)."""
         children: dict[int, list[int]] = {}
         for parent, child in self.forks:
             children.setdefault(parent, []).append(child)
         pids: set[int] = set()
-        todo = [c for c in children.get(root, []) if c not in exclude]
+        todo = [c for c in [*children.get(root, []), *serving] if c not in exclude]
         while todo:
             pid = todo.pop()
             if pid in pids or pid in exclude or pid in (0, root):

@@ -30,6 +30,10 @@ PROFILE_METRICS: tuple[Metric, ...] = (
     _metric("page_faults", "count",
             "perf stat page-faults (minor and major) over the trial's window, in the profile's "
             "scope", Domain.POSITIVE),
+    _metric("major_faults", "count",
+            "perf stat major-faults (page faults that had to read the page from a disk or "
+            "other backing store) over the trial's window, in the profile's scope",
+            Domain.POSITIVE),
     _metric("softirq_net_rx", "count",
             "NET_RX softirqs raised on the host during the trial: /proc/softirqs delta, summed "
             "over CPUs (packets received by the network stack)", Domain.POSITIVE),

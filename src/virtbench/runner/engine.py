@@ -415,8 +415,8 @@ class Runner:
         notes: dict[str, str] = {}
         noise = self.noise.trial() if self.noise else None
         try:
-            with self.profiler.trial(key.workload_id, key.repetition, key.warmup,
-                                     ctx.target) as profile:  # docs/explain.md
+            with self.profiler.trial(key.workload_id, key.repetition, key.warmup, ctx.target,
+                                     self.lab.serving_daemons) as profile:  # docs/explain.md
                 result = run_with_time_limit(workload.run, ctx, self.time_limits[key.workload_id])
                 profile.window = result.window
             declared = {m.name: m for m in workload.metrics}

@@ -122,9 +122,9 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path,
     counters = {s.metric for s in samples if s.metric.startswith("profile.")}
     assert counters == {
         "profile.task_clock_ms", "profile.context_switches", "profile.cpu_migrations",
-        "profile.page_faults", "profile.softirq_net_rx", "profile.softirq_net_tx",
-        "profile.softirq_block", "profile.interrupts", "profile.steal_pct",
-        "profile.iowait_pct"}
+        "profile.page_faults", "profile.major_faults", "profile.softirq_net_rx",
+        "profile.softirq_net_tx", "profile.softirq_block", "profile.interrupts",
+        "profile.steal_pct", "profile.iowait_pct"}
     for metric in counters:  # one scalar sample per measured trial, as any metric
         rows = [s for s in samples if s.metric == metric]
         assert len(rows) == 3 and all(s.t is None and s.value is not None for s in rows)
@@ -211,3 +211,55 @@ def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -
     assert roots and all(root.startswith("python") for root in roots), roots  # its process only
     metrics = {m.metric for m in captured.measurements}
     assert {"profile.task_clock_ms", "profile.context_switches"} <= metrics
+
+
+WEB_SPEC = """\
+name: vbprof-web
+seed: 3
+lab:
+  kind: web
+  params: {{sites: 2, pages_per_site: 20, page_bytes: 500000, disk_dir: {disk},
+           cache_size: 256M, cache_memory_mib: 48}}
+variants:
+  - {{name: disk, knobs: {{cache_storage: file-disk}}}}
+workloads:
+  - name: web.load
+    params: {{model: open, rate_per_s: 60, duration_s: 3, timeout_s: 30, stat_interval_s: 1}}
+    profile: {{frequency_hz: 199}}
+repetitions: 1
+warmup: 0
+"""
+
+
+def test_a_web_labs_daemons_count_as_the_workloads(open_dir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Varnish works in varnishd, started by the lab before the trial: its processes (the
+    manager and the child, found below the PID the lab gives) count as the workload's."""
+    if shutil.which("varnishd") is None or shutil.which("nginx") is None:
+        pytest.fail("varnishd and nginx are needed (Debian packages varnish, nginx-light)")
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(open_dir / "labs"))
+    (open_dir / "disk").mkdir()
+    spec = open_dir / "web.yaml"
+    spec.write_text(WEB_SPEC.format(disk=open_dir / "disk"))
+    db = open_dir / "s.db"
+    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(db), "--quiet"],
+                                env={"XDG_CACHE_HOME": str(open_dir / "cache")})
+    assert result.exit_code == 0, result.output
+    store = Store(str(db))
+    try:
+        (trial,) = _trials(store)
+        note = str(trial["notes"]["profile"])
+        assert "the lab's daemons count as the workload's: nginx (2 processes), varnishd " \
+               "(2 processes)" in note, note
+        named = {a["name"]: a for a in store.artifacts(store.run("latest").id)}
+        info = json.loads(bytes(named["profile.json"]["content"]))
+        assert set(info["serving_daemons"]) == {"nginx", "varnishd"}
+        # varnishd's threads are named cache-worker, cache-epoll...: their samples are in
+        cache_threads = {c for c in info["workload_comms"] if c.startswith("cache-")}
+        assert cache_threads, info["workload_comms"]
+        workload = bytes(named["profile.workload.folded"]["content"]).decode().splitlines()
+        served = sum(int(line.rsplit(" ", 1)[1]) for line in workload
+                     if line.split(";", 1)[0] in cache_threads)
+        assert 0 < served <= info["workload_samples"]
+    finally:
+        store.close()

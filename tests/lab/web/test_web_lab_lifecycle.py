@@ -14,6 +14,7 @@ from webhelpers import make_lab, needs_web
 from virtbench.labs.base import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.model import VirtbenchError
+from virtbench.profiling.capture import live_descendants
 from virtbench.services import WebStack
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.targets.daemon import is_ours
@@ -105,3 +106,64 @@ def test_down_leaves_nothing(open_dir: Path, lab_root: Path) -> None:
     assert not lab.private.exists()
     assert list(lab_root.iterdir()) == []
     assert list((open_dir / "disk").iterdir()) == []
+
+
+def _memory_cgroup_of(pid: int) -> str:
+    """The memory controller's group of a process (cgroup v1 line, or v2's single line)."""
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    v1 = [line.split(":", 2)[2] for line in lines if "memory" in line.split(":")[1].split(",")]
+    return v1[0] if v1 else next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
+
+
+def test_cache_memory_limits_varnishd_and_its_daemons_are_named(open_dir: Path,
+                                                                lab_root: Path) -> None:
+    lab = make_lab(open_dir, cache_memory_mib=96)
+    try:
+        lab.up()
+        # malloc storage is varnishd's own memory: one larger than the limit is refused
+        with pytest.raises(VirtbenchError, match=r"variant big: .*malloc of 96M does not fit "
+                                                 r"in params.cache_memory_mib \(96 MiB\)"):
+            lab.enter("big", {"cache_storage": "malloc", "cache_size": "96M"})
+        state = lab.enter("disk", {"cache_storage": "file-disk", "cache_size": "256M"})
+        assert "limit 96 MiB" in state.notes["cache_memory"]
+        daemons = lab.serving_daemons()
+        assert set(daemons) == {"nginx", "varnishd"}
+        varnishd = live_descendants(daemons["varnishd"])
+        assert len(varnishd) == 2  # the manager and the child that serves (as user vcache)
+        groups = {_memory_cgroup_of(pid) for pid in varnishd}
+        assert len(groups) == 1 and lab.run_id in next(iter(groups))
+        assert lab.run_id not in _memory_cgroup_of(daemons["nginx"])  # the origin: unlimited
+        group_dir = next(p for p in Path("/sys/fs/cgroup").glob(f"**/*{lab.run_id}-disk")
+                         if (p / "cgroup.procs").exists())
+        limit = group_dir / "memory.limit_in_bytes"
+        if not limit.exists():
+            limit = group_dir / "memory.max"
+        assert int(limit.read_text()) == 96 << 20
+        status, _via, body = _get(state.services.get(WebStack).urls[0])
+        assert status == 200 and body
+        lab.leave("disk")
+        assert not group_dir.exists()
+        assert lab.serving_daemons() == {"nginx": daemons["nginx"]}
+    finally:
+        lab.down()
+    assert list(lab_root.iterdir()) == []
+
+
+def test_clean_removes_the_memory_cgroup_a_crashed_run_left(open_dir: Path,
+                                                            lab_root: Path) -> None:
+    lab = make_lab(open_dir, cache_memory_mib=128)
+    try:
+        lab.up()
+        lab.enter("t", {"cache_storage": "file-disk", "cache_size": "64M"})
+        manifest_path = lab_root / f"{lab.run_id}.json"
+        groups = [Path(p) for p in json.loads(manifest_path.read_text())["objects"]["cgroup"]]
+        assert groups and all(g.is_dir() for g in groups)
+        removed = WebLab.clean(Manifest(manifest_path, "web"))  # only the manifest to go on
+        assert sum("removed cgroup" in r for r in removed) == len(groups)
+        assert not any(g.exists() for g in groups)
+        for item in removed:  # reap our own children so they do not linger as zombies
+            if item.startswith("stopped"):
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(item.rsplit("pid ", 1)[1].rstrip(")")), os.WNOHANG)
+    finally:
+        lab.down()

@@ -12,6 +12,7 @@ from virtbench.profiling.capture import (
     _scope,
     _Session,
     find_qemu_pid,
+    live_descendants,
     perf_error,
 )
 from virtbench.targets.cgroup import CgroupTarget
@@ -29,7 +30,7 @@ def test_trials_per_variant_are_the_first_measured_ones() -> None:
     assert all(profiler.wanted("b", r, warmup=False) for r in range(5))
     assert not profiler.wanted("b", -1, warmup=True)  # warm-ups are not profiled
     assert not profiler.wanted("c", 0, warmup=False)  # no profile: asked
-    assert profiler.metrics("c") == [] and len(profiler.metrics("a")) == 10
+    assert profiler.metrics("c") == [] and len(profiler.metrics("a")) == 11
 
 
 def test_a_host_that_is_not_this_machine_gets_a_note_and_the_proc_counters(
@@ -84,7 +85,7 @@ def test_scope_cgroup_names_the_labs_v2_group_relative_to_the_cgroup_root(
     target = CgroupTarget(LocalTarget(), _Group([tmp_path / "vbx" / "w" / "cgroup.procs"]))
     scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
     assert (scope.name, scope.record_args) == ("cgroup", ["-a", "-G", "vbx/w"])
-    assert scope.stat_args == ["-a", "-G", "vbx/w,vbx/w,vbx/w,vbx/w"]  # one per event
+    assert scope.stat_args == ["-a", "-G", ",".join(["vbx/w"] * 5)]  # one per event
 
 
 def test_scope_cgroup_on_cgroup_v1_records_the_host_and_says_why(tmp_path: Path) -> None:
@@ -121,6 +122,19 @@ def test_the_qemu_process_of_a_domain_is_found_by_its_name(tmp_path: Path) -> No
     (tmp_path / "self").mkdir()
     assert find_qemu_pid("vbguest", tmp_path) == 20
     assert find_qemu_pid("vbgues", tmp_path) is None
+
+
+def test_a_daemons_processes_are_read_from_its_threads_children_files(tmp_path: Path) -> None:
+    def task(pid: int, tid: int, children: str) -> None:
+        (tmp_path / str(pid) / "task" / str(tid)).mkdir(parents=True)
+        (tmp_path / str(pid) / "task" / str(tid) / "children").write_text(children)
+
+    task(100, 100, "101 102 ")  # varnishd's manager: its child, and one that ended
+    task(100, 105, "103")  # a process forked by another thread of it
+    task(101, 101, "")
+    task(103, 103, "104 100")  # 104 ended meanwhile; a loop back is visited once
+    assert live_descendants(100, tmp_path) == {100, 101, 103}
+    assert live_descendants(102, tmp_path) == set()  # ended before it was asked
 
 
 @pytest.mark.parametrize("scope", ["auto", "system"])

@@ -20,6 +20,13 @@ def test_perf_stat_counters_become_profile_measurements() -> None:
     assert notes == []
 
 
+def test_major_faults_are_counted_beside_all_faults() -> None:
+    measurements, notes = parse_perf_stat((DATA / "stat-major-faults.csv").read_text())
+    values = {m.metric: m.value for m in measurements}
+    assert values["profile.major_faults"] == 25.0 and values["profile.page_faults"] == 9580.0
+    assert notes == []
+
+
 def test_an_event_perf_could_not_count_is_a_note() -> None:
     measurements, notes = parse_perf_stat(
         "<not supported>,,page-faults,0,100.00,,\n12.5,msec,task-clock:u,1,100.00,,\n")
@@ -51,7 +58,8 @@ def test_an_unreadable_file_gives_no_measurement_from_it() -> None:
 def test_every_counter_is_declared_with_a_unit_and_a_definition() -> None:
     names = {m.name for m in PROFILE_METRICS}
     assert names == {PROFILE_PREFIX + n for n in (
-        "task_clock_ms", "context_switches", "cpu_migrations", "page_faults", "softirq_net_rx",
-        "softirq_net_tx", "softirq_block", "interrupts", "steal_pct", "iowait_pct")}
+        "task_clock_ms", "context_switches", "cpu_migrations", "page_faults", "major_faults",
+        "softirq_net_rx", "softirq_net_tx", "softirq_block", "interrupts", "steal_pct",
+        "iowait_pct")}
     assert all(m.unit and m.description and m.better == "lower" and not m.primary
                for m in PROFILE_METRICS)

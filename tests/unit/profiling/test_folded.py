@@ -113,6 +113,20 @@ def test_the_workload_is_what_the_root_forked_while_perf_recorded() -> None:
     assert folded.workload(0).pids == set()  # the idle task forks nothing in a recording
 
 
+def test_a_labs_daemons_count_with_what_they_forked_while_perf_recorded() -> None:
+    folded = fold_perf_script((DATA / "workload-tree.txt").read_text().splitlines())
+    # parent.py (20198) as a daemon started before the trial: it and the sh and python3 it
+    # forked while perf recorded count; the root's own forks need not exist
+    served = folded.workload(1, serving={20198})
+    assert served.pids == {20198, 20212, 20213}
+    assert served.samples == sum(c for (pid, _s), c in folded.pid_stacks.items()
+                                 if pid in served.pids) > folded.workload(20198).samples
+    # a daemon that had ended (no samples) adds nothing; exclude still wins
+    assert folded.workload(20198, serving={999_999}).pids == {20212, 20213, 999_999}
+    assert folded.workload(20198, serving={999_999}).samples == folded.workload(20198).samples
+    assert folded.workload(1, exclude={20212}, serving={20198}).pids == {20198}
+
+
 WINDOW_PROBE = 27102  # the probe's process in crc32c-window.txt (tests/data/perf/README.md)
 
 

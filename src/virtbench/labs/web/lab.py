@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from virtbench.contract import Knob, Params, Port, Tool, parsed_by
 from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.cgroups import Cgroup, CgroupLayout, CgroupLimits, remove_cgroup_dir
 from virtbench.labs.daemons import clean_recorded, start_recorded
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import varnish as varnish_cfg
@@ -29,6 +30,7 @@ from virtbench.labs.web.sitegen import generate_site
 from virtbench.model import VirtbenchError
 from virtbench.services import WebStack
 from virtbench.targets.base import Target
+from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon, free_port
 from virtbench.targets.local import LocalTarget
 
@@ -62,6 +64,10 @@ class WebLabParams(Params):
                                         description="Varnish first-byte timeout")
     between_bytes_timeout_s: float = Field(60.0, ge=0.001, le=3600,
                                            description="Varnish between-bytes timeout")
+    cache_memory_mib: int = Field(
+        0, ge=0, le=1 << 24, description="memory of the cache server, MiB: varnishd runs in a "
+        "memory cgroup with this limit, its page cache included, as in a cache VM of this "
+        "size (a file storage larger than it is read from the disk again); 0 = no limit")
     varnish_params: dict[str, str] = Field(
         default_factory=dict, description="extra varnishd -p NAME=VALUE parameters")
     wordpress_media_bytes: int = Field(
@@ -112,6 +118,7 @@ class WebLab(Lab):
         self._mounts: list[Path] = []
         self._varnish_argv: list[str] = []
         self._varnish_log = self.private / "varnishd.log"
+        self._varnish_cgroup: Cgroup | None = None
 
     # -- checks ------------------------------------------------------------------------------
     def check(self) -> list[str]:
@@ -124,6 +131,13 @@ class WebLab(Lab):
             varnish_cfg.parse_storage(self.p.cache_storage, self.p.cache_size)
         except ValueError as exc:
             problems.append(f"lab web: params.{exc}")
+        if self.p.cache_memory_mib:
+            if not isinstance(self.target, LocalTarget):
+                problems.append(f"lab web: params.cache_memory_mib is a cgroup on this machine, "
+                                f"but the target is {self.target.describe()}")
+            elif CgroupLayout.probe().version_of("memory") is None:
+                problems.append(f"lab web: params.cache_memory_mib needs the memory cgroup "
+                                f"controller, which this machine lacks ({Cgroup.detect()})")
         return problems
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -205,9 +219,15 @@ class WebLab(Lab):
                 str(knobs.get("cache_size", self.p.cache_size)))
         except ValueError as exc:
             raise VirtbenchError(f"variant {variant}: {exc}") from None
+        self._check_fits(variant, choice)
         self._stop_varnish()
         started = time.monotonic()
         storage_arg, notes = self._prepare_storage(variant, choice)
+        if self.p.cache_memory_mib:
+            self._varnish_cgroup = self._memory_cgroup(variant)
+            notes["cache_memory"] = (f"varnishd in cgroup {self._varnish_cgroup.name}, memory "
+                                     f"limit {self.p.cache_memory_mib} MiB (page cache "
+                                     f"included; {Cgroup.detect()})")
         vdir = self.private / f"varnish-{_safe(variant)}"
         vdir.mkdir(exist_ok=True)
         vcl_path = vdir / "default.vcl"
@@ -245,8 +265,34 @@ class WebLab(Lab):
             varnish_pid=varnishd.pid, empty_cache=self.empty_cache))
         return LabState(services=services, notes=notes)
 
+    def _check_fits(self, variant: str, choice: varnish_cfg.StorageChoice) -> None:
+        """Malloc storage lives in varnishd's memory: one larger than the cache server's memory
+        would have varnishd killed by the kernel mid-run."""
+        limit = self.p.cache_memory_mib << 20
+        if limit and choice.kind == "malloc" and varnish_cfg.parse_size(choice.size) >= limit:
+            raise VirtbenchError(
+                f"variant {variant}: cache_storage malloc of {choice.size} does not fit in "
+                f"params.cache_memory_mib ({self.p.cache_memory_mib} MiB): malloc storage is "
+                "varnishd's own memory; give a smaller cache_size, or file storage")
+
+    def _memory_cgroup(self, variant: str) -> Cgroup:
+        assert self.manifest is not None
+        group = Cgroup(f"{self.run_id}-{_safe(variant)}",
+                       CgroupLimits(memory_bytes=self.p.cache_memory_mib << 20), self.manifest)
+        try:
+            group.create()
+        except Exception:
+            group.remove()
+            raise
+        return group
+
     def _start_varnish(self) -> Daemon:
-        self.varnish_proc = self._spawn("varnishd", self._varnish_argv, self._varnish_log)
+        target = self.target
+        if self._varnish_cgroup is not None:
+            assert isinstance(target, LocalTarget)  # check() refused the others
+            target = CgroupTarget(target, self._varnish_cgroup)
+        self.varnish_proc = self._spawn("varnishd", self._varnish_argv, self._varnish_log,
+                                        target)
         self.varnish_proc.wait_for_port(self.varnish_port)
         return self.varnish_proc
 
@@ -305,10 +351,28 @@ class WebLab(Lab):
     def leave(self, variant: str) -> None:
         self._stop_varnish()
 
+    def serving_daemons(self) -> dict[str, int]:
+        """Every daemon of the lab serves the requests: varnishd, the origin's nginx and, for
+        WordPress, php-fpm and MariaDB (each recorded in the manifest while it runs)."""
+        if self.manifest is None:
+            return {}
+        found: dict[str, int] = {}
+        for record in self.manifest.items("pid"):
+            name = str(record.get("what", "daemon"))
+            key, n = name, 1
+            while key in found:  # two daemons of one program: both count
+                n += 1
+                key = f"{name}#{n}"
+            found[key] = int(record["pid"])
+        return found
+
     def _stop_varnish(self) -> None:
         if self.varnish_proc is not None:
             self.varnish_proc.stop()
             self.varnish_proc = None
+        if self._varnish_cgroup is not None:
+            group, self._varnish_cgroup = self._varnish_cgroup, None
+            group.remove()
         for path in self._storage_files:
             path.unlink(missing_ok=True)
             if self.manifest is not None:
@@ -329,16 +393,21 @@ class WebLab(Lab):
             self.manifest = None
 
     # -- processes ---------------------------------------------------------------------------
-    def _spawn(self, what: str, argv: list[str], log: Path) -> Daemon:
+    def _spawn(self, what: str, argv: list[str], log: Path,
+               target: Target | None = None) -> Daemon:
         """A server whose command line names our private directory (cleanup's proof)."""
         assert self.manifest is not None
-        return start_recorded(self.manifest, self.target, argv, what=what,
+        return start_recorded(self.manifest, target or self.target, argv, what=what,
                               marker=str(self.private), log=log)
 
     @classmethod
     def clean(cls, manifest: Manifest) -> list[str]:
         """Stop our leftover nginx/varnishd/php-fpm/mariadbd by PID; unmount; remove files."""
         removed = clean_recorded(manifest)
+        for path in manifest.items("cgroup"):
+            if remove_cgroup_dir(Path(path)):
+                removed.append(f"removed cgroup {path}")
+                manifest.remove("cgroup", path)
         for mount in manifest.items("mount"):
             if Path(mount).is_mount():
                 LocalTarget().run(["umount", mount], check=False)
