@@ -10,9 +10,12 @@ from pydantic import ValidationError
 
 from virtbench.loadgen.config import LoadConfig
 from virtbench.model import VirtbenchError
+from virtbench.parsers.varnishstat import VarnishSnapshot
 from virtbench.services import WebStack
+from virtbench.targets.fake import FakeTarget
 from virtbench.workloads.web.cache_state import prepare_cache
-from virtbench.workloads.web.load import WebLoad
+from virtbench.workloads.web.load import WebLoad, child_restarts
+from virtbench.workloads.web.sampler import VarnishSampler, keep_counter
 from virtbench.workloads.web.urls import read_url_file, resolve_urls
 
 
@@ -89,3 +92,21 @@ def test_every_metric_is_defined() -> None:
     assert len(names) == len(set(names))
     assert all(m.unit and m.description for m in WebLoad.metrics)
     assert [m.name for m in WebLoad.metrics if m.primary] == ["response_time_mean"]
+
+
+def test_a_varnish_child_that_died_in_the_trial_is_said() -> None:
+    sampler = VarnishSampler(FakeTarget(), "/nowhere", 1.0)
+
+    def snap(died: int, started: int) -> VarnishSnapshot:
+        return VarnishSnapshot(None, {"MGT.child_died": died, "MGT.child_start": started,
+                                      "MAIN.n_object": 5})
+
+    sampler.snapshots = [snap(0, 1), snap(0, 1)]
+    assert child_restarts(sampler) == ""
+    sampler.snapshots = [snap(0, 1), snap(0, 1), snap(1, 2)]  # the kernel killed it mid-trial
+    said = child_restarts(sampler)
+    assert said.startswith("varnishd's child process died 1 and was restarted 1 time(s)")
+    assert "cache was emptied mid-trial" in said
+    sampler.snapshots = [snap(1, 2)]  # one snapshot: nothing to compare
+    assert child_restarts(sampler) == ""
+    assert keep_counter("MGT.child_died") and keep_counter("MGT.child_start")

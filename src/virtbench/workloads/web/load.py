@@ -159,7 +159,26 @@ class WebLoad(Workload):
                                       "\n".join(sampler.raw).encode(), "application/x-ndjson"))
             if sampler.errors:
                 notes["varnishstat_errors"] = "; ".join(sampler.errors[:3])
+            restarts = child_restarts(sampler)
+            if restarts:
+                notes["varnish_child_restarts"] = restarts
         return TrialResult(measurements, artifacts, notes)
+
+
+def child_restarts(sampler: VarnishSampler) -> str:
+    """What the trial's snapshots say of varnishd's child dying ("" when it did not): the
+    manager starts a new child, with empty storage, so the rest of the trial met a cold cache."""
+    snaps = sampler.snapshots
+    if len(snaps) < 2:
+        return ""
+    died = snaps[-1].get("MGT.child_died") - snaps[0].get("MGT.child_died")
+    started = snaps[-1].get("MGT.child_start") - snaps[0].get("MGT.child_start")
+    if died <= 0 and started <= 0:
+        return ""
+    return (f"varnishd's child process died {died} and was restarted {started} time(s) during "
+            "the trial (varnishstat MGT.child_died, MGT.child_start): the cache was emptied "
+            "mid-trial; with the web lab's cache_memory_mib the kernel most likely killed it "
+            "for memory (a malloc storage too large beside varnishd's own memory; see dmesg)")
 
 
 def _config_from(p: WebLoadParams, urls: list[str], ctx: TrialContext,

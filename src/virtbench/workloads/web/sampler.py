@@ -13,8 +13,9 @@ __all__ = ["VarnishSampler", "keep_counter"]
 
 
 def keep_counter(name: str) -> bool:
-    """Counters worth keeping in the artifact (MAIN, storage); the rest is noise here."""
-    return name.startswith(("MAIN.", "SMA.", "SMF.", "MGT.uptime"))
+    """Counters worth keeping in the artifact (MAIN, storage, the child's starts and deaths);
+    the rest is noise here."""
+    return name.startswith(("MAIN.", "SMA.", "SMF.", "MGT.uptime", "MGT.child_"))
 
 
 class VarnishSampler:
