@@ -97,7 +97,13 @@ def test_switch_change_and_background_rate(tmp_path: Path) -> None:
     try:
         lab.up()
         lab.enter("a", {"switch": "linux-bridge", "background_mbps": 0})
+        # a profile counts the servers the trial talks to, not the background's: the kernel
+        # bridge has no daemon; OVS forwards in ovs-vswitchd (ovsdb-server only configures)
+        assert set(lab.serving_daemons()) == {"iperf3-server", "irtt-server"}
         state = lab.enter("b", {"switch": "ovs", "background_mbps": 40})
+        daemons = lab.serving_daemons()
+        assert set(daemons) == {"iperf3-server", "irtt-server", "ovs-vswitchd"}
+        assert "ovs-vswitchd" in Path(f"/proc/{daemons['ovs-vswitchd']}/cmdline").read_text()
         # rebuilt switch, new interfaces: the hosts' ARP entries are pinned again, no IPv6
         neigh = state.target.run(["ip", "neigh", "show", "10.77.0.1"]).stdout
         assert "PERMANENT" in neigh

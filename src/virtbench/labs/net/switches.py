@@ -51,6 +51,11 @@ class Switch(abc.ABC):
     def build(self, hosts: Sequence[Host]) -> None:
         """Create the switch and one port per host; the host ends get their addresses."""
 
+    def daemons(self) -> dict[str, int]:
+        """The switch's forwarding daemons (name → PID); none for a kernel switch, whose
+        forwarding runs in softirqs of the processes that send."""
+        return {}
+
     def destroy(self, hosts: Sequence[Host]) -> None:
         """Remove the switch and the hosts' interfaces (the namespaces stay)."""
         for host in hosts:
@@ -76,6 +81,10 @@ class _OvsSwitch(Switch):
     """Open vSwitch's userspace datapath (netdev), run by this lab's own daemons."""
 
     ovs: OvsDaemons
+
+    def daemons(self) -> dict[str, int]:
+        """ovs-vswitchd (its PMD threads with DPDK), not ovsdb-server (configuration only)."""
+        return {d.what: d.pid for d in self.ovs.procs if d.what != "ovsdb-server"}
 
     def _start_bridge(self) -> None:
         self.ovs.start()

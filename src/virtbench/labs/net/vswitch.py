@@ -141,6 +141,16 @@ class VSwitchLab(NetnsLab):
         irtt.wait_for_port(IRTT_PORT, udp=True)
         bg.wait_for_port(BACKGROUND_PORT)
 
+    def serving_daemons(self) -> dict[str, int]:
+        """The foreground iperf3 and irtt servers and the switch's daemons (OVS); never the
+        background traffic's sender or receiver."""
+        found = {}
+        if len(self.servers) == 3:
+            found = {"iperf3-server": self.servers[0].pid, "irtt-server": self.servers[1].pid}
+        if self.switch is not None:
+            found.update(self.switch.daemons())
+        return found
+
     def _stop_servers(self) -> None:
         for proc in self.servers:
             proc.stop()
