@@ -73,7 +73,7 @@ class CgroupLayout:
                 v2 = mount_point
             elif fstype == "cgroup":
                 for option in options:
-                    if option in ("cpu", "cpuset", "memory"):
+                    if option in ("cpu", "cpuset", "memory", "perf_event"):
                         v1[option] = mount_point
         controllers: frozenset[str] = frozenset()
         if v2 is not None:
@@ -84,8 +84,12 @@ class CgroupLayout:
         return cls(v1, v2, controllers)
 
     def version_of(self, controller: str) -> str | None:
-        """'v2', 'v1' or None (unusable) for one controller; v2 preferred when offered."""
+        """'v2', 'v1' or None (unusable) for one controller; v2 preferred when offered.
+        perf_event needs no enabling in v2: every v2 group has it unless a v1 hierarchy holds
+        the controller."""
         if controller in self.v2_controllers:
+            return "v2"
+        if controller == "perf_event" and "perf_event" not in self.v1 and self.v2 is not None:
             return "v2"
         if controller in self.v1:
             return "v1"
@@ -149,6 +153,15 @@ class Cgroup:
                 self.dirs[controller] = self.layout.v2 / SUBTREE / name
             else:
                 self.dirs[controller] = self.layout.v1[controller] / SUBTREE / name
+        if self.dirs:
+            # Membership only (no limit): the group perf -G records (profile scope cgroup); on a
+            # v1 host whose perf_event controller no hierarchy holds, a v2 group has it.
+            version = self.layout.version_of("perf_event")
+            if version == "v2":
+                assert self.layout.v2 is not None
+                self.dirs.setdefault("perf_event", self.layout.v2 / SUBTREE / name)
+            elif version == "v1":
+                self.dirs["perf_event"] = self.layout.v1["perf_event"] / SUBTREE / name
 
     @staticmethod
     def detect() -> str:
@@ -167,8 +180,8 @@ class Cgroup:
                 f"{exc.strerror}") from exc
 
     def _parent_setup(self, controller: str, parent: Path) -> None:
-        if self.dirs[controller].parent != parent:
-            return
+        if self.dirs[controller].parent != parent or controller == "perf_event":
+            return  # perf_event: membership only, nothing to enable or copy
         if self.layout.version_of(controller) == "v2":
             # v2 needs the controller delegated to children of our own subtree directory.
             control = (parent / "cgroup.subtree_control").read_text().split()
@@ -236,6 +249,14 @@ class Cgroup:
 
     def procs_files(self) -> list[Path]:
         return [d / "cgroup.procs" for d in self._unique_dirs()]
+
+    def perf_event_path(self) -> str | None:
+        """The group as ``perf -G`` names it (relative to its hierarchy's mount), or None
+        when this machine offers no perf_event group."""
+        directory = self.dirs.get("perf_event")
+        if directory is None:
+            return None
+        return str(directory.relative_to(directory.parent.parent))
 
     def remove(self) -> None:
         """Remove the group's directories; leftover processes started inside are killed."""

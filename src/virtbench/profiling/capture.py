@@ -151,11 +151,8 @@ ServingDaemons = Callable[[], Mapping[str, int]]
 """What the lab's ``serving_daemons`` gives: name → PID of each daemon doing the workload's
 work, asked at a trial's start and end (a daemon may be restarted in between)."""
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
-
-def _scope(settings: ProfileSettings, lab_target: Target | None,
-           cgroup_root: Path = CGROUP_ROOT) -> _Scope:
+def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
     """perf's arguments for the scope asked and the lab at hand, with why it differs."""
     events = len(PERF_STAT_EVENTS)
     if isinstance(lab_target, LibvirtGuestTarget) and settings.scope == "auto":
@@ -166,16 +163,15 @@ def _scope(settings: ProfileSettings, lab_target: Target | None,
             f"the QEMU process of guest {lab_target.domain} is not on this host: recorded the "
             "whole host instead"])
     if settings.scope == "cgroup":
-        files = lab_target.group.procs_files() if isinstance(lab_target, CgroupTarget) else []
-        if not files:
+        group = lab_target.group if isinstance(lab_target, CgroupTarget) else None
+        named = group.perf_event_path() if group is not None else None
+        if named is not None:
+            return _Scope("cgroup", ["-a", "-G", named], ["-a", "-G", ",".join([named] * events)])
+        if group is None or not group.procs_files():
             why = "the lab runs the workload in no cgroup"
-        elif not (cgroup_root / "cgroup.controllers").exists():
-            # perf -G names a group of the perf_event controller (v1) or of cgroup v2; the
-            # labs' v1 groups are in other controllers' hierarchies
-            why = "this host's cgroups are v1 (perf -G needs cgroup v2 here)"
         else:
-            path = str(files[0].parent.relative_to(cgroup_root))
-            return _Scope("cgroup", ["-a", "-G", path], ["-a", "-G", ",".join([path] * events)])
+            why = ("this host has no cgroup hierarchy that perf -G can use (no cgroup v2 mount, "
+                   "no v1 perf_event mount)")
         return _Scope("system", ["-a"], ["-a"], [f"scope cgroup asked, but {why}: recorded "
                                                  "the whole host instead"])
     return _Scope("system", ["-a"], ["-a"])

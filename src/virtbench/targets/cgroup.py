@@ -37,6 +37,10 @@ class CgroupMembership(Protocol):
         """One ``cgroup.procs`` per hierarchy (v2: one; v1: one per controller)."""
         ...
 
+    def perf_event_path(self) -> str | None:
+        """The group as ``perf -G`` names it, or None when it has no perf_event group."""
+        ...
+
 
 def cgroup_argv(procs_files: Sequence[Path], argv: Sequence[str]) -> list[str]:
     """``argv`` started by a launcher that first joins every group file, then ``exec``s it

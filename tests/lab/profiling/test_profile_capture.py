@@ -263,3 +263,53 @@ def test_a_web_labs_daemons_count_as_the_workloads(open_dir: Path,
         assert 0 < served <= info["workload_samples"]
     finally:
         store.close()
+
+
+CGROUP_SPEC = """\
+name: vbprof-cgroup
+seed: 2
+lab:
+  kind: storage
+variants:
+  - {name: one-cpu, knobs: {vm_size: {vcpus: 1, memory_mib: 512}, filesystem: tmpfs,
+                          cpu_features: []}}
+workloads:
+  - name: cpu.crc32c
+    params: {size_mib: 32, loops: 16}
+    profile: {scope: cgroup}
+repetitions: 2
+warmup: 0
+"""
+
+
+def test_scope_cgroup_records_only_the_labs_group(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The storage lab's vm_size is a cgroup; on this v1 host (cpu, cpuset, memory) the group
+    joins the v2 hierarchy too, and perf -G records only its processes."""
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
+    spec = tmp_path / "cg.yaml"
+    spec.write_text(CGROUP_SPEC)
+    db = tmp_path / "s.db"
+    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(db), "--quiet"],
+                                env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert result.exit_code == 0, result.output
+    store = Store(str(db))
+    try:
+        trials = _trials(store)
+        assert len(trials) == 2
+        for trial in trials:
+            assert str(trial["notes"]["profile"]).startswith("profiled: scope cgroup, 99 Hz"), \
+                trial["notes"]
+        for artifact in store.artifacts(store.run("latest").id):
+            if artifact["name"] == "profile.json":
+                assert json.loads(bytes(artifact["content"]))["scope"] == "cgroup"
+            if artifact["name"] != "profile.folded":
+                continue
+            comms = {line.split(";", 1)[0] for line in
+                     bytes(artifact["content"]).decode().splitlines()}
+            # the probe (python; the software path: long enough for many samples) and the
+            # launcher that joined the group: no swapper, no virtbench, no other process
+            assert comms and comms <= {"python", "python3", "sh"}, comms
+            assert "_crc32c_sw_slicing_by_8" in bytes(artifact["content"]).decode()
+    finally:
+        store.close()

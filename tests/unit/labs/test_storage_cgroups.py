@@ -65,3 +65,30 @@ def test_bad_names_refused() -> None:
     for name in ("../escape", "", ".hidden"):
         with pytest.raises(VirtbenchError, match="plain directory name"):
             Cgroup(name, CgroupLimits(), layout=CgroupLayout())
+
+
+def test_a_v1_host_gets_a_v2_membership_group_for_perf(tmp_path: Path) -> None:
+    """This machine's layout: cpu, cpuset, memory on v1, no v1 perf_event mount, an empty v2
+    hierarchy: the group joins v2 too, where perf -G finds it (profile scope cgroup)."""
+    v1 = {c: tmp_path / c for c in ("cpu", "memory")}
+    for root in v1.values():
+        root.mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("")
+    unified = tmp_path / "unified"
+    unified.mkdir()
+    layout = CgroupLayout(v1=v1, v2=unified)
+    assert layout.version_of("perf_event") == "v2"
+    cg = Cgroup("vbx-perf", CgroupLimits(memory_bytes=64 << 20), layout=layout)
+    assert cg.dirs == {"memory": tmp_path / "memory" / "virtbench" / "vbx-perf",
+                       "perf_event": unified / "virtbench" / "vbx-perf"}
+    cg.create()
+    assert (unified / "virtbench" / "vbx-perf").is_dir()
+    assert not (unified / "virtbench" / "cgroup.subtree_control").exists()  # nothing enabled
+    assert cg.perf_event_path() == "virtbench/vbx-perf"
+    assert unified / "virtbench" / "vbx-perf" / "cgroup.procs" in cg.procs_files()
+    # a v1 perf_event mount is the one perf uses; no limit at all: no group anywhere
+    v1_perf = CgroupLayout.probe(HYBRID_MOUNTS + "cgroup /sys/fs/cgroup/perf_event cgroup "
+                                                 "rw,perf_event 0 0\n")
+    assert v1_perf.version_of("perf_event") == "v1"
+    assert Cgroup("vbx-none", CgroupLimits(), layout=layout).perf_event_path() is None
+    assert CgroupLayout(v1=v1).version_of("perf_event") is None

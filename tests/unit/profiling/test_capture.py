@@ -68,8 +68,9 @@ def test_perf_event_paranoid_refusal_is_said_in_one_line() -> None:
 
 
 class _Group:
-    def __init__(self, files: list[Path]) -> None:
+    def __init__(self, files: list[Path], perf_path: str | None = None) -> None:
         self.files = files
+        self.perf_path = perf_path
 
     @property
     def name(self) -> str:
@@ -78,23 +79,27 @@ class _Group:
     def procs_files(self) -> list[Path]:
         return self.files
 
+    def perf_event_path(self) -> str | None:
+        return self.perf_path
 
-def test_scope_cgroup_names_the_labs_v2_group_relative_to_the_cgroup_root(
-        tmp_path: Path) -> None:
-    (tmp_path / "cgroup.controllers").write_text("cpu io memory pids\n")
-    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "vbx" / "w" / "cgroup.procs"]))
-    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
+
+def test_scope_cgroup_names_the_labs_group_as_perf_names_it(tmp_path: Path) -> None:
+    target = CgroupTarget(LocalTarget(), _Group([tmp_path / "vbx" / "w" / "cgroup.procs"],
+                                                "vbx/w"))
+    scope = _scope(ProfileSettings(scope="cgroup"), target)
     assert (scope.name, scope.record_args) == ("cgroup", ["-a", "-G", "vbx/w"])
     assert scope.stat_args == ["-a", "-G", ",".join(["vbx/w"] * 5)]  # one per event
 
 
-def test_scope_cgroup_on_cgroup_v1_records_the_host_and_says_why(tmp_path: Path) -> None:
+def test_scope_cgroup_without_a_perf_event_hierarchy_records_the_host_and_says_why(
+        tmp_path: Path) -> None:
     target = CgroupTarget(LocalTarget(), _Group([tmp_path / "cpu" / "vbx" / "cgroup.procs",
                                                  tmp_path / "memory" / "vbx" / "cgroup.procs"]))
-    scope = _scope(ProfileSettings(scope="cgroup"), target, tmp_path)
+    scope = _scope(ProfileSettings(scope="cgroup"), target)
     assert (scope.name, scope.record_args) == ("system", ["-a"])
-    assert scope.notes == ["scope cgroup asked, but this host's cgroups are v1 (perf -G needs "
-                           "cgroup v2 here): recorded the whole host instead"]
+    assert scope.notes == ["scope cgroup asked, but this host has no cgroup hierarchy that "
+                           "perf -G can use (no cgroup v2 mount, no v1 perf_event mount): "
+                           "recorded the whole host instead"]
 
 
 def test_scope_cgroup_without_a_group_records_the_host_and_says_why() -> None:
