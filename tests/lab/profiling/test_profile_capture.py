@@ -213,6 +213,18 @@ def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -
     assert {"profile.task_clock_ms", "profile.context_switches"} <= metrics
 
 
+def _run_in_lab(spec_text: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """`virtbench run` of ``spec_text`` (its lab's files below ``folder``); the store it wrote."""
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(folder / "labs"))
+    spec = folder / "exp.yaml"
+    spec.write_text(spec_text)
+    db = folder / "s.db"
+    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(db), "--quiet"],
+                                env={"XDG_CACHE_HOME": str(folder / "cache")})
+    assert result.exit_code == 0, result.output
+    return Store(str(db))
+
+
 WEB_SPEC = """\
 name: vbprof-web
 seed: 3
@@ -237,15 +249,8 @@ def test_a_web_labs_daemons_count_as_the_workloads(open_dir: Path,
     manager and the child, found below the PID the lab gives) count as the workload's."""
     if shutil.which("varnishd") is None or shutil.which("nginx") is None:
         pytest.fail("varnishd and nginx are needed (Debian packages varnish, nginx-light)")
-    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(open_dir / "labs"))
     (open_dir / "disk").mkdir()
-    spec = open_dir / "web.yaml"
-    spec.write_text(WEB_SPEC.format(disk=open_dir / "disk"))
-    db = open_dir / "s.db"
-    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(db), "--quiet"],
-                                env={"XDG_CACHE_HOME": str(open_dir / "cache")})
-    assert result.exit_code == 0, result.output
-    store = Store(str(db))
+    store = _run_in_lab(WEB_SPEC.format(disk=open_dir / "disk"), open_dir, monkeypatch)
     try:
         (trial,) = _trials(store)
         note = str(trial["notes"]["profile"])
@@ -286,14 +291,7 @@ def test_scope_cgroup_records_only_the_labs_group(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The storage lab's vm_size is a cgroup; on this v1 host (cpu, cpuset, memory) the group
     joins the v2 hierarchy too, and perf -G records only its processes."""
-    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    spec = tmp_path / "cg.yaml"
-    spec.write_text(CGROUP_SPEC)
-    db = tmp_path / "s.db"
-    result = CliRunner().invoke(app, ["run", str(spec), "--store", str(db), "--quiet"],
-                                env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
-    assert result.exit_code == 0, result.output
-    store = Store(str(db))
+    store = _run_in_lab(CGROUP_SPEC, tmp_path, monkeypatch)
     try:
         trials = _trials(store)
         assert len(trials) == 2
