@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -188,6 +189,7 @@ class Runner:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.lab.workdir = self.workdir
         outcome = RunOutcome(run_id, "running", "", 0, 0)
+        failed: RunFailed | None = None  # raised once the run is cleaned up and its status kept
         with sigterm_as_interrupt():
             try:
                 self._facts_id = self.store.add_facts(
@@ -203,16 +205,19 @@ class Runner:
             except BaseException as exc:
                 outcome.status = "failed"
                 outcome.stop_reason = f"{type(exc).__name__}: {exc}"
-                if isinstance(exc, EXPECTED_FAILURES):  # a lab that did not start, a full disk
-                    raise RunFailed(f"run {run_id} failed: {exc}") from exc
-                raise
+                if not isinstance(exc, EXPECTED_FAILURES):  # a lab that did not start, a full
+                    raise                                    # disk: the user's to fix, no bug
+                failed = RunFailed(f"run {run_id} failed: {exc}")
+                failed.__cause__ = exc
             finally:
                 try:
                     self._cleanup()
                 finally:
                     # Even a second Ctrl-C during a slow lab.down() must not leave the run
                     # marked as running.
-                    status_failed = self._store_status(run_id, outcome)
+                    # another error on its way (Ctrl-C, a bug): it stays the one raised
+                    other = failed is None and sys.exc_info()[0] is not None
+                    status_failed = self._store_status(run_id, outcome, other)
                     if facts is None or outcome.status != "interrupted":
                         with contextlib.suppress(Exception):
                             self.store.add_facts(run_id, "after", collect_facts(self.target))
@@ -220,20 +225,29 @@ class Runner:
                         TrialTimes.load().add(self._durations)
                     self.target.close()
                     self.progress.stop()
+                    if failed is not None:
+                        if status_failed is not None:  # said with the run's own error
+                            failed = RunFailed(
+                                f"{failed}; its status (failed) was not stored either "
+                                f"({status_failed.reason}): `virtbench runs` shows it abandoned; "
+                                f"free space, then resume it or delete it")
+                            failed.__cause__ = status_failed
+                        raise failed
                     if status_failed is not None:
                         raise status_failed
         return outcome
 
     # ---- internals -----------------------------------------------------------------------
-    def _store_status(self, run_id: str, outcome: RunOutcome) -> StoreFailed | None:
+    def _store_status(self, run_id: str, outcome: RunOutcome,
+                      other_error: bool) -> StoreFailed | None:
         """Store the run's final status. When the store cannot take it (its disk is still
-        full): for a run that failed or was interrupted, its own error stays the one the user
-        sees, and this one becomes a message (`virtbench runs` shows such a run as
-        abandoned); for a complete run, the error to raise once the rest is cleaned up."""
+        full), the error, for the caller to raise once the rest is cleaned up (with the run's
+        own failure, when it failed); while ``other_error`` is on its way (Ctrl-C, a bug), a
+        message instead. `virtbench runs` shows such a run as abandoned."""
         try:
             self.store.set_run_status(run_id, outcome.status, outcome.stop_reason)
         except StoreFailed as exc:
-            if outcome.status == "complete":
+            if not other_error:
                 return exc
             self.progress.message(f"run {run_id}: its status ({outcome.status}) was not stored "
                                   f"either: {exc}")

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 import pytest
 
 from virtbench.labs.base import Lab, LabState
-from virtbench.model import Better, Measurement, Metric, VirtbenchError
+from virtbench.model import Better, Measurement, Metric, RunFailed, VirtbenchError
 from virtbench.runner import Runner
 from virtbench.spec import parse_experiment
-from virtbench.store import Store
+from virtbench.store import Store, StoreFailed
 from virtbench.targets.fake import FakeTarget
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
 
@@ -450,3 +450,51 @@ def test_rounds_in_a_blocked_run_pause_inside_a_variants_block(tmp_path: Path) -
     assert calls == 5  # 9 rounds (3 variants x 3), 2 per call
     assert sorted((s.variant, s.repetition) for s in store.samples(first.run_id)) == sorted(
         (v, r) for v in ("slow", "fast", "other") for r in range(3))
+
+
+class FullDiskStore(Store):
+    """A store whose disk fills after ``trials_fit`` trials: every later write fails, the
+    run's final status too (as on a disk that stays full)."""
+
+    trials_fit = 4
+
+    def record_trial(self, *args: Any, **kwargs: Any) -> None:
+        if self.trials_fit <= 0:
+            raise StoreFailed("s.db", "database or disk is full")
+        self.trials_fit -= 1
+        super().record_trial(*args, **kwargs)
+
+    def set_run_status(self, run_id: str, status: str, stop_reason: str = "") -> None:
+        if status != "running":
+            raise StoreFailed("s.db", "database or disk is full")
+        super().set_run_status(run_id, status, stop_reason)
+
+
+def test_a_status_the_full_disk_refuses_is_said_with_the_runs_own_error(
+        tmp_path: Path) -> None:
+    store = FullDiskStore(str(tmp_path / "s.db"))
+    with pytest.raises(RunFailed) as raised:
+        _runner(store, tmp_path, lab="test.lab").run()
+    said = str(raised.value)
+    assert said.startswith(f"run {store.run('latest').id} failed: result store 's.db': "
+                           "database or disk is full")
+    assert "its status (failed) was not stored either (database or disk is full)" in said
+    assert LAB_EVENTS[-1] == "down"  # cleaned up all the same
+
+
+def test_ctrl_c_stays_ctrl_c_when_the_status_cannot_be_stored(tmp_path: Path) -> None:
+    store = FullDiskStore(str(tmp_path / "s.db"))
+    store.trials_fit = 100
+    FakeTime.interrupt_at = 2
+    with pytest.raises(KeyboardInterrupt):
+        _runner(store, tmp_path, lab="test.lab").run()
+    assert LAB_EVENTS[-1] == "down"
+
+
+def test_a_complete_run_whose_status_cannot_be_stored_fails_after_cleaning_up(
+        tmp_path: Path) -> None:
+    store = FullDiskStore(str(tmp_path / "s.db"))
+    store.trials_fit = 100
+    with pytest.raises(StoreFailed, match="disk is full"):
+        _runner(store, tmp_path, lab="test.lab").run()
+    assert LAB_EVENTS[-1] == "down"
