@@ -155,6 +155,11 @@ class Lab(abc.ABC):
     def leave(self, variant: str) -> None:  # noqa: B027 - optional hook
         """Undo ``enter``."""
 
+    def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
+        """Problems of one variant's own knobs with this lab's params, found before anything
+        runs (each knob alone is judged when the file is read). Default: none."""
+        return []
+
     def serving_daemons(self) -> dict[str, int]:
         """Name → PID of each daemon running now that does the workload's work (a cache, a
         web server, a switch); a profiled trial counts their samples, and their children's,

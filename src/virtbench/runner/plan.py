@@ -104,6 +104,8 @@ def check_plan(plan: Plan, target: Target, lab: Lab | None = None) -> list[str]:
     if lab is None:
         lab = plan.make_lab(Path(tempfile.gettempdir()), target)
     problems += lab.check()
+    for variant, knobs in plan.variants.items():
+        problems += lab.check_variant(variant, lab.own_knobs(knobs))
     for workload in plan.workloads.values():
         problems += workload.check(target)
     problems += service_problems(lab, plan.workloads.values())

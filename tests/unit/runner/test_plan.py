@@ -51,6 +51,7 @@ class CountedLab(Lab):
     description = "counts its constructions"
     knobs = (Knob("size", "a size", int),)
     built_with: ClassVar[list[Path]] = []
+    size_limit: ClassVar[int | None] = None
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -58,6 +59,13 @@ class CountedLab(Lab):
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
         return LabState()
+
+    def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
+        # only the lab's own knobs reach it (not the workload's level)
+        assert set(knobs) == {"size"}
+        limit = CountedLab.size_limit
+        return [f"variant {variant}: size {knobs['size']} too big"] \
+            if limit is not None and knobs["size"] > limit else []
 
 
 EXPERIMENT = """\
@@ -112,10 +120,16 @@ def test_a_run_from_a_file_judges_builds_and_realises_everything_once(tmp_path: 
 
 def test_run_check_from_a_file_judges_builds_and_realises_everything_once(
         tmp_path: Path) -> None:
-    # What `virtbench run FILE --check` does.
+    # What `virtbench run FILE --check` does; the lab judges each variant's own knobs together
+    # with its params (variant c's size here) before anything runs.
     resolved, _ = load_resolved(_file(tmp_path))
     assert check_experiment(build_plan(resolved)) == []
     assert dict(BUILT) == ONCE
+    CountedLab.size_limit = 25
+    try:
+        assert check_experiment(build_plan(resolved)) == ["variant c: size 30 too big"]
+    finally:
+        CountedLab.size_limit = None
 
 
 def test_an_experiment_built_in_code_is_planned_once_too(tmp_path: Path) -> None:

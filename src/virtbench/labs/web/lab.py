@@ -213,13 +213,10 @@ class WebLab(Lab):
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
         if self.manifest is None:
             raise VirtbenchError("lab web: enter() before up()")
-        try:
-            choice = varnish_cfg.parse_storage(
-                str(knobs.get("cache_storage", self.p.cache_storage)),
-                str(knobs.get("cache_size", self.p.cache_size)))
-        except ValueError as exc:
-            raise VirtbenchError(f"variant {variant}: {exc}") from None
-        self._check_fits(variant, choice)
+        choice = self._storage(variant, knobs)
+        misfit = self._misfit(variant, choice)
+        if misfit:
+            raise VirtbenchError(misfit[0])
         self._stop_varnish()
         started = time.monotonic()
         storage_arg, notes = self._prepare_storage(variant, choice)
@@ -265,15 +262,31 @@ class WebLab(Lab):
             varnish_pid=varnishd.pid, empty_cache=self.empty_cache))
         return LabState(services=services, notes=notes)
 
-    def _check_fits(self, variant: str, choice: varnish_cfg.StorageChoice) -> None:
+    def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
+        try:
+            choice = self._storage(variant, knobs)
+        except VirtbenchError as exc:
+            return [str(exc)]
+        return self._misfit(variant, choice)
+
+    def _storage(self, variant: str, knobs: Mapping[str, Any]) -> varnish_cfg.StorageChoice:
+        try:
+            return varnish_cfg.parse_storage(
+                str(knobs.get("cache_storage", self.p.cache_storage)),
+                str(knobs.get("cache_size", self.p.cache_size)))
+        except ValueError as exc:
+            raise VirtbenchError(f"variant {variant}: {exc}") from None
+
+    def _misfit(self, variant: str, choice: varnish_cfg.StorageChoice) -> list[str]:
         """Malloc storage lives in varnishd's memory: one larger than the cache server's memory
         would have varnishd killed by the kernel mid-run."""
         limit = self.p.cache_memory_mib << 20
         if limit and choice.kind == "malloc" and varnish_cfg.parse_size(choice.size) >= limit:
-            raise VirtbenchError(
-                f"variant {variant}: cache_storage malloc of {choice.size} does not fit in "
-                f"params.cache_memory_mib ({self.p.cache_memory_mib} MiB): malloc storage is "
-                "varnishd's own memory; give a smaller cache_size, or file storage")
+            return [f"lab web: variant {variant}: cache_storage malloc of {choice.size} does not "
+                    f"fit in params.cache_memory_mib ({self.p.cache_memory_mib} MiB): malloc "
+                    "storage is varnishd's own memory; give a smaller cache_size, or file "
+                    "storage"]
+        return []
 
     def _memory_cgroup(self, variant: str) -> Cgroup:
         assert self.manifest is not None
