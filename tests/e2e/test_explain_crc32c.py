@@ -120,8 +120,10 @@ def test_explain_names_the_software_and_the_hardware_crc_routine(
     item = _explain(runs, "cpu.crc32c")
     assert item["scope"] == "workload", item["notes"]
     assert item["workload_comms"] and "swapper" not in item["workload_comms"]
-    top = [f["function"] for f in item["functions"][:2]]
-    assert top[0] == SOFTWARE and top[1].startswith(HARDWARE), top
+    # the first two, in the order of their changes: about equal (97 pp and 83 pp of shares
+    # measured quiet), so either may lead on a loaded machine (the hardware one did once)
+    top = sorted(f["function"] for f in item["functions"][:2])
+    assert top[0].startswith(HARDWARE) and top[1] == SOFTWARE, top
     sw, hw = _function(item, SOFTWARE), _function(item, HARDWARE)
     assert sw["kind"] == hw["kind"] == "user"
     # the figure: more than 80 % of the workload's samples in each routine
