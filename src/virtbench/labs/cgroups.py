@@ -196,6 +196,9 @@ class Cgroup:
 
     def create(self) -> None:
         for controller, directory in sorted(self.dirs.items()):
+            if controller == "perf_event" and list(self.dirs.values()).count(directory) == 1:
+                self._create_membership_only(directory)
+                continue
             parent = directory.parent
             for _ in range(5):
                 # Another developer's group may remove the shared parent concurrently: retry.
@@ -212,6 +215,25 @@ class Cgroup:
             else:
                 raise VirtbenchError(f"cgroup {self.name}: could not create {directory}")
         self._apply()
+
+    def _create_membership_only(self, directory: Path) -> None:
+        """The perf_event group: best effort. Where this host refuses it (a container's
+        read-only v2 hierarchy), the group works without it and profile scope cgroup records
+        the whole host with a note."""
+        try:
+            directory.parent.mkdir(exist_ok=True)
+            if not directory.exists():
+                if self.manifest is not None:
+                    self.manifest.add("cgroup", str(directory))
+                directory.mkdir()
+            if not (directory / "cgroup.procs").exists():
+                raise OSError(errno.ENOENT, "no cgroup.procs", str(directory))
+        except OSError:
+            del self.dirs["perf_event"]
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+            if self.manifest is not None:
+                self.manifest.remove("cgroup", str(directory))
 
     def _apply(self) -> None:
         limits = self.limits

@@ -81,6 +81,8 @@ def test_a_v1_host_gets_a_v2_membership_group_for_perf(tmp_path: Path) -> None:
     cg = Cgroup("vbx-perf", CgroupLimits(memory_bytes=64 << 20), layout=layout)
     assert cg.dirs == {"memory": tmp_path / "memory" / "virtbench" / "vbx-perf",
                        "perf_event": unified / "virtbench" / "vbx-perf"}
+    (unified / "virtbench" / "vbx-perf").mkdir(parents=True)  # as cgroupfs makes it:
+    (unified / "virtbench" / "vbx-perf" / "cgroup.procs").write_text("")  # with its files
     cg.create()
     assert (unified / "virtbench" / "vbx-perf").is_dir()
     assert not (unified / "virtbench" / "cgroup.subtree_control").exists()  # nothing enabled
@@ -92,3 +94,20 @@ def test_a_v1_host_gets_a_v2_membership_group_for_perf(tmp_path: Path) -> None:
     assert v1_perf.version_of("perf_event") == "v1"
     assert Cgroup("vbx-none", CgroupLimits(), layout=layout).perf_event_path() is None
     assert CgroupLayout(v1=v1).version_of("perf_event") is None
+
+
+def test_a_perf_group_the_host_refuses_leaves_the_limits_working(tmp_path: Path) -> None:
+    """Best effort: where the v2 hierarchy gives no group (here: a directory without
+    cgroup.procs, as a read-only or foreign mount would), the group keeps its limits."""
+    v1 = {"memory": tmp_path / "memory"}
+    v1["memory"].mkdir()
+    unified = tmp_path / "unified"
+    unified.mkdir()
+    cg = Cgroup("vbx-nop", CgroupLimits(memory_bytes=64 << 20), layout=CgroupLayout(v1=v1,
+                                                                                  v2=unified))
+    cg.create()
+    assert cg.perf_event_path() is None
+    assert cg.procs_files() == [tmp_path / "memory" / "virtbench" / "vbx-nop" / "cgroup.procs"]
+    assert not (unified / "virtbench" / "vbx-nop").exists()
+    assert (tmp_path / "memory" / "virtbench" / "vbx-nop" / "memory.limit_in_bytes").read_text() \
+        == str(64 << 20)
