@@ -311,3 +311,43 @@ def test_scope_cgroup_records_only_the_labs_group(tmp_path: Path,
             assert "_crc32c_sw_slicing_by_8" in bytes(artifact["content"]).decode()
     finally:
         store.close()
+
+
+VSWITCH_SPEC = """\
+name: vbprof-ovs
+seed: 2
+lab:
+  kind: vswitch
+  params: {background_settle_s: 0.5}
+variants:
+  - {name: ovs, knobs: {switch: ovs, background_mbps: 0}}
+workloads:
+  - name: net.qos-transfer
+    params: {duration_s: 2, capture: false, probe: false}
+    profile: {}
+repetitions: 1
+warmup: 0
+"""
+
+
+def test_an_ovs_switchs_forwarding_counts_as_the_workloads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OVS's userspace datapath forwards in ovs-vswitchd, which the vswitch lab names with the
+    iperf3 server: their samples are the workload's with the client's."""
+    store = _run_in_lab(VSWITCH_SPEC, tmp_path, monkeypatch)
+    try:
+        (trial,) = _trials(store)
+        note = str(trial["notes"]["profile"])
+        assert "the lab's daemons count as the workload's:" in note, note
+        named = {a["name"]: a for a in store.artifacts(store.run("latest").id)}
+        info = json.loads(bytes(named["profile.json"]["content"]))
+        assert set(info["serving_daemons"]) == {"iperf3-server", "irtt-server", "ovs-vswitchd"}
+        workload = bytes(named["profile.workload.folded"]["content"]).decode().splitlines()
+        vswitchd = set(info["serving_daemons"]["ovs-vswitchd"])
+        assert vswitchd, info
+        # the switch's threads (ovs-vswitchd's main thread forwards on the netdev datapath):
+        # their names are in the workload's stacks, and so is the iperf3 server's
+        comms = {line.split(";", 1)[0] for line in workload}
+        assert "ovs-vswitchd" in comms and "iperf3" in comms, comms
+    finally:
+        store.close()
