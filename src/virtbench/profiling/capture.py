@@ -335,12 +335,13 @@ class _Session:
             return
         try:
             daemons = dict(self._serving())
-        except Exception as exc:
+            for name, pid in daemons.items():
+                if isinstance(pid, bool) or not isinstance(pid, int):
+                    raise TypeError(f"the PID of {str(name)[:64]!r} is not a number: {pid!r}")
+                self.serving.setdefault(str(name)[:64], set()).update(live_descendants(pid))
+        except Exception as exc:  # a plugin's bug: a note, never the trial's failure
             self.notes.append(f"the lab's daemons not found: {type(exc).__name__}: {exc}")
             self._serving = None
-            return
-        for name, pid in daemons.items():
-            self.serving.setdefault(name, set()).update(live_descendants(pid))
 
     def _snapshot(self) -> ProcSnapshot:
         if isinstance(self.host, LocalTarget):

@@ -161,3 +161,18 @@ def test_a_window_is_kept_only_for_a_trial_on_this_machines_clock() -> None:
     # a guest's or an SSH host's monotonic clock is not the one perf's samples are on
     assert _session(LibvirtGuestTarget(None, "vbtest-domain"))._window(window) is None
     assert _session(FakeTarget())._window(window) is None
+
+
+def test_a_labs_bad_daemon_list_is_a_note_not_a_failure() -> None:
+    def broken() -> dict[str, int]:
+        raise RuntimeError("manifest gone")
+
+    for serving, said in ((broken, "RuntimeError: manifest gone"),
+                          (lambda: {"varnishd": "12"}, "TypeError: the PID of 'varnishd' is not"),
+                          (lambda: ["not", "a", "mapping"], "ValueError")):
+        profiler = Profiler(LocalTarget(), {"w": ProfileSettings()}, {"w": 60.0})
+        session = _Session(profiler, ProfileSettings(), "w", 0, None, serving)  # type: ignore[arg-type]
+        session._find_serving()
+        assert session.serving == {} and said in session.notes[0], session.notes
+        session._find_serving()  # asked once: the rest of the trial goes without
+        assert len(session.notes) == 1
