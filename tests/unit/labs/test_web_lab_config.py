@@ -58,3 +58,29 @@ def test_generated_site_is_reproducible_and_exact(tmp_path: Path) -> None:
     assert pages_a == pages_b and pages_a != pages_c
     assert {len(p) for p in pages_a} == {5000}
     assert len(set(pages_a)) == len(pages_a)  # every page its own object
+
+
+def test_cache_memory_is_checked_before_anything_runs(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from virtbench.labs.web import WebLab
+    from virtbench.targets.fake import FakeTarget
+    from virtbench.targets.local import LocalTarget
+
+    def lab(target: object, **params: object) -> WebLab:
+        return WebLab(WebLab.Params(**params), tmp_path, target)  # type: ignore[arg-type]
+
+    remote = lab(FakeTarget(), cache_memory_mib=64)
+    assert any("cache_memory_mib is a cgroup on this machine" in p for p in remote.check())
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    local = lab(LocalTarget(), cache_memory_mib=64)
+    assert any("needs root" in p for p in local.check()) or any(
+        "memory cgroup controller" in p for p in local.check())
+    # malloc storage that cannot fit beside varnishd: refused per variant, file storage not
+    assert local.check_variant("m", {"cache_storage": "malloc", "cache_size": "64M"}) == [
+        "lab web: variant m: cache_storage malloc of 64M does not fit in "
+        "params.cache_memory_mib (64 MiB): malloc storage is varnishd's own memory; give a "
+        "smaller cache_size, or file storage"]
+    assert local.check_variant("f", {"cache_storage": "file-disk", "cache_size": "1G"}) == []
+    assert local.check_variant("s", {"cache_storage": "ssd"})[0].startswith(
+        "variant s: cache_storage 'ssd'")
+    assert lab(LocalTarget()).check_variant("m", {"cache_storage": "malloc"}) == []  # no limit

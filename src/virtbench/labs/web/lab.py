@@ -8,6 +8,7 @@ run k+1 (cold, warming, warm).
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 import uuid
@@ -138,6 +139,9 @@ class WebLab(Lab):
             elif CgroupLayout.probe().version_of("memory") is None:
                 problems.append(f"lab web: params.cache_memory_mib needs the memory cgroup "
                                 f"controller, which this machine lacks ({Cgroup.detect()})")
+            elif os.geteuid() != 0:
+                problems.append("lab web: params.cache_memory_mib makes a cgroup, which needs "
+                                "root: run as root (sudo), or drop the param")
         return problems
 
     # -- lifecycle ---------------------------------------------------------------------------
