@@ -214,8 +214,8 @@ class Runner:
                     self._cleanup()
                 finally:
                     # Even a second Ctrl-C during a slow lab.down() must not leave the run
-                    # marked as running.
-                    # another error on its way (Ctrl-C, a bug): it stays the one raised
+                    # marked as running. Another error on its way (Ctrl-C, a bug) stays the
+                    # one raised.
                     other = failed is None and sys.exc_info()[0] is not None
                     status_failed = self._store_status(run_id, outcome, other)
                     if facts is None or outcome.status != "interrupted":
@@ -229,8 +229,8 @@ class Runner:
                         if status_failed is not None:  # said with the run's own error
                             failed = RunFailed(
                                 f"{failed}; its status (failed) was not stored either "
-                                f"({status_failed.reason}): `virtbench runs` shows it abandoned; "
-                                f"free space, then resume it or delete it")
+                                f"({status_failed.reason}): `virtbench runs` shows it abandoned "
+                                f"until it is resumed or deleted")
                             failed.__cause__ = status_failed
                         raise failed
                     if status_failed is not None:
