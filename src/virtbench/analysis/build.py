@@ -20,7 +20,7 @@ from virtbench.stats import (
     speedup_ci,
     summarize,
 )
-from virtbench.store import Store
+from virtbench.store.reading import StoreReader
 
 __all__ = ["analyse"]
 
@@ -36,7 +36,7 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
     return None
 
 
-def analyse(store: Store, run_refs: list[str], confidence: float = 0.95,
+def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
             seed: int = 0, baseline: str | None = None,
             compare_by: str | None = None) -> Analysis:
     """Analyse one run, or several runs side by side (variants become 'run-label/variant').
@@ -229,7 +229,7 @@ def _references(variants: list[VariantInfo], baseline: str,
 MAX_TABLE_REPETITIONS = 50
 
 
-def _collect(store: Store, run_id: str, names: dict[str, str],
+def _collect(store: StoreReader, run_id: str, names: dict[str, str],
              values: dict[tuple[str, str, str], list[float]],
              unmeasured: dict[tuple[str, str, str], dict[str, int]],
              per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
@@ -278,7 +278,7 @@ def _first_vs_rest(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, floa
     return out
 
 
-def _series(store: Store, run_id: str, rename: Any) -> list[Series]:
+def _series(store: StoreReader, run_id: str, rename: Any) -> list[Series]:
     """Group time-stamped samples by (trial, metric, labels['series']); None values skipped.
 
     Other labels (a request's URL, hit or miss) stay per sample and do not split a series.

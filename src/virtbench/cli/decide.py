@@ -13,7 +13,7 @@ import typer
 from virtbench import safetext
 from virtbench.cli import consoles
 from virtbench.cli.options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
-from virtbench.cli.options import open_store as store_at
+from virtbench.cli.options import open_reader as store_at
 from virtbench.cli.values import PlainValuesCommand
 from virtbench.model import VirtbenchError
 

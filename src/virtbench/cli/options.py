@@ -12,10 +12,10 @@ import typer
 from virtbench.inputs.values import number_parser, port_number
 
 if TYPE_CHECKING:
-    from virtbench.store import Store
+    from virtbench.store import Store, StoreReader
 
 __all__ = ["DEFAULT_SERVE_PORT", "DEFAULT_STORE", "JsonOpt", "OutputOpt", "PortOpt", "StoreOpt",
-           "number_parser", "open_store", "port_number"]
+           "number_parser", "open_reader", "open_store", "port_number"]
 
 StoreOpt = Annotated[str, typer.Option(
     "--store", "-s", envvar="VIRTBENCH_STORE",
@@ -34,3 +34,11 @@ def open_store(location: str, *, create: bool = False) -> Store:
     from virtbench.store import Store
 
     return Store(location, create=create)
+
+
+def open_reader(location: str) -> StoreReader:
+    """The existing store of a command that only reads it: a current SQLite store without
+    SQLAlchemy (store/sqlite_reader.py), any other as the full store."""
+    from virtbench.store.sqlite_reader import open_reader as open_existing
+
+    return open_existing(location)

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from virtbench import safetext
 from virtbench.cli import consoles
-from virtbench.cli.options import open_store
+from virtbench.cli.options import open_reader
 from virtbench.model import VirtbenchError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from virtbench.store import Store
+    from virtbench.store import StoreReader
 
 __all__ = ["FORMATS", "differences_from_first", "report_runs", "show_report",
            "warn_if_not_comparable"]
@@ -34,10 +34,10 @@ def report_runs(runs: list[str], store: str, fmt: str, output_path: Path | None,
         raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
     if fmt == "html" and output_path is None:
         output_path = Path("report.html")
-    show_report(runs, open_store(store), fmt, output_path, baseline, details, compare_by)
+    show_report(runs, open_reader(store), fmt, output_path, baseline, details, compare_by)
 
 
-def show_report(run_ids: list[str], st: Store, fmt: str, output_path: Path | None,
+def show_report(run_ids: list[str], st: StoreReader, fmt: str, output_path: Path | None,
                 baseline: str | None = None, details: bool = False,
                 compare_by: str | None = None) -> None:
     """The report of ``run_ids`` (references: ids, prefixes, names, 'latest') from ``st``."""
@@ -75,7 +75,7 @@ def show_report(run_ids: list[str], st: Store, fmt: str, output_path: Path | Non
         consoles.err.print(f"wrote {safetext.markup(output_path)}")
 
 
-def _explained(st: Store, run_ids: list[str], analysis: Any) -> list[Any]:
+def _explained(st: StoreReader, run_ids: list[str], analysis: Any) -> list[Any]:
     """The Explain section's profiles: one run's (a side-by-side report of several runs has
     none; `compare BASE NEW --explain` explains two runs)."""
     if len(run_ids) != 1:
@@ -85,7 +85,7 @@ def _explained(st: Store, run_ids: list[str], analysis: Any) -> list[Any]:
     return explain_run(st, run_ids[0], [v.name for v in analysis.variants], analysis.baseline)
 
 
-def _distinct_runs(st: Store, refs: list[str]) -> list[str]:
+def _distinct_runs(st: StoreReader, refs: list[str]) -> list[str]:
     """The run ids of ``refs``; two references to one run (``report RUN RUN``, an id and its
     prefix) are refused: a run compared with itself side by side says nothing."""
     seen: dict[str, str] = {}
@@ -98,7 +98,7 @@ def _distinct_runs(st: Store, refs: list[str]) -> list[str]:
     return list(seen)
 
 
-def differences_from_first(store: Store, run_refs: list[str]
+def differences_from_first(store: StoreReader, run_refs: list[str]
                            ) -> tuple[str, dict[str, list[Any]]]:
     """The first run's id and, per other run, how its facts and settings differ from it."""
     from virtbench.decide.comparability import differences_many
@@ -108,7 +108,7 @@ def differences_from_first(store: Store, run_refs: list[str]
     return runs[0].id, differences_many(runs)
 
 
-def warn_if_not_comparable(store: Store, run_refs: list[str], out: Console) -> None:
+def warn_if_not_comparable(store: StoreReader, run_refs: list[str], out: Console) -> None:
     """A short warning block when several runs' facts or settings differ (report, compare)."""
     from virtbench.report.decide_text import render_differences
 

@@ -11,7 +11,7 @@ import typer
 
 from virtbench import safetext
 from virtbench.cli import consoles
-from virtbench.cli.options import DEFAULT_STORE, OutputOpt, StoreOpt, open_store
+from virtbench.cli.options import DEFAULT_STORE, OutputOpt, StoreOpt, open_reader, open_store
 from virtbench.cli.reporting import report_runs
 from virtbench.model import VirtbenchError
 
@@ -49,7 +49,7 @@ def list_runs(store: StoreOpt = DEFAULT_STORE) -> None:
 
     from rich.table import Table
 
-    st = open_store(store)
+    st = open_reader(store)
     table = Table("experiment", "kind", "status", "started", "host", "samples", "stop reason")
     table.add_column("id", no_wrap=True, min_width=12)  # must stay copyable for export
     abandoned: list[str] = []

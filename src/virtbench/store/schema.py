@@ -16,6 +16,8 @@ from sqlalchemy import (
     Text,
 )
 
+from virtbench.store.reading import SCHEMA_VERSION
+
 __all__ = [
     "SCHEMA_VERSION",
     "artifacts",
@@ -33,7 +35,6 @@ __all__ = [
     "workloads",
 ]
 
-SCHEMA_VERSION = 7
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))

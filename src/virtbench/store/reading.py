@@ -1,0 +1,449 @@
+"""Reading the result store, written once in plain SQL for both databases.
+
+The queries are SQL text with ``:name`` parameters, which both SQLite's own driver and
+SQLAlchemy's ``text()`` accept: :class:`Store` (store.py) runs them through SQLAlchemy on
+SQLite and PostgreSQL, :class:`~virtbench.store.sqlite_reader.SqliteReader` straight through
+``sqlite3``. That second way is why this module exists: a command that only reads a SQLite
+store (`runs`, `report`, `compare`) does not import SQLAlchemy, whose import is a quarter of
+a CPU-second, most of those commands' start-up (benchmarks/cli_startup.py).
+
+Values come back as the driver gives them (SQLite: booleans as 0/1), so every method converts
+what it returns: both ways give the same Python values (tests/unit/store/test_reading.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from virtbench.model import Better, Domain, Metric, RunFailed, VirtbenchError
+from virtbench.store.ids import check_run_ref
+from virtbench.store.liveness import OwnerState, owner_state
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["NO_STORE", "SCHEMA_VERSION", "RunInfo", "SampleRow", "StoreFailed", "StoreReader",
+           "store_url"]
+
+# The schema this virtbench reads and writes (store/migrations.py has one step per version).
+SCHEMA_VERSION = 7
+
+NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; check "
+            "--store or VIRTBENCH_STORE)")
+
+def store_url(location: str) -> str:
+    """Accept a SQLAlchemy URL, a ``postgresql://`` URL, or a plain SQLite file path."""
+    if location.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + location.split("://", 1)[1]
+    if "://" in location:
+        return location
+    return f"sqlite:///{Path(location).expanduser().resolve()}"
+
+
+# Run ids per IN (...) list: well below SQLite's bound-parameter limit.
+IN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    experiment: str
+    description: str
+    status: str
+    stop_reason: str
+    started_at: float
+    ended_at: float | None
+    host: str
+    target: str
+    baseline: str
+    seed: int
+    spec_yaml: str
+    spec_path: str
+    imported_from: str
+    # Who runs it (schema 5; None in older runs): see store/liveness.py.
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    owner_boot_id: str | None = None
+    recorded_status: str = ""
+    """The status as stored; ``status`` says "abandoned" for a "running" run whose process is
+    gone (same host, pid gone or machine rebooted since), with the resume command as the stop
+    reason."""
+    calibration: str | None = None
+    """The calibration (`virtbench calibrate`'s id of its K runs) this run is one of; None for
+    every other run (schema 7)."""
+
+    @property
+    def owner(self) -> str:
+        """The owner as a reader can check it: 'process 1234 on host h'."""
+        return f"process {self.owner_pid} on host {self.owner_host}"
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    run_id: str
+    variant: str
+    workload_id: str
+    metric: str
+    value: float | None
+    unit: str
+    repetition: int
+    t: float | None
+    labels: dict[str, str]
+    status: str
+    trial_id: int
+
+
+class StoreFailed(RunFailed):
+    """The store could not be read or written (locked, disk full, connection lost)."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        hint = next((h for needle, h in _HINTS if needle in reason), "")
+        super().__init__(f"result store {location!r}: {reason}{hint}")
+        self.reason = reason
+
+
+_HINTS = (
+    ("database is locked", " (another process holds a write lock on it; wait for it to end)"),
+    ("disk is full", " (free space on the disk that holds it; what was stored before is kept)"),
+    ("disk I/O error", " (is the disk that holds it full or failing?)"),
+)
+
+
+def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``(:name0, :name1, …)`` and its parameters: an IN list both drivers bind."""
+    params = {f"{name}{i}": value for i, value in enumerate(values)}
+    return "(" + ", ".join(f":{key}" for key in params) + ")", params
+
+
+class StoreReader:
+    """Every read of the store; a subclass says how SQL text is run (:meth:`_rows`)."""
+
+    location: str
+    url: str
+    """Where it is, as said in messages (a SQLAlchemy URL)."""
+    dialect: str
+    """"sqlite" or "postgresql": the few queries that differ (JSON) ask it."""
+
+    # ---- how SQL runs (subclasses) -------------------------------------------------------
+    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _mappings(self, sql: str, params: Mapping[str, Any] | None = None
+                  ) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _stream(self, sql: str, params: Mapping[str, Any] | None = None
+                ) -> Iterator[tuple[Any, ...]]:
+        """Rows without holding them all (the report's samples); by default fetched at once."""
+        yield from self._rows(sql, params)
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # ---- runs ----------------------------------------------------------------------------
+    def runs(self) -> list[RunInfo]:
+        return [_run_info(r) for r in self._mappings("SELECT * FROM runs ORDER BY started_at")]
+
+    def run_by_id(self, run_id: str) -> RunInfo | None:
+        """The run whose id is exactly ``run_id``, or None. No grammar check: an older store
+        may hold ids that today's grammar refuses (written before ids were checked)."""
+        rows = self._mappings("SELECT * FROM runs WHERE id = :id", {"id": run_id})
+        return _run_info(rows[0]) if rows else None
+
+    def run(self, ref: str = "latest") -> RunInfo:
+        """A run by id, unique id prefix, experiment name (its latest run) or 'latest'; a
+        reference outside the grammar of run ids and names (store/ids.py) is refused unless
+        it is exactly the id of a stored run (an older store's, written before ids were
+        checked: it can be read, never resumed)."""
+        try:
+            check_run_ref(ref)
+        except VirtbenchError:
+            # (NUL: PostgreSQL refuses it in a query, and no URL or argument carries it)
+            legacy = None if "\x00" in ref else self.run_by_id(ref)
+            if legacy is None:
+                raise
+            return legacy
+        if ref != "latest":  # an exact id needs one row, not the whole table
+            found = self.run_by_id(ref)
+            if found is not None:
+                return found
+        runs = self.runs()
+        if not runs:
+            raise VirtbenchError(f"the store {self.url} holds no runs yet")
+        if ref == "latest":
+            return runs[-1]
+        exact = [r for r in runs if r.id == ref]
+        if exact:
+            return exact[0]
+        by_prefix = [r for r in runs if r.id.startswith(ref)]
+        if len(by_prefix) == 1:
+            return by_prefix[0]
+        by_name = [r for r in runs if r.experiment == ref]
+        if by_name:
+            return by_name[-1]
+        raise VirtbenchError(f"no run matches {ref!r}; `virtbench runs` lists them")
+
+    def runs_version(self) -> tuple[Any, ...]:
+        """Changes whenever a run is added, removed, started, resumed or ended, or the process
+        of a running one is found gone (abandoned): a reader that keeps the runs table re-reads
+        it only then (one aggregate over the runs table, and the owners of running runs)."""
+        aggregate = self._rows("SELECT count(*), max(started_at), count(ended_at), "
+                               "sum(ended_at) FROM runs")[0]
+        running = self._rows("SELECT owner_pid, owner_host, owner_boot_id FROM runs "
+                             "WHERE status = 'running'")
+        gone = sum(owner_state(*row) == OwnerState.GONE for row in running)
+        return (*aggregate, gone)
+
+    # ---- what a run is made of -----------------------------------------------------------
+    def variants(self, run_id: str) -> list[tuple[str, dict[str, Any], bool]]:
+        rows = self._rows("SELECT name, knobs_json, is_baseline FROM variants "
+                          "WHERE run_id = :run ORDER BY position", {"run": run_id})
+        return [(name, json.loads(knobs), bool(baseline)) for name, knobs, baseline in rows]
+
+    def workloads(self, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+        rows = self._rows("SELECT workload_id, name, params_json FROM workloads "
+                          "WHERE run_id = :run ORDER BY position", {"run": run_id})
+        return [(workload_id, name, json.loads(params)) for workload_id, name, params in rows]
+
+    def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
+        rows = self._rows("SELECT workload_id, name, unit, better, description, is_primary, "
+                          "domain FROM metrics WHERE run_id = :run", {"run": run_id})
+        return {
+            (workload_id, name): Metric(name, unit, Better(better), description,
+                                        bool(primary), Domain(domain) if domain else None)
+            for workload_id, name, unit, better, description, primary, domain in rows
+        }
+
+    def facts(self, run_id: str) -> list[tuple[int, str, float, dict[str, Any]]]:
+        rows = self._rows("SELECT id, phase, captured_at, data_json FROM facts "
+                          "WHERE run_id = :run ORDER BY id", {"run": run_id})
+        return [(int(key), phase, float(at), json.loads(data)) for key, phase, at, data in rows]
+
+    def facts_of_runs(self, run_ids: Sequence[str], phase: str = "before"
+                      ) -> dict[str, dict[str, Any]]:
+        """The first facts snapshot of ``phase`` of each given run (run id -> facts)."""
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(run_ids), IN_CHUNK):
+            runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
+            rows = self._rows(f"SELECT run_id, data_json FROM facts WHERE run_id IN {runs} "
+                              "AND phase = :phase ORDER BY id", params | {"phase": phase})
+            for run_id, data in rows:
+                if run_id not in out:
+                    out[run_id] = json.loads(data)
+        return out
+
+    def realisations(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT variant, workload_id, mechanism, settings_json, "
+                          "limitations_json, env_json FROM realisations WHERE run_id = :run",
+                          {"run": run_id})
+        return [
+            {"variant": variant, "workload_id": workload_id, "mechanism": mechanism,
+             "settings": json.loads(settings), "limitations": json.loads(limitations),
+             "env": json.loads(env)}
+            for variant, workload_id, mechanism, settings, limitations, env in rows
+        ]
+
+    def artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._mappings("SELECT * FROM artifacts WHERE run_id = :run ORDER BY id",
+                              {"run": run_id})
+        # bytes, whatever the driver gives (PostgreSQL's may give a memoryview)
+        return [r | {"content": None if r["content"] is None else bytes(r["content"])}
+                for r in rows]
+
+    # ---- trials --------------------------------------------------------------------------
+    def trials(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._mappings("SELECT * FROM trials WHERE run_id = :run "
+                              "ORDER BY order_index, id", {"run": run_id})
+        return [r | {"warmup": bool(r["warmup"]), "notes": json.loads(r["notes_json"])}
+                for r in rows]
+
+    def completed_trials(self, run_id: str) -> set[tuple[str, str, int]]:
+        rows = self._rows("SELECT variant, workload_id, repetition FROM trials "
+                          "WHERE run_id = :run AND status = 'ok' AND NOT warmup",
+                          {"run": run_id})
+        return {(variant, workload_id, int(repetition))
+                for variant, workload_id, repetition in rows}
+
+    def next_order_index(self, run_id: str) -> int:
+        value = self._rows("SELECT max(order_index) FROM trials WHERE run_id = :run",
+                           {"run": run_id})[0][0]
+        return 0 if value is None else int(value) + 1
+
+    def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
+        """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
+        ok, total, latest = self._rows(
+            "SELECT sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END), count(*), max(ended_at) "
+            "FROM trials WHERE run_id = :run AND NOT warmup", {"run": run_id})[0]
+        done, total = int(ok or 0), int(total or 0)
+        return done, total - done, None if latest is None else float(latest)
+
+    # ---- samples -------------------------------------------------------------------------
+    def sample_count(self, run_id: str) -> int:
+        value = self._rows("SELECT count(*) FROM samples WHERE run_id = :run",
+                           {"run": run_id})[0][0]
+        return int(value or 0)
+
+    def sample_counts(self, run_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """Samples per run (all runs, or those given) in one grouped query."""
+        if run_ids is None:
+            rows = self._rows("SELECT run_id, count(*) FROM samples GROUP BY run_id")
+            return {run_id: int(count) for run_id, count in rows}
+        out: dict[str, int] = {}
+        for start in range(0, len(run_ids), IN_CHUNK):
+            runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
+            rows = self._rows(f"SELECT run_id, count(*) FROM samples WHERE run_id IN {runs} "
+                              "GROUP BY run_id", params)
+            out.update((run_id, int(count)) for run_id, count in rows)
+        return out
+
+    def scalar_values(self, run_id: str) -> Iterator[tuple[str, str, str, float]]:
+        """(variant, workload_id, metric, value) of every measured per-trial sample (t is None).
+
+        The report's hot path: one ordered query, no labels, streamed.
+        """
+        rows = self._stream(
+            "SELECT variant, workload_id, metric, value FROM samples WHERE run_id = :run "
+            "AND value IS NOT NULL AND t IS NULL ORDER BY workload_id, metric, variant",
+            {"run": run_id})
+        yield from rows
+
+    def group_values(self, run_id: str, variant: str, workload_id: str, metric: str
+                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Repetitions and values of one group's measured per-trial samples (one index range)."""
+        rows = self._rows(
+            "SELECT repetition, value FROM samples WHERE run_id = :run "
+            "AND workload_id = :workload AND metric = :metric AND variant = :variant "
+            "AND t IS NULL AND value IS NOT NULL",
+            {"run": run_id, "workload": workload_id, "metric": metric, "variant": variant})
+        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+
+        table = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        return table[:, 0].astype(np.int64), table[:, 1]
+
+    def series_rows(self, run_id: str) -> list[tuple[int, str, str, str, int, float, float,
+                                                      str | None]]:
+        """(trial_id, variant, workload_id, metric, repetition, t, value, labels['series']) of
+        every time-stamped sample with a value, in insertion order.
+
+        The series label is extracted by the database (JSON functions of SQLite and
+        PostgreSQL), so a million per-request samples are not JSON-decoded in Python.
+        """
+        series = ("CAST(labels_json AS JSONB) ->> 'series'" if self.dialect == "postgresql"
+                  else "json_extract(labels_json, '$.series')")
+        return self._rows(
+            f"SELECT trial_id, variant, workload_id, metric, repetition, t, value, {series} "
+            "FROM samples WHERE run_id = :run AND t IS NOT NULL AND value IS NOT NULL "
+            "ORDER BY id", {"run": run_id})
+
+    def samples(self, run_id: str, *, workload_id: str | None = None, metric: str | None = None,
+                series_only: bool = False) -> list[SampleRow]:
+        where = ["run_id = :run"]
+        params: dict[str, Any] = {"run": run_id}
+        if workload_id is not None:
+            where.append("workload_id = :workload")
+            params["workload"] = workload_id
+        if metric is not None:
+            where.append("metric = :metric")
+            params["metric"] = metric
+        if series_only:
+            where.append("t IS NOT NULL")
+        rows = self._rows(
+            "SELECT run_id, variant, workload_id, metric, value, unit, repetition, t, "
+            f"labels_json, status, trial_id FROM samples WHERE {' AND '.join(where)} "
+            "ORDER BY id", params)
+        return [
+            SampleRow(run, variant, workload, name, value, unit, repetition, t,
+                      json.loads(labels) if labels else {}, status, trial_id)
+            for (run, variant, workload, name, value, unit, repetition, t, labels, status,
+                 trial_id) in rows
+        ]
+
+    def status_counts(self, run_id: str) -> dict[tuple[str, str, str, str], int]:
+        """Counts of non-ok per-trial samples per (variant, workload, metric, status).
+
+        Time-series and per-request samples (t set) are summarised by their workload instead.
+        """
+        rows = self._rows(
+            "SELECT variant, workload_id, metric, status, count(*) FROM samples "
+            "WHERE run_id = :run AND status != 'ok' AND t IS NULL "
+            "GROUP BY variant, workload_id, metric, status", {"run": run_id})
+        return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in rows}
+
+    def group_moments(self, run_ids: Sequence[str]
+                      ) -> list[tuple[str, str, str, str, int, float, float]]:
+        """(run_id, variant, workload_id, metric, n, sum, sum of squares) of the measured
+        per-trial samples of every group of the given runs: a history of 1,000 runs in one
+        aggregate query per chunk instead of a query per group."""
+        out: list[tuple[str, str, str, str, int, float, float]] = []
+        for start in range(0, len(run_ids), IN_CHUNK):
+            runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
+            rows = self._rows(
+                "SELECT run_id, variant, workload_id, metric, count(value), sum(value), "
+                f"sum(value * value) FROM samples WHERE run_id IN {runs} AND t IS NULL "
+                "AND value IS NOT NULL GROUP BY run_id, variant, workload_id, metric", params)
+            out += [(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), float(r[6])) for r in rows]
+        return out
+
+    # ---- saved state and noise profiles --------------------------------------------------
+    def load_state(self, key: str) -> Any | None:
+        rows = self._rows("SELECT value_json FROM saved_state WHERE key = :key", {"key": key})
+        return json.loads(rows[0][0]) if rows else None
+
+    def state_keys(self, prefix: str = "") -> list[str]:
+        # LIKE with its wildcards escaped: a prefix is matched as written
+        escaped = prefix.replace("/", "//").replace("%", "/%").replace("_", "/_")
+        rows = self._rows("SELECT key FROM saved_state WHERE key LIKE :pattern ESCAPE '/' "
+                          "ORDER BY key", {"pattern": escaped + "%"})
+        return [key for (key,) in rows]
+
+    def noise_profile(self, fingerprint: str, experiment_hash: str) -> dict[str, Any] | None:
+        """The latest profile of this host fingerprint and experiment file, or None: its
+        columns, with ``run_ids`` and ``data`` decoded (stored text: the caller checks it)."""
+        rows = self._mappings(
+            "SELECT * FROM noise_profiles WHERE fingerprint = :fingerprint "
+            "AND experiment_hash = :hash ORDER BY created_at DESC, id DESC LIMIT 1",
+            {"fingerprint": fingerprint, "hash": experiment_hash})
+        if not rows:
+            return None
+        found = rows[0]
+        try:
+            found["run_ids"] = json.loads(found.pop("run_ids_json"))
+            found["data"] = json.loads(found.pop("data_json"))
+        except ValueError as exc:
+            raise VirtbenchError(f"the store's noise profile {found['id']} is damaged "
+                                 f"({exc}); run `virtbench calibrate` again") from exc
+        return found
+
+
+def check_current(version: int, location: str) -> None:
+    """Refuse a store of another schema version where nothing may migrate it."""
+    if version != SCHEMA_VERSION:
+        raise VirtbenchError(
+            f"the store {location!r} has schema version {version}, this virtbench reads "
+            f"{SCHEMA_VERSION}; a read-only viewer does not migrate it (any writing command, "
+            "e.g. `virtbench runs`, does)")
+
+
+def _run_info(r: Mapping[str, Any]) -> RunInfo:
+    status, stop_reason = r["status"], r["stop_reason"]
+    if status == "running" and owner_state(r["owner_pid"], r["owner_host"], r["owner_boot_id"]
+                                           ) == OwnerState.GONE:
+        status = "abandoned"
+        command = (f"virtbench calibrate {r['spec_path'] or 'FILE'} --resume {r['calibration']}"
+                   if r["calibration"] else
+                   f"virtbench run {r['spec_path'] or 'FILE'} --resume {r['id']}")
+        stop_reason = (f"abandoned (process {r['owner_pid']} on {r['owner_host']} is gone) — "
+                       f"resume with `{command}`")
+    return RunInfo(
+        id=r["id"], experiment=r["experiment"], description=r["description"], status=status,
+        stop_reason=stop_reason, started_at=r["started_at"], ended_at=r["ended_at"],
+        host=r["host"], target=r["target"], baseline=r["baseline"], seed=r["seed"],
+        spec_yaml=r["spec_yaml"], spec_path=r["spec_path"], imported_from=r["imported_from"],
+        owner_pid=r["owner_pid"], owner_host=r["owner_host"], owner_boot_id=r["owner_boot_id"],
+        recorded_status=r["status"], calibration=r["calibration"],
+    )
