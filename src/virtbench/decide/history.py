@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from virtbench.decide.runs import experiment_digest, host_fingerprint
 from virtbench.model import Better, Domain, Metric, VirtbenchError
 from virtbench.stats.changepoints import change_points
+from virtbench.stats.distributions import t_ppf_array
 from virtbench.stats.intervals import MIN_INTERVAL_VALUES
 from virtbench.stats.verdict import ratio_verdict
 
@@ -167,7 +167,7 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]], domai
     mean = total / n
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         var = np.maximum(0.0, (squares - total * mean) / (n - 1))
-        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
+        t = t_ppf_array(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
         half = t * np.sqrt(var / n)
         low, high = mean - half, mean + half
         if domain is not Domain.REAL:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from virtbench.stats.distributions import norm_ppf, t_ppf
+
 FloatArray = npt.NDArray[np.float64]
 SampleLike = Sequence[float] | npt.NDArray[np.floating] | npt.NDArray[np.integer]
 
@@ -44,12 +46,10 @@ def sample_var_of_mean(x: FloatArray) -> float:
 def t_quantile(confidence: float, df: float) -> float:
     """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom:
     scipy.stats.t.ppf(½ + confidence/2, df), or norm.ppf for infinite df (nan for df ≤ 0 or
-    nan, as t.ppf). From scipy.special, the functions scipy.stats itself calls, imported here
-    when first needed: scipy.stats costs a second of start-up, scipy.special a quarter."""
-    from scipy import special
-
+    nan, as t.ppf), from stats/distributions.py (scipy's import would cost a report up to a
+    second of start-up)."""
     q = 0.5 + confidence / 2.0
-    return float(special.ndtri(q)) if math.isinf(df) else float(special.stdtrit(df, q))
+    return norm_ppf(q) if math.isinf(df) else t_ppf(df, q)
 
 
 def welch_df(parts: Sequence[tuple[float, int]]) -> float:

@@ -24,9 +24,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from virtbench.model import Better
+from virtbench.stats.distributions import chi2_isf, norm_ppf
 from virtbench.stats.verdict import ALPHA, POWER, worse_threshold
 
 __all__ = ["Scale", "VarianceComponents", "between_sd_interval", "detectable_effect",
@@ -121,8 +121,8 @@ def between_sd_interval(vc: VarianceComponents, confidence: float = 1 - ALPHA
     R − 1 df for balanced runs; the bounds take MSW as σ_w² (it has N − R df, many more than
     MSB's R − 1) and are truncated at 0. Approximate for unbalanced runs."""
     df = vc.runs - 1
-    upper_q = float(special.chdtri(df, (1 - confidence) / 2))  # χ² quantile (1 + c)/2
-    lower_q = float(special.chdtri(df, (1 + confidence) / 2))  # χ² quantile (1 − c)/2
+    upper_q = chi2_isf(df, (1 - confidence) / 2)  # χ² quantile (1 + c)/2
+    lower_q = chi2_isf(df, (1 + confidence) / 2)  # χ² quantile (1 − c)/2
     low = (vc.ms_between * df / upper_q - vc.ms_within) / vc.n0
     high = (vc.ms_between * df / lower_q - vc.ms_within) / vc.n0
     return math.sqrt(max(low, 0.0)), math.sqrt(max(high, 0.0))
@@ -130,7 +130,7 @@ def between_sd_interval(vc: VarianceComponents, confidence: float = 1 - ALPHA
 
 def _k(alpha: float, power: float) -> float:
     """z₁₋α + z_power: the one-sided test's distance, in standard errors."""
-    return float(special.ndtri(1 - alpha) + special.ndtri(power))
+    return norm_ppf(1 - alpha) + norm_ppf(power)
 
 
 def detectable_effect(between_var: float, within_var: float, n: float, runs_per_side: int = 1,

@@ -1,9 +1,8 @@
 """Comparing two samples: speedup and percent change with CIs, significance tests, Holm.
 
-Normal and t quantiles come from scipy.special (ndtri, ndtr, stdtrit: the functions
-scipy.stats.norm and scipy.stats.t call), imported when a comparison is computed (a quarter of a
-second: a report of one variant makes none); scipy.stats itself, whose import costs about a
-second, only by the tests that need it (Shapiro–Wilk, Mann–Whitney), when they run."""
+The distributions (stats/distributions.py) and the rank and normality tests
+(stats/rank_tests.py) are virtbench's own, checked against scipy in the tests: importing scipy
+would cost a report up to a second of start-up."""
 
 from __future__ import annotations
 
@@ -24,7 +23,9 @@ from virtbench.stats._sample import (
     t_quantile,
     welch_df,
 )
+from virtbench.stats.distributions import norm_cdf, norm_ppf
 from virtbench.stats.multiple import holm
+from virtbench.stats.rank_tests import mann_whitney_u, shapiro_wilk
 from virtbench.stats.welch import welch_t_p
 
 __all__ = [
@@ -170,9 +171,7 @@ def _bca_probs(
     share = (np.count_nonzero(boot < r) + np.count_nonzero(boot <= r)) / (2.0 * boot.size)
     if not 0.0 < share < 1.0:
         return None
-    from scipy import special
-
-    z0 = float(special.ndtri(share))  # norm.ppf
+    z0 = norm_ppf(share)
     # acceleration from the jackknife, one sample at a time, as scipy.stats.bootstrap does
     sx, sy, nx, ny = float(np.sum(x)), float(np.sum(y)), x.size, y.size
     jack_x = ((sx - x) / (nx - 1)) / (sy / ny)
@@ -184,9 +183,9 @@ def _bca_probs(
         den += float(np.sum(d**2))
     a = num / (6.0 * den**1.5) if den > 0.0 else 0.0
     probs = []
-    for z_alpha in (float(special.ndtri(alpha / 2.0)), float(special.ndtri(1.0 - alpha / 2.0))):
+    for z_alpha in (norm_ppf(alpha / 2.0), norm_ppf(1.0 - alpha / 2.0)):
         shift = z0 + z_alpha
-        probs.append(float(special.ndtr(z0 + shift / (1.0 - a * shift))))  # norm.cdf
+        probs.append(norm_cdf(z0 + shift / (1.0 - a * shift)))
     if not all(math.isfinite(p) for p in probs):
         return None
     return probs
@@ -295,10 +294,8 @@ def mann_whitney_test(a: SampleLike, b: SampleLike) -> Significance:
     if pair is None:
         return Significance("mann-whitney", math.nan, math.nan)
     x, y = pair
-    from scipy import stats as sps  # a second of import, paid when a test is run
-
-    res = sps.mannwhitneyu(x, y, alternative="two-sided")
-    return Significance("mann-whitney", float(res.statistic), float(res.pvalue))
+    u, p = mann_whitney_u(x, y)
+    return Significance("mann-whitney", u, p)
 
 
 def looks_normal(values: SampleLike, alpha: float = NORMALITY_ALPHA) -> bool:
@@ -307,9 +304,7 @@ def looks_normal(values: SampleLike, alpha: float = NORMALITY_ALPHA) -> bool:
     x = as_sample(values)
     if x.size < 3 or x.size > SHAPIRO_MAX or np.ptp(x) == 0.0:
         return True
-    from scipy import stats as sps  # a second of import, paid when a test is run
-
-    return bool(sps.shapiro(x).pvalue >= alpha)
+    return bool(shapiro_wilk(x)[1] >= alpha)
 
 
 def choose_test(a: SampleLike, b: SampleLike) -> Significance:

@@ -149,6 +149,10 @@ def test_the_reads_on_both_databases(store: Store, tmp_path: Path) -> None:
     moments = {(r[1], r[2]): r[4:] for r in store.group_moments([second])}
     assert moments[("a", "w")] == (2, 1.0 + 1.01, 1.0 + 1.01 ** 2)
     assert store.facts_of_runs([first, second])[second] == {"kernel": "6.1"}
+    values = list(store.scalar_values(second))  # streamed (a server-side cursor on PostgreSQL)
+    assert values == sorted(values, key=lambda v: (v[1], v[2], v[0])) and len(values) == 4
+    assert [s.labels for s in store.samples(first, series_only=True)] == [
+        {"series": "GET /", "x": "1"}, {"x": "2"}]
 
 
 def _filled_into(store: Store) -> list[str]:
