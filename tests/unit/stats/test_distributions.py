@@ -4,9 +4,9 @@ at the edges (0, 1, ±inf, nan, invalid parameters): a relative error of at most
 absolute where a value underflows.
 
 Where scipy itself is off, closed forms are the reference instead: stdtr(1, t) loses relative
-accuracy as t → 0 (3e-9 at t = 1e-8) and stdtrit(df, q) near q = ½ (1e-8 at q = ½ + 1e-9 for
-df ≤ 5, a third at q = ½ + 2⁻⁵³ for df = 1); the Cauchy (df = 1) and df = 2 distributions
-have exact forms for both."""
+accuracy as t → 0 (3e-9 at t = 1e-8) and stdtrit(df, q) near q = ½ (2e-8 at q = ½ + 1e-9 for
+df ≤ 5, 45 % at q = ½ + 2⁻⁵³ for df = 1); the Cauchy (df = 1) and df = 2 distributions have
+exact forms for both."""
 
 from __future__ import annotations
 
