@@ -8,6 +8,7 @@ from sqlalchemy import Connection, insert, inspect, select, text, update
 
 from virtbench.model import VirtbenchError
 from virtbench.store import schema as s
+from virtbench.store.reading import schema_number
 
 __all__ = ["MIGRATIONS", "current_version", "migrate", "migrate_exclusively"]
 
@@ -70,7 +71,7 @@ def current_version(conn: Connection) -> int:
     if not inspect(conn).has_table("schema_version"):
         return 0
     value = conn.execute(select(s.schema_version.c.version)).scalar()
-    return int(value or 0)
+    return schema_number(value, conn.engine.url.render_as_string(hide_password=True))
 
 
 def migrate_exclusively(conn: Connection) -> int:

@@ -111,6 +111,8 @@ _HINTS = (
     ("database is locked", " (another process holds a write lock on it; wait for it to end)"),
     ("disk is full", " (free space on the disk that holds it; what was stored before is kept)"),
     ("disk I/O error", " (is the disk that holds it full or failing?)"),
+    ("no such table", " (a file of another program, or a damaged store: virtbench's tables are "
+                      "missing)"),
 )
 
 
@@ -418,6 +420,19 @@ class StoreReader:
             raise VirtbenchError(f"the store's noise profile {found['id']} is damaged "
                                  f"({exc}); run `virtbench calibrate` again") from exc
         return found
+
+
+def schema_number(value: Any, location: str) -> int:
+    """The stored schema version as a number; stored text is not trusted (a file of another
+    program may hold anything in a table of that name)."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise VirtbenchError(f"cannot open result store {location!r}: its schema version is "
+                             f"{str(value)[:40]!r}, not a number (a file of another program, or "
+                             "a damaged store)") from None
 
 
 def check_current(version: int, location: str) -> None:

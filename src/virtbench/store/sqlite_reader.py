@@ -16,6 +16,7 @@ from virtbench.store.reading import (
     SCHEMA_VERSION,
     StoreFailed,
     StoreReader,
+    schema_number,
     store_url,
 )
 
@@ -62,7 +63,7 @@ class SqliteReader(StoreReader):
             return 0
         except sqlite3.DatabaseError as exc:
             raise VirtbenchError(f"cannot open result store {self.location!r}: {exc}") from exc
-        return int(row[0] or 0) if row else 0
+        return schema_number(row[0], self.location) if row else 0
 
     def close(self) -> None:
         self._connection.close()

@@ -173,3 +173,20 @@ def _filled_into(store: Store) -> list[str]:
     running = store.create_run(experiment="live", description="", spec_yaml="", spec_path="",
                                seed=2, host="h", target="local", baseline="a", version="t")
     return [first, second, running]
+
+
+def test_a_file_of_another_program_is_said_so(tmp_path: Path) -> None:
+    """Stored text is not trusted: a schema version that is no number, a current version
+    without virtbench's tables: a clear error from either way of opening, no traceback."""
+    with sqlite3.connect(tmp_path / "text.db") as db:
+        db.execute("CREATE TABLE schema_version (version TEXT)")
+        db.execute("INSERT INTO schema_version VALUES ('7; DROP TABLE runs')")
+    for opener in (open_reader, lambda at: Store(at, create=False)):
+        with pytest.raises(VirtbenchError, match=r"schema version is '7; DROP.*not a number"):
+            opener(str(tmp_path / "text.db"))
+    with sqlite3.connect(tmp_path / "bare.db") as db:
+        db.execute("CREATE TABLE schema_version (version INTEGER)")
+        db.execute(f"INSERT INTO schema_version VALUES ({SCHEMA_VERSION})")
+    reader = open_reader(str(tmp_path / "bare.db"))
+    with pytest.raises(StoreFailed, match=r"no such table: runs \(a file of another program"):
+        reader.runs()
