@@ -117,7 +117,8 @@ def main() -> None:
         verdicts.append(f"- {label}: floor {'met' if wall <= FLOOR_S else 'not met'} in wall "
                         f"time here ({wall:.2f} s); CPU {cpu:.2f} s, of which {ref_cpu:.2f} s is "
                         "the start-up `virtbench --help` measures; the rest is the command's "
-                        "imports (SQLAlchemy, SciPy) and work.")
+                        "imports (NumPy and the statistics; a SQLite store is read through "
+                        "sqlite3) and work.")
     body = (f"Two runs of {counts[0]:,} and {counts[1]:,} samples (2 variants × 2 metrics); a "
             f"history of {HISTORY_RUNS:,} runs (2 variants × 2 metrics × 5 repetitions, a 5 % "
             "step half-way).\n\n"
