@@ -45,6 +45,10 @@ def store_url(location: str) -> str:
     return f"sqlite:///{Path(location).expanduser().resolve()}"
 
 
+# How long a SQLite connection waits for another process's lock before it fails: every
+# connection to a store, reading or writing, SQLAlchemy's or sqlite3's.
+BUSY_TIMEOUT_MS = 10_000
+
 # Run ids per IN (...) list: well below SQLite's bound-parameter limit.
 IN_CHUNK = 500
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from virtbench.model import VirtbenchError
 from virtbench.store.reading import (
+    BUSY_TIMEOUT_MS,
     NO_STORE,
     SCHEMA_VERSION,
     StoreFailed,
@@ -21,8 +22,6 @@ from virtbench.store.reading import (
 )
 
 __all__ = ["SqliteReader", "open_reader"]
-
-_BUSY_TIMEOUT_MS = 10_000
 
 
 def open_reader(location: str) -> StoreReader:
@@ -50,7 +49,7 @@ class SqliteReader(StoreReader):
         self.dialect = "sqlite"
         try:
             self._connection = sqlite3.connect(path)
-            self._connection.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._connection.execute("PRAGMA query_only=ON")
         except sqlite3.DatabaseError as exc:  # not a database, unreadable
             raise VirtbenchError(f"cannot open result store {location!r}: {exc}") from exc

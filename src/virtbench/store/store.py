@@ -34,6 +34,7 @@ from virtbench.store.ids import check_run_id
 from virtbench.store.liveness import this_owner
 from virtbench.store.migrations import current_version, migrate_exclusively
 from virtbench.store.reading import (
+    BUSY_TIMEOUT_MS,
     NO_STORE,
     RunInfo,
     SampleRow,
@@ -66,7 +67,6 @@ class TrialRecord:
 # large per-request trials into one file, and on a loaded machine one 10 s wait ran out and a
 # whole trial was lost. Other commands (import, delete) still fail after 10 s, with the reason.
 TRIAL_LOCK_PATIENCE_S = 120.0
-BUSY_TIMEOUT_MS = 10_000
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -107,7 +107,7 @@ def _sqlite_read_only(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # query_only: SQLite itself refuses every write; the journal mode is left as the writer set it.
     cursor.execute("PRAGMA query_only=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
