@@ -45,6 +45,14 @@ def test_an_exception_in_the_child_is_reported_not_raised_here() -> None:
     assert messages[-1]["error"] == "ValueError: bad host"
 
 
+def _until_a_message(messages: list[dict[str, Any]]) -> None:
+    """Waits (bounded) for the child's first message: on a busy machine the child may not
+    have run yet, and what a test does next must find it running its work."""
+    deadline = time.monotonic() + 10
+    while not messages and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _sleep_until_interrupted(send: Send) -> None:
     """Says it is ready, then sleeps WAIT_S unless interrupted, and says which."""
     try:  # "ready" inside: an interrupt right after it is still caught here
@@ -57,9 +65,7 @@ def _sleep_until_interrupted(send: Send) -> None:
 def test_interrupt_raises_keyboard_interrupt_in_the_child_which_still_reports() -> None:
     call = ForkedCall(_sleep_until_interrupted)
     messages = _collect(call)
-    deadline = time.monotonic() + 10
-    while not messages and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _until_a_message(messages)
     call.interrupt()
     assert call.wait(WAIT_S) == 0  # not WAIT_S of sleep: "interrupted" below says why it ended
     assert messages == [{"ready": True}, {"interrupted": True}]
@@ -76,9 +82,7 @@ def test_interrupt_reaches_the_child_however_sigint_was_inherited(inherited: Any
     finally:
         signal.signal(signal.SIGINT, previous)
     messages = _collect(call)
-    deadline = time.monotonic() + 10
-    while not messages and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _until_a_message(messages)
     call.interrupt()
     code = call.wait(WAIT_S)
     if code is None:
@@ -95,6 +99,7 @@ def test_a_bounded_wait_returns_none_while_the_child_runs_and_kill_ends_it() -> 
 
     call = ForkedCall(work)
     messages = _collect(call)
+    _until_a_message(messages)  # killed before "ready" was sent, the child says nothing
     assert call.wait(0.05) is None
     assert call.returncode is None
     assert call.kill_group() == -signal.SIGKILL
