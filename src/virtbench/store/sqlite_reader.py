@@ -5,6 +5,7 @@ with options) is opened as the full :class:`~virtbench.store.store.Store`."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -67,40 +68,32 @@ class SqliteReader(StoreReader):
     def close(self) -> None:
         self._connection.close()
 
-    def _cursor(self, sql: str, params: Mapping[str, Any] | None) -> sqlite3.Cursor:
+    @contextlib.contextmanager
+    def _said_once(self) -> Iterator[None]:
+        """The database's own errors (locked, damaged) said once, as the full store says them,
+        whether they come from running the SQL or from fetching its rows; an error in what was
+        asked (bad SQL) stays as it is."""
         try:
-            return self._connection.execute(sql, dict(params or {}))
+            yield
         except sqlite3.DatabaseError as exc:
-            raise self._failed(exc) from exc
-
-    def _failed(self, exc: sqlite3.DatabaseError) -> Exception:
-        """The database's own errors (locked, damaged) said once, as the full store says them;
-        an error in what was asked (bad SQL) stays as it is."""
-        if isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError:
-            return StoreFailed(self.location, str(exc).strip())
-        return exc
+            if isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError:
+                raise StoreFailed(self.location, str(exc).strip()) from exc
+            raise
 
     def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        cursor = self._cursor(sql, params)
-        try:
-            return cursor.fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise self._failed(exc) from exc
+        with self._said_once():
+            return self._connection.execute(sql, dict(params or {})).fetchall()
 
     def _mappings(self, sql: str, params: Mapping[str, Any] | None = None
                   ) -> list[dict[str, Any]]:
-        cursor = self._cursor(sql, params)
-        names = [column[0] for column in cursor.description]
-        try:
+        with self._said_once():
+            cursor = self._connection.execute(sql, dict(params or {}))
+            names = [column[0] for column in cursor.description]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        except sqlite3.DatabaseError as exc:
-            raise self._failed(exc) from exc
 
     def _stream(self, sql: str, params: Mapping[str, Any] | None = None
                 ) -> Iterator[tuple[Any, ...]]:
-        cursor = self._cursor(sql, params)
-        try:
+        with self._said_once():
+            cursor = self._connection.execute(sql, dict(params or {}))
             while rows := cursor.fetchmany(50_000):
                 yield from rows
-        except sqlite3.DatabaseError as exc:
-            raise self._failed(exc) from exc
