@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from decide_cli import CliRun
 
 from virtbench.store import Store
-
-CliRun = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import xmlschema
-from conftest import CliRun
+from decide_cli import CliRun
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from synthetic import METRICS, add_run
 

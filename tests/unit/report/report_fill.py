@@ -1,15 +1,14 @@
-"""Real SQLite stores filled with synthetic samples through the Store API, for report tests."""
+"""Real SQLite stores filled with synthetic samples through the Store API, for report tests
+(a module of its own name: `from conftest import` finds whichever conftest pytest loaded last)."""
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.store import Store, TrialRecord
@@ -168,10 +167,3 @@ def fill_series(store: Store, seed: int = 2, reps: int = 3, requests: int = 3000
             fill.trial(name, "web.varnish", rep, ms)
     store.set_run_status(run_id, "complete", "")
     return run_id
-
-
-@pytest.fixture()
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(str(tmp_path / "results.sqlite"))
-    yield s
-    s.close()

@@ -6,7 +6,7 @@ import math
 import re
 from html.parser import HTMLParser
 
-from conftest import fill_factorial, fill_matrix, fill_series
+from report_fill import fill_factorial, fill_matrix, fill_series
 
 from virtbench.analysis import Analysis, MetricRow, VariantInfo, analyse
 from virtbench.model import Better, Measurement, Metric

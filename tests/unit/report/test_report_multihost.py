@@ -4,7 +4,7 @@ neighbours with one line per host, each with its own CI band."""
 from __future__ import annotations
 
 import numpy as np
-from conftest import Filler
+from report_fill import Filler
 
 from virtbench.analysis import analyse
 from virtbench.analysis.views import knob_grid, metric_views

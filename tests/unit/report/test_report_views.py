@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import fill_factorial, fill_matrix, fill_series
+from report_fill import fill_factorial, fill_matrix, fill_series
 
 from virtbench.analysis import analyse
 from virtbench.analysis.views import (
