@@ -10,8 +10,8 @@ shapiro_wilk is Royston's AS R94 (Applied Statistics 44, 1995), the algorithm sc
 implements: W from approximate expected normal order statistics (AS 111's normal quantile, as
 R94 specifies) corrected by Royston's polynomials for the two extreme coefficients; the p-value
 exact for n = 3 and from Royston's normalising transformations of W for 4 ≤ n ≤ 11 and n ≥ 12.
-Only the normal tail area differs from scipy's (math.erfc instead of AS 66: they agree to 2e-8
-relative).
+Only the normal tail area differs from scipy's (distributions.norm_sf instead of AS 66: they
+agree to 2e-8 relative).
 
 mann_whitney_u is scipy's method="auto" with use_continuity=True: the exact null distribution
 of U when there are no ties and a sample has at most 8 values, the normal approximation with
@@ -25,6 +25,8 @@ from itertools import accumulate
 
 import numpy as np
 import numpy.typing as npt
+
+from virtbench.stats.distributions import norm_sf
 
 __all__ = ["mann_whitney_u", "shapiro_wilk"]
 
@@ -233,7 +235,7 @@ def _shapiro_p(n: int, w: float, w1: float) -> float:
         log_n = math.log(n)
         mean, sd = _poly(_C5, log_n), math.exp(_poly(_C6, log_n))
     z = (y - mean) / sd
-    return 0.0 if z > _Z_UPPER_ZERO else 0.5 * math.erfc(z / math.sqrt(2.0))
+    return 0.0 if z > _Z_UPPER_ZERO else norm_sf(z)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -262,7 +264,7 @@ def _normal_two_sided_p(n1: int, n2: int, u: float, tie_sizes: npt.NDArray[np.in
         return 1.0  # all values equal: U = n1·n2/2 exactly, no evidence either way
     # U is the larger statistic, so the continuity correction moves it half a step inwards.
     z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
-    return math.erfc(z / math.sqrt(2.0))  # 2·Φ(-z)
+    return 2.0 * norm_sf(z)
 
 
 def _exact_two_sided_p(n1: int, n2: int, u: float) -> float:
