@@ -66,7 +66,9 @@ class Daemon:
                           timeout_s=timeout_s)
 
     def stop(self, grace_s: float = 10.0) -> int | None:
-        """SIGTERM the process group, SIGKILL after ``grace_s`` s; returns the exit code."""
+        """SIGTERM the process group, SIGKILL after ``grace_s`` s; returns the exit code once
+        the leader is reaped (the group's other members got the same signal and end when next
+        scheduled)."""
         if self.alive():
             self.process.signal_group(signal.SIGTERM)
             try:
