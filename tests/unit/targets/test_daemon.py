@@ -123,7 +123,10 @@ def test_stop_pid_touches_only_a_process_whose_command_line_matches(tmp_path: Pa
     ours = start_daemon(LocalTarget(), ["sh", "-c", "sleep 300; :", marker])
     stranger = start_daemon(LocalTarget(), ["sh", "-c", "sleep 300; :", "someone-else"])
     try:
-        assert is_ours(ours.pid, marker) and not is_ours(stranger.pid, marker)
+        # Until a child has exec'd sh, its command line is still this Python's (a busy machine).
+        wait_until(lambda: is_ours(ours.pid, marker), "our shell", timeout_s=20)
+        wait_until(lambda: is_ours(stranger.pid, "someone-else"), "the stranger", timeout_s=20)
+        assert not is_ours(stranger.pid, marker)
         assert stop_pid(stranger.pid, marker) is False
         assert stranger.alive()
         assert stop_pid(ours.pid, marker, grace_s=5) is True
