@@ -10,6 +10,9 @@ Python module — docstrings included — and the whole text of each C source). 
   part in angle brackets or braces, or a file name in capitals) is not a path;
 - a path inside the package, ``PACKAGE/.../NAME.py`` (or ``.c``) where PACKAGE is a package of
   src/virtbench (``store/reading.py``): it must exist under src/virtbench;
+- a section of a document, ``docs/cli.md, "Nothing waits forever"`` (the quoted text on the
+  same line as the file's name): the text must be part of one of that document's headings or
+  of the bold lead of one of its paragraphs (``**Labels (frame kinds).**``);
 - in the docs, a dotted module name: ``virtbench.a.b`` anywhere, and ``a.b`` in backticks
   when ``a`` is a package or module of src/virtbench (``targets.daemon``,
   ``cli.lazy.LazyCommand``). Each part names a subpackage or module in turn; once a part is a
@@ -56,6 +59,27 @@ IN_PACKAGE = re.compile(_START + "((?:" + "|".join(PACKAGES) + r")/[\w./-]*\.(?:
 DOTTED = re.compile(r"(?<![\w.])virtbench((?:\.\w+)+)")
 BACKTICKED = re.compile(r"`([^`\n]+)`")
 SHORT_DOTTED = re.compile(r"(?<![\w./-])([a-z_]\w*(?:\.\w+)+)")
+
+
+SECTION = re.compile(r"((?:docs/)?[\w-]+\.md),? \"([^\"\n]+)\"")
+
+
+def _sections(document: Path) -> list[str]:
+    """The headings and bold paragraph leads of a Markdown document, in lower case."""
+    text = document.read_text()
+    return [h.lstrip("#").strip().lower() for h in text.splitlines() if h.startswith("#")] + [
+        lead.lower() for lead in re.findall(r"^\*\*([^*\n]+)\*\*", text, re.M)]
+
+
+def _missing_sections(line: str) -> list[str]:
+    missing = []
+    for name, section in SECTION.findall(line):
+        document = next((d for d in (ROOT / name, ROOT / "docs" / name) if d.is_file()), None)
+        if document is None:
+            continue  # a file of another project, or one the path check reports
+        if not any(section.lower() in heading for heading in _sections(document)):
+            missing.append(f'{name}, "{section}"')
+    return missing
 
 
 def _is_placeholder(path: str) -> bool:
@@ -108,6 +132,7 @@ def _missing_in_text(line: str, docs: bool) -> list[str]:
     missing = [p for p in ROOTED.findall(line)
                if not _is_placeholder(p) and not _path_exists(p, ROOT)]
     missing += [p for p in IN_PACKAGE.findall(line) if not _path_exists(p, SRC)]
+    missing += _missing_sections(line)
     if docs:
         missing += [name for name in _dotted_names(line)
                     if not _module_name_resolves(name.removeprefix("virtbench.").split("."))]
@@ -177,6 +202,8 @@ def test_the_check_sees_each_form() -> None:
         "tests/e2e/test_nothing_*.py"]
     assert _missing_in_text("store/nowhere.py beside store/__init__.py", False) == [
         "store/nowhere.py"]
+    assert _missing_in_text('docs/cli.md, "Nothing waits forever"; cli.md "No such part"',
+                            False) == ['cli.md, "No such part"']
     assert _missing_in_text("tests/unit/store/test_nowhere.py", False) == [
         "tests/unit/store/test_nowhere.py"]  # not also its tail, store/test_nowhere.py
     line = ("`targets.daemon`, `targets.Nowhere`, virtbench.cli.nowhere, `virtbench.db`, "
