@@ -13,7 +13,7 @@ Python module — docstrings included — and the whole text of each C source). 
 - a section of a document, ``docs/cli.md, "Nothing waits forever"`` (the quoted text on the
   same line as the file's name): the text must be part of one of that document's headings or
   of the bold lead of one of its paragraphs (``**Labels (frame kinds).**``);
-- in the docs, a dotted module name: ``virtbench.a.b`` anywhere, and ``a.b`` in backticks
+- a dotted module name: ``virtbench.a.b`` anywhere, and ``a.b`` in backticks
   when ``a`` is a package or module of src/virtbench (``targets.daemon``,
   ``cli.lazy.LazyCommand``). Each part names a subpackage or module in turn; once a part is a
   module, the parts after it are names that module must contain (a class, function, constant,
@@ -119,7 +119,7 @@ def _module_name_resolves(parts: list[str]) -> bool:
 
 
 def _dotted_names(line: str) -> list[str]:
-    """The module names of a docs line, as written (with or without ``virtbench.``)."""
+    """The module names of a line, as written (with or without ``virtbench.``)."""
     names = [m.group(0) for m in DOTTED.finditer(line)]
     for span in BACKTICKED.findall(line):
         names += [m.group(1) for m in SHORT_DOTTED.finditer(span)
@@ -128,14 +128,13 @@ def _dotted_names(line: str) -> list[str]:
     return [n for n in names if n.rsplit(".", 1)[-1] not in FILE_SUFFIXES]
 
 
-def _missing_in_text(line: str, docs: bool) -> list[str]:
+def _missing_in_text(line: str) -> list[str]:
     missing = [p for p in ROOTED.findall(line)
                if not _is_placeholder(p) and not _path_exists(p, ROOT)]
     missing += [p for p in IN_PACKAGE.findall(line) if not _path_exists(p, SRC)]
     missing += _missing_sections(line)
-    if docs:
-        missing += [name for name in _dotted_names(line)
-                    if not _module_name_resolves(name.removeprefix("virtbench.").split("."))]
+    missing += [name for name in _dotted_names(line)
+                if not _module_name_resolves(name.removeprefix("virtbench.").split("."))]
     return missing
 
 
@@ -158,26 +157,25 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     return list(enumerate(path.read_text().splitlines(), start=1))
 
 
-def _stale_in(path: Path, docs: bool) -> list[tuple[int, str]]:
+def _stale_in(path: Path) -> list[tuple[int, str]]:
     """(line, missing name) of one file. A Python module is tokenized (slow) only when one of
     its lines, read whole, names something missing: to tell a comment or string from code."""
     lines = list(enumerate(path.read_text().splitlines(), start=1))
-    if path.suffix == ".py" and any(_missing_in_text(line, docs) for _n, line in lines):
+    if path.suffix == ".py" and any(_missing_in_text(line) for _n, line in lines):
         lines = _python_text(path)
     elif path.suffix == ".py":
         return []
     return [(number, missing) for number, line in lines
-            for missing in _missing_in_text(line, docs)]
+            for missing in _missing_in_text(line)]
 
 
 def _stale_references() -> list[str]:
-    sources = [(p, True) for p in DOCS] + [
-        (p, False) for p in sorted(SRC.rglob("*")) if p.suffix in (".py", ".c")
-        and "__pycache__" not in p.parts]
+    sources = [*DOCS, *(p for p in sorted(SRC.rglob("*")) if p.suffix in (".py", ".c")
+                        and "__pycache__" not in p.parts)]
     found = []
-    for path, docs in sources:
+    for path in sources:
         name = str(path.relative_to(ROOT))
-        found += [f"{name}:{number}: {missing}" for number, missing in _stale_in(path, docs)
+        found += [f"{name}:{number}: {missing}" for number, missing in _stale_in(path)
                   if (name, missing) not in ALLOWED_MISSING]
     return found
 
@@ -195,21 +193,20 @@ def test_the_allowed_stale_references_are_still_there() -> None:
 
 
 def test_the_check_sees_each_form() -> None:
-    assert _missing_in_text("see src/virtbench/nowhere.py and `tests/unit/none/`", False) == [
+    assert _missing_in_text("see src/virtbench/nowhere.py and `tests/unit/none/`") == [
         "src/virtbench/nowhere.py", "tests/unit/none/"]
-    assert _missing_in_text("tests/unit/<package>/ and benchmarks/NAME.py", False) == []
-    assert _missing_in_text("tests/e2e/test_nothing_*.py, tests/e2e/test_*.py.", False) == [
+    assert _missing_in_text("tests/unit/<package>/ and benchmarks/NAME.py") == []
+    assert _missing_in_text("tests/e2e/test_nothing_*.py, tests/e2e/test_*.py.") == [
         "tests/e2e/test_nothing_*.py"]
-    assert _missing_in_text("store/nowhere.py beside store/__init__.py", False) == [
+    assert _missing_in_text("store/nowhere.py beside store/__init__.py") == [
         "store/nowhere.py"]
-    assert _missing_in_text('docs/cli.md, "Nothing waits forever"; cli.md "No such part"',
-                            False) == ['cli.md, "No such part"']
-    assert _missing_in_text("tests/unit/store/test_nowhere.py", False) == [
+    assert _missing_in_text('docs/cli.md, "Nothing waits forever"; cli.md "No such part"') == [
+        'cli.md, "No such part"']
+    assert _missing_in_text("tests/unit/store/test_nowhere.py") == [
         "tests/unit/store/test_nowhere.py"]  # not also its tail, store/test_nowhere.py
     line = ("`targets.daemon`, `targets.Nowhere`, virtbench.cli.nowhere, `virtbench.db`, "
             "`cli.lazy.LazyCommand`, `Target.spawn`, `net_qos._capscan`")
-    assert _missing_in_text(line, True) == ["virtbench.cli.nowhere", "targets.Nowhere"]
-    assert _missing_in_text(line, False) == []
+    assert _missing_in_text(line) == ["virtbench.cli.nowhere", "targets.Nowhere"]
 
 
 def test_in_python_only_comments_and_strings_count(tmp_path: Path) -> None:
@@ -218,5 +215,5 @@ def test_in_python_only_comments_and_strings_count(tmp_path: Path) -> None:
                       "x = 1  # and tests/unit/none_b.py\n"
                       "y = f'{x} tests/unit/none_c.py'\n"
                       "z = tests/unit/none_d.py\n")
-    assert _stale_in(module, False) == [(1, "tests/unit/none_a.py"), (2, "tests/unit/none_b.py"),
-                                        (3, "tests/unit/none_c.py")]
+    assert _stale_in(module) == [(1, "tests/unit/none_a.py"), (2, "tests/unit/none_b.py"),
+                                 (3, "tests/unit/none_c.py")]
