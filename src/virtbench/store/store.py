@@ -1,5 +1,5 @@
-"""The result store: the only code that writes SQL (reading.py has the reads). SQLite by
-default, PostgreSQL by URL."""
+"""The result store: the only code that writes SQL (reading.py has the reads, columns.py the
+columns both use). SQLite by default, PostgreSQL by URL."""
 
 from __future__ import annotations
 
