@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from virtbench.model import Better, Domain, Metric, RunFailed, VirtbenchError
+from virtbench.store.columns import checked, listed
 from virtbench.store.ids import check_run_ref
 from virtbench.store.liveness import OwnerState, owner_state
 
@@ -126,6 +127,79 @@ def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     return "(" + ", ".join(f":{key}" for key in params) + ")", params
 
 
+# Every query, written once as SQL text and checked at import against the tables' columns
+# (store/columns.py, which schema.py's tables are built against): a renamed or dropped column
+# fails on import, not when a command first reads it. ``{runs}``: an IN list (:func:`in_list`).
+_RUNS = checked(f"SELECT {listed('runs')} FROM runs ORDER BY started_at")
+_RUN = checked(f"SELECT {listed('runs')} FROM runs WHERE id = :id")
+_RUNS_VERSION = checked("SELECT count(*), max(started_at), count(ended_at), sum(ended_at) "
+                        "FROM runs")
+_RUNNING_OWNERS = checked("SELECT owner_pid, owner_host, owner_boot_id FROM runs "
+                          "WHERE status = 'running'")
+_VARIANTS = checked("SELECT name, knobs_json, is_baseline FROM variants WHERE run_id = :run "
+                    "ORDER BY position")
+_WORKLOADS = checked("SELECT workload_id, name, params_json FROM workloads "
+                     "WHERE run_id = :run ORDER BY position")
+_METRICS = checked("SELECT workload_id, name, unit, better, description, is_primary, domain "
+                   "FROM metrics WHERE run_id = :run")
+_FACTS = checked("SELECT id, phase, captured_at, data_json FROM facts WHERE run_id = :run "
+                 "ORDER BY id")
+_FACTS_OF_RUNS = checked("SELECT run_id, data_json FROM facts WHERE run_id IN {runs} "
+                         "AND phase = :phase ORDER BY id")
+_REALISATIONS = checked("SELECT variant, workload_id, mechanism, settings_json, "
+                        "limitations_json, env_json FROM realisations WHERE run_id = :run")
+_ARTIFACTS = checked(f"SELECT {listed('artifacts')} FROM artifacts WHERE run_id = :run "
+                     "ORDER BY id")
+_TRIALS = checked(f"SELECT {listed('trials')} FROM trials WHERE run_id = :run "
+                  "ORDER BY order_index, id")
+_COMPLETED_TRIALS = checked("SELECT variant, workload_id, repetition FROM trials "
+                            "WHERE run_id = :run AND status = 'ok' AND NOT warmup")
+_NEXT_ORDER_INDEX = checked("SELECT max(order_index) FROM trials WHERE run_id = :run")
+_TRIAL_PROGRESS = checked(
+    "SELECT sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END), count(*), max(ended_at) "
+    "FROM trials WHERE run_id = :run AND NOT warmup")
+_SAMPLE_COUNT = checked("SELECT count(*) FROM samples WHERE run_id = :run")
+_SAMPLE_COUNTS = checked("SELECT run_id, count(*) FROM samples GROUP BY run_id")
+_SAMPLE_COUNTS_OF_RUNS = checked("SELECT run_id, count(*) FROM samples WHERE run_id IN {runs} "
+                                 "GROUP BY run_id")
+_SCALAR_VALUES = checked(
+    "SELECT variant, workload_id, metric, value FROM samples WHERE run_id = :run "
+    "AND value IS NOT NULL AND t IS NULL ORDER BY workload_id, metric, variant")
+_GROUP_VALUES = checked(
+    "SELECT repetition, value FROM samples WHERE run_id = :run AND workload_id = :workload "
+    "AND metric = :metric AND variant = :variant AND t IS NULL AND value IS NOT NULL")
+# The series label extracted by the database (JSON functions of SQLite and PostgreSQL), so a
+# million per-request samples are not JSON-decoded in Python.
+_SERIES_ROWS = ("SELECT trial_id, variant, workload_id, metric, repetition, t, value, {series} "
+                "FROM samples WHERE run_id = :run AND t IS NOT NULL AND value IS NOT NULL "
+                "ORDER BY id")
+_SERIES_ROWS_SQLITE = checked(_SERIES_ROWS.format(
+    series="json_extract(labels_json, '$.series')"))
+_SERIES_ROWS_POSTGRES = checked(_SERIES_ROWS.format(
+    series="CAST(labels_json AS JSONB) ->> 'series'"))
+_SAMPLE_ROW = ("run_id", "variant", "workload_id", "metric", "value", "unit", "repetition", "t",
+               "labels_json", "status", "trial_id")
+"""The columns of a :class:`SampleRow`, in its fields' order (labels decoded from JSON)."""
+_SAMPLES = f"SELECT {listed('samples', _SAMPLE_ROW)} FROM samples WHERE {{where}} ORDER BY id"
+_SAMPLE_FILTERS = ("run_id = :run", "workload_id = :workload", "metric = :metric",
+                   "t IS NOT NULL")
+"""What :meth:`StoreReader.samples` may ask, in this order (the run's always)."""
+checked(_SAMPLES.format(where=" AND ".join(_SAMPLE_FILTERS)))  # each query has some of these
+_STATUS_COUNTS = checked(
+    "SELECT variant, workload_id, metric, status, count(*) FROM samples WHERE run_id = :run "
+    "AND status != 'ok' AND t IS NULL GROUP BY variant, workload_id, metric, status")
+_GROUP_MOMENTS = checked(
+    "SELECT run_id, variant, workload_id, metric, count(value), sum(value), sum(value * value) "
+    "FROM samples WHERE run_id IN {runs} AND t IS NULL AND value IS NOT NULL "
+    "GROUP BY run_id, variant, workload_id, metric")
+_LOAD_STATE = checked("SELECT value_json FROM saved_state WHERE key = :key")
+_STATE_KEYS = checked("SELECT key FROM saved_state WHERE key LIKE :pattern ESCAPE '/' "
+                      "ORDER BY key")
+_NOISE_PROFILE = checked(
+    f"SELECT {listed('noise_profiles')} FROM noise_profiles WHERE fingerprint = :fingerprint "
+    "AND experiment_hash = :hash ORDER BY created_at DESC, id DESC LIMIT 1")
+
+
 class StoreReader:
     """Every read of the store; a subclass says how SQL text is run (:meth:`_rows`)."""
 
@@ -153,12 +227,12 @@ class StoreReader:
 
     # ---- runs ----------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
-        return [_run_info(r) for r in self._mappings("SELECT * FROM runs ORDER BY started_at")]
+        return [_run_info(r) for r in self._mappings(_RUNS)]
 
     def run_by_id(self, run_id: str) -> RunInfo | None:
         """The run whose id is exactly ``run_id``, or None. No grammar check: an older store
         may hold ids that today's grammar refuses (written before ids were checked)."""
-        rows = self._mappings("SELECT * FROM runs WHERE id = :id", {"id": run_id})
+        rows = self._mappings(_RUN, {"id": run_id})
         return _run_info(rows[0]) if rows else None
 
     def run(self, ref: str = "latest") -> RunInfo:
@@ -198,27 +272,22 @@ class StoreReader:
         """Changes whenever a run is added, removed, started, resumed or ended, or the process
         of a running one is found gone (abandoned): a reader that keeps the runs table re-reads
         it only then (one aggregate over the runs table, and the owners of running runs)."""
-        aggregate = self._rows("SELECT count(*), max(started_at), count(ended_at), "
-                               "sum(ended_at) FROM runs")[0]
-        running = self._rows("SELECT owner_pid, owner_host, owner_boot_id FROM runs "
-                             "WHERE status = 'running'")
+        aggregate = self._rows(_RUNS_VERSION)[0]
+        running = self._rows(_RUNNING_OWNERS)
         gone = sum(owner_state(*row) == OwnerState.GONE for row in running)
         return (*aggregate, gone)
 
     # ---- what a run is made of -----------------------------------------------------------
     def variants(self, run_id: str) -> list[tuple[str, dict[str, Any], bool]]:
-        rows = self._rows("SELECT name, knobs_json, is_baseline FROM variants "
-                          "WHERE run_id = :run ORDER BY position", {"run": run_id})
+        rows = self._rows(_VARIANTS, {"run": run_id})
         return [(name, json.loads(knobs), bool(baseline)) for name, knobs, baseline in rows]
 
     def workloads(self, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
-        rows = self._rows("SELECT workload_id, name, params_json FROM workloads "
-                          "WHERE run_id = :run ORDER BY position", {"run": run_id})
+        rows = self._rows(_WORKLOADS, {"run": run_id})
         return [(workload_id, name, json.loads(params)) for workload_id, name, params in rows]
 
     def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
-        rows = self._rows("SELECT workload_id, name, unit, better, description, is_primary, "
-                          "domain FROM metrics WHERE run_id = :run", {"run": run_id})
+        rows = self._rows(_METRICS, {"run": run_id})
         return {
             (workload_id, name): Metric(name, unit, Better(better), description,
                                         bool(primary), Domain(domain) if domain else None)
@@ -226,8 +295,7 @@ class StoreReader:
         }
 
     def facts(self, run_id: str) -> list[tuple[int, str, float, dict[str, Any]]]:
-        rows = self._rows("SELECT id, phase, captured_at, data_json FROM facts "
-                          "WHERE run_id = :run ORDER BY id", {"run": run_id})
+        rows = self._rows(_FACTS, {"run": run_id})
         return [(int(key), phase, float(at), json.loads(data)) for key, phase, at, data in rows]
 
     def facts_of_runs(self, run_ids: Sequence[str], phase: str = "before"
@@ -236,17 +304,14 @@ class StoreReader:
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(run_ids), IN_CHUNK):
             runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
-            rows = self._rows(f"SELECT run_id, data_json FROM facts WHERE run_id IN {runs} "
-                              "AND phase = :phase ORDER BY id", params | {"phase": phase})
+            rows = self._rows(_FACTS_OF_RUNS.format(runs=runs), params | {"phase": phase})
             for run_id, data in rows:
                 if run_id not in out:
                     out[run_id] = json.loads(data)
         return out
 
     def realisations(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT variant, workload_id, mechanism, settings_json, "
-                          "limitations_json, env_json FROM realisations WHERE run_id = :run",
-                          {"run": run_id})
+        rows = self._rows(_REALISATIONS, {"run": run_id})
         return [
             {"variant": variant, "workload_id": workload_id, "mechanism": mechanism,
              "settings": json.loads(settings), "limitations": json.loads(limitations),
@@ -255,55 +320,46 @@ class StoreReader:
         ]
 
     def artifacts(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self._mappings("SELECT * FROM artifacts WHERE run_id = :run ORDER BY id",
-                              {"run": run_id})
+        rows = self._mappings(_ARTIFACTS, {"run": run_id})
         # bytes, whatever the driver gives (PostgreSQL's may give a memoryview)
         return [r | {"content": None if r["content"] is None else bytes(r["content"])}
                 for r in rows]
 
     # ---- trials --------------------------------------------------------------------------
     def trials(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self._mappings("SELECT * FROM trials WHERE run_id = :run "
-                              "ORDER BY order_index, id", {"run": run_id})
+        rows = self._mappings(_TRIALS, {"run": run_id})
         return [r | {"warmup": bool(r["warmup"]), "notes": json.loads(r["notes_json"])}
                 for r in rows]
 
     def completed_trials(self, run_id: str) -> set[tuple[str, str, int]]:
-        rows = self._rows("SELECT variant, workload_id, repetition FROM trials "
-                          "WHERE run_id = :run AND status = 'ok' AND NOT warmup",
-                          {"run": run_id})
+        rows = self._rows(_COMPLETED_TRIALS, {"run": run_id})
         return {(variant, workload_id, int(repetition))
                 for variant, workload_id, repetition in rows}
 
     def next_order_index(self, run_id: str) -> int:
-        value = self._rows("SELECT max(order_index) FROM trials WHERE run_id = :run",
-                           {"run": run_id})[0][0]
+        value = self._rows(_NEXT_ORDER_INDEX, {"run": run_id})[0][0]
         return 0 if value is None else int(value) + 1
 
     def trial_progress(self, run_id: str) -> tuple[int, int, float | None]:
         """(trials ok, trials failed, end time of the latest trial) of a run, warm-ups excluded."""
-        ok, total, latest = self._rows(
-            "SELECT sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END), count(*), max(ended_at) "
-            "FROM trials WHERE run_id = :run AND NOT warmup", {"run": run_id})[0]
+        ok, total, latest = self._rows(_TRIAL_PROGRESS, {"run": run_id})[0]
         done, total = int(ok or 0), int(total or 0)
         return done, total - done, None if latest is None else float(latest)
 
     # ---- samples -------------------------------------------------------------------------
     def sample_count(self, run_id: str) -> int:
-        value = self._rows("SELECT count(*) FROM samples WHERE run_id = :run",
-                           {"run": run_id})[0][0]
+        value = self._rows(_SAMPLE_COUNT, {"run": run_id})[0][0]
         return int(value or 0)
 
     def sample_counts(self, run_ids: Sequence[str] | None = None) -> dict[str, int]:
         """Samples per run (all runs, or those given) in one grouped query."""
         if run_ids is None:
-            rows = self._rows("SELECT run_id, count(*) FROM samples GROUP BY run_id")
+            rows = self._rows(_SAMPLE_COUNTS)
             return {run_id: int(count) for run_id, count in rows}
         out: dict[str, int] = {}
         for start in range(0, len(run_ids), IN_CHUNK):
             runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
-            rows = self._rows(f"SELECT run_id, count(*) FROM samples WHERE run_id IN {runs} "
-                              "GROUP BY run_id", params)
+            rows = self._rows(_SAMPLE_COUNTS_OF_RUNS.format(runs=runs), params)
             out.update((run_id, int(count)) for run_id, count in rows)
         return out
 
@@ -312,20 +368,13 @@ class StoreReader:
 
         The report's hot path: one ordered query, no labels, streamed.
         """
-        rows = self._stream(
-            "SELECT variant, workload_id, metric, value FROM samples WHERE run_id = :run "
-            "AND value IS NOT NULL AND t IS NULL ORDER BY workload_id, metric, variant",
-            {"run": run_id})
-        yield from rows
+        yield from self._stream(_SCALAR_VALUES, {"run": run_id})
 
     def group_values(self, run_id: str, variant: str, workload_id: str, metric: str
                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Repetitions and values of one group's measured per-trial samples (one index range)."""
-        rows = self._rows(
-            "SELECT repetition, value FROM samples WHERE run_id = :run "
-            "AND workload_id = :workload AND metric = :metric AND variant = :variant "
-            "AND t IS NULL AND value IS NOT NULL",
-            {"run": run_id, "workload": workload_id, "metric": metric, "variant": variant})
+        rows = self._rows(_GROUP_VALUES, {"run": run_id, "workload": workload_id,
+                                          "metric": metric, "variant": variant})
         import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
 
         table = np.array(rows, dtype=np.float64).reshape(-1, 2)
@@ -339,29 +388,16 @@ class StoreReader:
         The series label is extracted by the database (JSON functions of SQLite and
         PostgreSQL), so a million per-request samples are not JSON-decoded in Python.
         """
-        series = ("CAST(labels_json AS JSONB) ->> 'series'" if self.dialect == "postgresql"
-                  else "json_extract(labels_json, '$.series')")
-        return self._rows(
-            f"SELECT trial_id, variant, workload_id, metric, repetition, t, value, {series} "
-            "FROM samples WHERE run_id = :run AND t IS NOT NULL AND value IS NOT NULL "
-            "ORDER BY id", {"run": run_id})
+        sql = _SERIES_ROWS_POSTGRES if self.dialect == "postgresql" else _SERIES_ROWS_SQLITE
+        return self._rows(sql, {"run": run_id})
 
     def samples(self, run_id: str, *, workload_id: str | None = None, metric: str | None = None,
                 series_only: bool = False) -> list[SampleRow]:
-        where = ["run_id = :run"]
-        params: dict[str, Any] = {"run": run_id}
-        if workload_id is not None:
-            where.append("workload_id = :workload")
-            params["workload"] = workload_id
-        if metric is not None:
-            where.append("metric = :metric")
-            params["metric"] = metric
-        if series_only:
-            where.append("t IS NOT NULL")
-        rows = self._rows(
-            "SELECT run_id, variant, workload_id, metric, value, unit, repetition, t, "
-            f"labels_json, status, trial_id FROM samples WHERE {' AND '.join(where)} "
-            "ORDER BY id", params)
+        params = {"run": run_id, "workload": workload_id, "metric": metric}
+        wanted = (True, workload_id is not None, metric is not None, series_only)
+        where = [cond for cond, asked in zip(_SAMPLE_FILTERS, wanted, strict=True) if asked]
+        params = {key: value for key, value in params.items() if value is not None}
+        rows = self._rows(_SAMPLES.format(where=" AND ".join(where)), params)
         return [
             SampleRow(run, variant, workload, name, value, unit, repetition, t,
                       json.loads(labels) if labels else {}, status, trial_id)
@@ -374,10 +410,7 @@ class StoreReader:
 
         Time-series and per-request samples (t set) are summarised by their workload instead.
         """
-        rows = self._rows(
-            "SELECT variant, workload_id, metric, status, count(*) FROM samples "
-            "WHERE run_id = :run AND status != 'ok' AND t IS NULL "
-            "GROUP BY variant, workload_id, metric, status", {"run": run_id})
+        rows = self._rows(_STATUS_COUNTS, {"run": run_id})
         return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in rows}
 
     def group_moments(self, run_ids: Sequence[str]
@@ -388,32 +421,26 @@ class StoreReader:
         out: list[tuple[str, str, str, str, int, float, float]] = []
         for start in range(0, len(run_ids), IN_CHUNK):
             runs, params = in_list("run", run_ids[start:start + IN_CHUNK])
-            rows = self._rows(
-                "SELECT run_id, variant, workload_id, metric, count(value), sum(value), "
-                f"sum(value * value) FROM samples WHERE run_id IN {runs} AND t IS NULL "
-                "AND value IS NOT NULL GROUP BY run_id, variant, workload_id, metric", params)
+            rows = self._rows(_GROUP_MOMENTS.format(runs=runs), params)
             out += [(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), float(r[6])) for r in rows]
         return out
 
     # ---- saved state and noise profiles --------------------------------------------------
     def load_state(self, key: str) -> Any | None:
-        rows = self._rows("SELECT value_json FROM saved_state WHERE key = :key", {"key": key})
+        rows = self._rows(_LOAD_STATE, {"key": key})
         return json.loads(rows[0][0]) if rows else None
 
     def state_keys(self, prefix: str = "") -> list[str]:
         # LIKE with its wildcards escaped: a prefix is matched as written
         escaped = prefix.replace("/", "//").replace("%", "/%").replace("_", "/_")
-        rows = self._rows("SELECT key FROM saved_state WHERE key LIKE :pattern ESCAPE '/' "
-                          "ORDER BY key", {"pattern": escaped + "%"})
+        rows = self._rows(_STATE_KEYS, {"pattern": escaped + "%"})
         return [key for (key,) in rows]
 
     def noise_profile(self, fingerprint: str, experiment_hash: str) -> dict[str, Any] | None:
         """The latest profile of this host fingerprint and experiment file, or None: its
         columns, with ``run_ids`` and ``data`` decoded (stored text: the caller checks it)."""
-        rows = self._mappings(
-            "SELECT * FROM noise_profiles WHERE fingerprint = :fingerprint "
-            "AND experiment_hash = :hash ORDER BY created_at DESC, id DESC LIMIT 1",
-            {"fingerprint": fingerprint, "hash": experiment_hash})
+        rows = self._mappings(_NOISE_PROFILE, {"fingerprint": fingerprint,
+                                               "hash": experiment_hash})
         if not rows:
             return None
         found = rows[0]

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationE
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from virtbench.model import VirtbenchError
+from virtbench.store.columns import COLUMNS
 from virtbench.store.ids import NAME_PATTERN, RUN_ID_PATTERN
 
 __all__ = ["MAX_ROWS", "TABLES", "ImportInvalid", "valid_document", "validate_tables"]
@@ -241,6 +242,10 @@ _ROW_TYPES: dict[str, Any] = {
     "runs": RunRow, "variants": VariantRow, "workloads": WorkloadRow, "metrics": MetricRow,
     "facts": FactsRow, "realisations": RealisationRow, "trials": TrialRow,
     "samples": SampleRow, "artifacts": ArtifactRow}
+for _table, _row_type in _ROW_TYPES.items():  # a row has its table's columns (columns.py)
+    if set(_row_type.__annotations__) != set(COLUMNS[_table]):
+        raise AssertionError(f"{_row_type.__name__}: fields are not store/columns.py's "
+                             f"{COLUMNS[_table]}")
 
 
 @functools.cache

@@ -1,6 +1,11 @@
-"""Tables of the result store. Denormalised samples keep report queries join-free and fast."""
+"""Tables of the result store. Denormalised samples keep report queries join-free and fast.
+
+Each table's columns are those of store/columns.py, by name and in order (checked here, at
+import): the reads (reading.py) and the rows written (store.py) are made from that list."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import (
     Boolean,
@@ -16,6 +21,7 @@ from sqlalchemy import (
     Text,
 )
 
+from virtbench.store.columns import COLUMNS
 from virtbench.store.reading import SCHEMA_VERSION
 
 __all__ = [
@@ -37,7 +43,17 @@ __all__ = [
 
 metadata = MetaData()
 
-schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
+
+def _table(name: str, *columns: Column[Any]) -> Table:
+    """The table ``name`` of these columns, which must be store/columns.py's for it."""
+    names = tuple(column.name for column in columns)
+    if names != COLUMNS[name]:
+        raise AssertionError(f"table {name}: columns {names} are not store/columns.py's "
+                             f"{COLUMNS[name]}")
+    return Table(name, metadata, *columns)
+
+
+schema_version = _table("schema_version", Column("version", Integer, nullable=False))
 _RUN_ID_LENGTH = 32
 
 
@@ -47,9 +63,8 @@ def _run_id(*, primary_key: bool = False) -> Column[str]:
                   primary_key=primary_key, nullable=False)
 
 
-runs = Table(
+runs = _table(
     "runs",
-    metadata,
     Column("id", String(_RUN_ID_LENGTH), primary_key=True),
     Column("experiment", String(200), nullable=False),
     Column("description", Text, nullable=False, default=""),
@@ -75,9 +90,8 @@ runs = Table(
     Column("calibration", String(_RUN_ID_LENGTH)),
 )
 
-variants = Table(
+variants = _table(
     "variants",
-    metadata,
     _run_id(primary_key=True),
     Column("name", String(200), primary_key=True),
     Column("position", Integer, nullable=False),
@@ -85,9 +99,8 @@ variants = Table(
     Column("is_baseline", Boolean, nullable=False, default=False),
 )
 
-workloads = Table(
+workloads = _table(
     "workloads",
-    metadata,
     _run_id(primary_key=True),
     Column("workload_id", String(200), primary_key=True),
     Column("name", String(200), nullable=False),
@@ -95,9 +108,8 @@ workloads = Table(
     Column("params_json", Text, nullable=False),
 )
 
-metrics = Table(
+metrics = _table(
     "metrics",
-    metadata,
     _run_id(primary_key=True),
     Column("workload_id", String(200), primary_key=True),
     Column("name", String(200), primary_key=True),
@@ -109,9 +121,8 @@ metrics = Table(
     Column("domain", String(20), nullable=True),
 )
 
-facts = Table(
+facts = _table(
     "facts",
-    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     _run_id(),
     Column("phase", String(200), nullable=False),
@@ -119,9 +130,8 @@ facts = Table(
     Column("data_json", Text, nullable=False),
 )
 
-realisations = Table(
+realisations = _table(
     "realisations",
-    metadata,
     _run_id(primary_key=True),
     Column("variant", String(200), primary_key=True),
     Column("workload_id", String(200), primary_key=True),
@@ -133,9 +143,8 @@ realisations = Table(
     Column("env_json", Text, nullable=False, default="{}", server_default="{}"),
 )
 
-trials = Table(
+trials = _table(
     "trials",
-    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     _run_id(),
     Column("variant", String(200), nullable=False),
@@ -153,9 +162,8 @@ trials = Table(
 )
 Index("ix_trials_run", trials.c.run_id, trials.c.variant, trials.c.workload_id)
 
-samples = Table(
+samples = _table(
     "samples",
-    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     _run_id(),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE"), nullable=False),
@@ -180,9 +188,8 @@ ix_samples_series = Index("ix_samples_series", samples.c.run_id, samples.c.t)
 ix_samples_variant_group = Index("ix_samples_variant_group", samples.c.run_id,
                                  samples.c.workload_id, samples.c.metric, samples.c.variant)
 
-artifacts = Table(
+artifacts = _table(
     "artifacts",
-    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     _run_id(),
     Column("trial_id", Integer, ForeignKey("trials.id", ondelete="CASCADE")),
@@ -191,9 +198,8 @@ artifacts = Table(
     Column("content", LargeBinary, nullable=False),
 )
 
-saved_state = Table(
+saved_state = _table(
     "saved_state",
-    metadata,
     Column("key", String(300), primary_key=True),
     Column("value_json", Text, nullable=False),
     Column("saved_at", Float, nullable=False),
@@ -202,9 +208,8 @@ saved_state = Table(
 # v6: noise profiles of `virtbench calibrate` (decide/calibration.py): the within- and
 # between-run variance of one experiment file on one host, from A/A runs of its baseline. Not
 # tied to the runs by a foreign key: deleting a calibration run leaves the profile it made.
-noise_profiles = Table(
+noise_profiles = _table(
     "noise_profiles",
-    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("fingerprint", String(64), nullable=False),
     Column("experiment_hash", String(64), nullable=False),
@@ -217,3 +222,6 @@ noise_profiles = Table(
     Column("data_json", Text, nullable=False),
 )
 Index("ix_noise_profiles_key", noise_profiles.c.fingerprint, noise_profiles.c.experiment_hash)
+if set(metadata.tables) != set(COLUMNS):
+    raise AssertionError(f"tables {sorted(metadata.tables)} are not store/columns.py's "
+                         f"{sorted(COLUMNS)}")

@@ -1,5 +1,5 @@
-"""The result store: the only code that writes SQL (reading.py has the reads). SQLite by
-default, PostgreSQL by URL."""
+"""The result store: the only code that writes SQL (reading.py has the reads, columns.py the
+columns both use). SQLite by default, PostgreSQL by URL."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, Operational
 
 from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
 from virtbench.store import schema as s
+from virtbench.store.columns import insert_sql, listed, written
 from virtbench.store.ids import check_run_id
 from virtbench.store.liveness import this_owner
 from virtbench.store.migrations import current_version, migrate_exclusively
@@ -146,6 +147,7 @@ class Store(StoreReader):
                          _sqlite_read_only if read_only else _sqlite_pragmas)
         event.listen(self.engine, "handle_error", functools.partial(_store_failed, location))
         self.dialect = self.engine.dialect.name
+        self._writes = _trial_writes(self.dialect)
         try:
             with self.engine.begin() as conn:
                 if read_only:
@@ -285,79 +287,33 @@ class Store(StoreReader):
     def _record_trial_once(self, run_id: str, trial: TrialRecord,
                            measurements: Sequence[Measurement], units: Mapping[str, str],
                            artifacts: Sequence[Artifact]) -> int:
-        if self.engine.dialect.name == "sqlite" and not artifacts:
-            return self._record_trial_sqlite(run_id, trial, measurements, units)
-        if self.engine.dialect.name == "postgresql" and len(measurements) >= _COPY_FROM:
-            return self._record_trial_postgres(run_id, trial, measurements, units, artifacts)
-        with self.engine.begin() as conn:
-            # Parameters passed to execute() (not .values()) reuse the compiled statement:
-            # this is the per-trial hot path.
-            result = conn.execute(_INSERT_TRIAL, _trial_row(run_id, trial))
-            key = result.inserted_primary_key
-            assert key is not None
-            trial_id = int(key[0])
-            if measurements and not trial.warmup:
-                conn.execute(_INSERT_SAMPLE, [
-                    {"run_id": run_id, "trial_id": trial_id, "variant": trial.variant,
-                     "workload_id": trial.workload_id, "metric": m.metric, "value": m.value,
-                     "unit": units[m.metric], "repetition": trial.repetition, "t": m.t,
-                     "labels_json": json.dumps(m.labels, sort_keys=True) if m.labels else None,
-                     "status": m.status, "started_at": trial.started_at,
-                     "ended_at": trial.ended_at, "target": trial.target,
-                     "facts_id": trial.facts_id}
-                    for m in measurements
-                ])
-            _insert_artifacts(conn, run_id, trial_id, artifacts)
-            return trial_id
-
-    def _record_trial_postgres(self, run_id: str, trial: TrialRecord,
-                               measurements: Sequence[Measurement], units: Mapping[str, str],
-                               artifacts: Sequence[Artifact]) -> int:
-        """A trial of many samples (per-request ones) on PostgreSQL: the samples go in by
-        COPY, in the trial's transaction, at several times the rate of batched INSERTs:
-        a fleet controller's host processes store per-request samples (docs/fleet.md)."""
-        import psycopg  # the PostgreSQL driver: only a PostgreSQL store needs it
-
-        with self.engine.begin() as conn:
-            trial_id = int(conn.execute(_INSERT_TRIAL.returning(s.trials.c.id),
-                                         _trial_row(run_id, trial)).scalar_one())
-            if not trial.warmup:
-                driver: Any = conn.connection.dbapi_connection
-                try:
-                    with driver.cursor() as cursor, cursor.copy(_POSTGRES_COPY_SAMPLES) as copy:
-                        for row in _sample_rows(run_id, trial_id, trial, measurements, units):
-                            copy.write_row(row)
-                except psycopg.OperationalError as exc:  # said as _store_failed says it
-                    raise StoreFailed(self.location, str(exc).strip()) from exc
-            _insert_artifacts(conn, run_id, trial_id, artifacts)
-            return trial_id
-
-    def _record_trial_sqlite(self, run_id: str, trial: TrialRecord,
-                             measurements: Sequence[Measurement],
-                             units: Mapping[str, str]) -> int:
-        """The per-trial hot path on SQLite: plain DBAPI statements, one transaction.
-
-        SQLAlchemy's statement machinery costs more than the commit itself here; the runner's
-        overhead per trial is a measured floor (benchmarks/engine_runner_overhead.py).
-        """
+        """The one way a trial is written, on SQLite and PostgreSQL: the trial's row, its
+        samples' rows (:func:`trial_row`, :func:`sample_rows`) and its artifacts, by the
+        driver's own statements in one transaction. SQLAlchemy's statement machinery costs more
+        than the commit itself here: the runner's overhead per trial is a measured floor
+        (benchmarks/engine_runner_overhead.py), as is a fleet's rate of per-request samples
+        (benchmarks/fleet_ingest.py)."""
+        writes = self._writes
         raw = self.engine.raw_connection()
         try:
-            cursor = raw.cursor()
-            cursor.execute(_SQLITE_INSERT_TRIAL, (
-                run_id, trial.variant, trial.workload_id, trial.repetition, trial.order_index,
-                trial.warmup, trial.status, trial.error, trial.started_at, trial.ended_at,
-                trial.target, trial.facts_id, json.dumps(dict(trial.notes), sort_keys=True)))
-            trial_id = int(cursor.lastrowid or 0)
+            cursor: Any = raw.cursor()
+            row = trial_row(run_id, trial)
+            cursor.execute(writes.insert_trial, tuple(row[name] for name in _TRIAL_INSERT))
+            ((trial_id,),) = cursor.fetchall()  # all: the statement is done (SQLite)
             if measurements and not trial.warmup:
-                cursor.executemany(_SQLITE_INSERT_SAMPLE,
-                                   _sample_rows(run_id, trial_id, trial, measurements, units))
+                writes.add_samples(cursor, sample_rows(trial_id, row, measurements, units))
+            if artifacts:
+                cursor.executemany(writes.insert_artifact, [
+                    tuple(artifact_row(run_id, trial_id, a)[name] for name in _ARTIFACT_INSERT)
+                    for a in artifacts])
             raw.commit()
-            return trial_id
-        except sqlite3.OperationalError as exc:  # locked, disk full: said as _store_failed does
+            return int(trial_id)
+        except BaseException as exc:
             raw.rollback()
-            raise StoreFailed(self.location, str(exc)) from exc
-        except BaseException:
-            raw.rollback()
+            database, operational = writes.errors
+            if isinstance(exc, operational) or type(exc) is database:
+                # said as _store_failed says it
+                raise StoreFailed(self.location, str(exc).strip()) from exc
             raise
         finally:
             raw.close()
@@ -459,24 +415,8 @@ class Store(StoreReader):
             conn.execute(insert(s.metadata.tables[table_name]), rows)
 
 
-_INSERT_TRIAL = insert(s.trials)
-_INSERT_SAMPLE = insert(s.samples)
-_TRIAL_COLUMNS = ("run_id", "variant", "workload_id", "repetition", "order_index", "warmup",
-                  "status", "error", "started_at", "ended_at", "target", "facts_id", "notes_json")
-_SAMPLE_COLUMNS = ("run_id", "trial_id", "variant", "workload_id", "metric", "value", "unit",
-                   "repetition", "t", "labels_json", "status", "started_at", "ended_at",
-                   "target", "facts_id")
-# From this many samples a trial's samples go to PostgreSQL by COPY: below it, batched INSERTs
-# cost no more and keep the one code path every other store operation shares.
-_COPY_FROM = 100
-_POSTGRES_COPY_SAMPLES = f"COPY samples ({', '.join(_SAMPLE_COLUMNS)}) FROM STDIN"
-_SQLITE_INSERT_TRIAL = (f"INSERT INTO trials ({', '.join(_TRIAL_COLUMNS)}) "
-                        f"VALUES ({', '.join('?' * len(_TRIAL_COLUMNS))})")
-_SQLITE_INSERT_SAMPLE = (f"INSERT INTO samples ({', '.join(_SAMPLE_COLUMNS)}) "
-                         f"VALUES ({', '.join('?' * len(_SAMPLE_COLUMNS))})")
-
-
-def _trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
+def trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
+    """The row of ``trial`` in the trials table, by column (all but the id it is given)."""
     return {"run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
             "repetition": trial.repetition, "order_index": trial.order_index,
             "warmup": trial.warmup, "status": trial.status, "error": trial.error,
@@ -485,22 +425,66 @@ def _trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
             "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}
 
 
-def _sample_rows(run_id: str, trial_id: int, trial: TrialRecord,
-                 measurements: Sequence[Measurement], units: Mapping[str, str]
-                 ) -> list[tuple[Any, ...]]:
-    """A trial's samples as rows in :data:`_SAMPLE_COLUMNS` order (SQLite's executemany and
-    PostgreSQL's COPY)."""
-    return [(run_id, trial_id, trial.variant, trial.workload_id, m.metric, m.value,
-             units[m.metric], trial.repetition, m.t,
-             json.dumps(m.labels, sort_keys=True) if m.labels else None, m.status,
-             trial.started_at, trial.ended_at, trial.target, trial.facts_id)
+# A sample row: the columns a sample takes from its measurement, in this order, after those it
+# takes from its trial's row (the rest, in the table's order): the sample INSERT's columns.
+_FROM_MEASUREMENT = ("metric", "value", "unit", "t", "labels_json", "status")
+listed("samples", _FROM_MEASUREMENT)  # every one a column of samples, or no import
+_FROM_TRIAL = tuple(name for name in written("samples") if name not in _FROM_MEASUREMENT)
+_SAMPLE_INSERT = _FROM_TRIAL + _FROM_MEASUREMENT
+_TRIAL_INSERT = written("trials")
+_ARTIFACT_INSERT = written("artifacts")
+
+
+def sample_rows(trial_id: int, trial: Mapping[str, Any], measurements: Sequence[Measurement],
+                units: Mapping[str, str]) -> list[tuple[Any, ...]]:
+    """The samples of a trial (its :func:`trial_row` and id) as rows of
+    :data:`_SAMPLE_INSERT`'s columns."""
+    context = {**trial, "trial_id": trial_id}
+    fixed = tuple(context[name] for name in _FROM_TRIAL)
+    return [(*fixed, m.metric, m.value, units[m.metric], m.t,
+             json.dumps(m.labels, sort_keys=True) if m.labels else None, m.status)
             for m in measurements]
 
 
-def _insert_artifacts(conn: Connection, run_id: str, trial_id: int,
-                      artifacts: Sequence[Artifact]) -> None:
-    if artifacts:
-        conn.execute(insert(s.artifacts), [
-            {"run_id": run_id, "trial_id": trial_id, "name": a.name,
-             "media_type": a.media_type, "content": a.content}
-            for a in artifacts])
+def artifact_row(run_id: str, trial_id: int, artifact: Artifact) -> dict[str, Any]:
+    """The row of a trial's artifact in the artifacts table, by column (all but its id)."""
+    return {"run_id": run_id, "trial_id": trial_id, "name": artifact.name,
+            "media_type": artifact.media_type, "content": artifact.content}
+
+
+@dataclass(frozen=True)
+class _TrialWrites:
+    """A trial's statements in one driver's own terms, and the driver's errors."""
+
+    insert_trial: str
+    insert_artifact: str
+    add_samples: Callable[[Any, list[tuple[Any, ...]]], None]
+    """Send a trial's sample rows on the driver's cursor."""
+    errors: tuple[type[BaseException], type[BaseException]]
+    """The driver's DatabaseError and OperationalError: an error of exactly the first type,
+    or of the second, is the database's own (locked, disk full, connection lost)."""
+
+
+def _trial_writes(dialect: str) -> _TrialWrites:
+    """sqlite3's statements (``?``, executemany) or psycopg's (``%s``, samples by COPY, at
+    several times the rate of INSERTs: a fleet's hosts store per-request samples)."""
+    if dialect != "postgresql":
+        insert_sample = insert_sql("samples", "?", names=_SAMPLE_INSERT)
+        return _TrialWrites(
+            insert_trial=insert_sql("trials", "?", names=_TRIAL_INSERT, returning="id"),
+            insert_artifact=insert_sql("artifacts", "?", names=_ARTIFACT_INSERT),
+            add_samples=lambda cursor, rows: cursor.executemany(insert_sample, rows),
+            errors=(sqlite3.DatabaseError, sqlite3.OperationalError))
+    import psycopg  # the PostgreSQL driver: only a PostgreSQL store needs it
+
+    copy_samples = f"COPY samples ({listed('samples', _SAMPLE_INSERT)}) FROM STDIN"
+
+    def add_samples(cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        with cursor.copy(copy_samples) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    return _TrialWrites(
+        insert_trial=insert_sql("trials", "%s", names=_TRIAL_INSERT, returning="id"),
+        insert_artifact=insert_sql("artifacts", "%s", names=_ARTIFACT_INSERT),
+        add_samples=add_samples, errors=(psycopg.DatabaseError, psycopg.OperationalError))

@@ -74,8 +74,8 @@ def test_unmeasured_values_are_counted_not_dropped(store: Store) -> None:
 
 
 def test_a_per_request_trial_keeps_every_sample_and_its_labels(store: Store) -> None:
-    # Large enough for PostgreSQL's COPY path (store._COPY_FROM); labels with the characters
-    # COPY's text format must escape.
+    # Many samples (PostgreSQL takes a trial's samples by COPY: store._trial_writes); labels
+    # with the characters COPY's text format must escape.
     run_id = _run(store)
     facts_id = store.add_facts(run_id, "before", {"cpu": {"model": "x"}})
     record = TrialRecord("b", "w", 3, 7, False, "ok", "", 1.0, 2.0, "host-1", facts_id, {})
