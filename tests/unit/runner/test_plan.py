@@ -201,3 +201,13 @@ def test_study_000s_video_protocol_is_estimated_at_about_44_hours() -> None:
     assert guess.trials == (1600, 1600)
     low, high = guess.seconds
     assert human_duration((low + high) / 2) == "44 h"
+
+
+def test_the_plan_says_the_most_repetitions_once_for_both_rules() -> None:
+    fixed = build_plan(parse_experiment(EXPERIMENT))
+    assert fixed.adaptive is None and fixed.max_repetitions == 2
+    assert fixed.trials_per_pair() == (2 + 1, 2 + 1)
+    adaptive = build_plan(parse_experiment(EXPERIMENT.replace(
+        "repetitions: 2", "repetitions: {min: 3, max: 7, target_rel_ci: 0.05}")))
+    assert adaptive.adaptive is not None and adaptive.max_repetitions == 7
+    assert adaptive.trials_per_pair() == (3 + 1, 7 + 1)

@@ -40,6 +40,24 @@ class FakeTime(Workload):
         return TrialResult([Measurement("time_s", base + jitter)])
 
 
+class SetUpAndTornDown(Workload):
+    """Keeps the context its setup and teardown were given."""
+
+    name = "test.contexts"
+    description = "records its setup's and teardown's contexts"
+    metrics = (Metric("time_s", "s", Better.LOWER, "fake time", primary=True),)
+    seen: ClassVar[dict[str, list[TrialContext]]] = {}
+
+    def setup(self, ctx: TrialContext) -> None:
+        SetUpAndTornDown.seen.setdefault("setup", []).append(ctx)
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        return TrialResult([Measurement("time_s", 1.0)])
+
+    def teardown(self, ctx: TrialContext) -> None:
+        SetUpAndTornDown.seen.setdefault("teardown", []).append(ctx)
+
+
 class Undeclared(Workload):
     name = "test.undeclared"
     description = "returns a metric it never declared"
@@ -74,7 +92,8 @@ def fakes(fake_plugins: Callable[..., None]) -> None:
     LAB_EVENTS.clear()
     FakeTime.fail_on = set()
     FakeTime.interrupt_at = None
-    fake_plugins(workloads=(FakeTime, Undeclared), labs=(RecordingLab,))
+    SetUpAndTornDown.seen = {}
+    fake_plugins(workloads=(FakeTime, Undeclared, SetUpAndTornDown), labs=(RecordingLab,))
 
 
 def _exp(extra: str = "", reps: str = "3", lab: str = "host") -> tuple[Any, str]:
@@ -506,3 +525,39 @@ def test_a_complete_run_whose_status_cannot_be_stored_fails_after_cleaning_up(
     with pytest.raises(StoreFailed, match="disk is full"):
         _runner(store, tmp_path, lab="test.lab").run()
     assert LAB_EVENTS[-1] == "down"
+
+
+def test_teardown_gets_the_context_its_setup_got(tmp_path: Path) -> None:
+    """Same lab state (env, target), same repetition and seed: the very context object."""
+    _exp_unused, text = _exp(lab="test.lab")
+    text = text.replace("workloads: [{name: test.fake}]", "workloads: [{name: test.contexts}]")
+    store = Store(str(tmp_path / "s.db"))
+    Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+           workdir=tmp_path).run()
+    set_up, torn_down = SetUpAndTornDown.seen["setup"], SetUpAndTornDown.seen["teardown"]
+    assert len(set_up) == 3 and len(torn_down) == 3  # one per variant
+    by_variant = {ctx.variant: ctx for ctx in set_up}
+    for ctx in torn_down:
+        assert ctx is by_variant[ctx.variant]
+        assert ctx.repetition == -1 and ctx.env["VB_TEST"] == ctx.variant  # its warm-up's
+
+
+def test_the_lab_is_built_once_in_the_runs_own_work_directory(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    runner = _runner(store, tmp_path, lab="test.lab")
+    lab = runner.lab
+    outcome = runner.run()
+    assert runner.lab is lab and lab.workdir == tmp_path / outcome.run_id
+    assert lab.workdir.is_dir()
+
+
+def test_resume_refuses_a_run_of_another_calibration(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    run_id = _runner(store, tmp_path, calibration="cal-one").open_run("opened")
+    with pytest.raises(VirtbenchError, match=f"run {run_id} is not a run of calibration "
+                                             "cal-two"):
+        _runner(store, tmp_path, resume=run_id, calibration="cal-two")
+    with pytest.raises(VirtbenchError, match=f"run {run_id} is a calibration run; "
+                                             "`virtbench calibrate .* --resume cal-one`"):
+        _runner(store, tmp_path, resume=run_id)
+    assert store.run(run_id).status == "interrupted"  # validated, never claimed
