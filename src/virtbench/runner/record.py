@@ -80,18 +80,18 @@ class Measured:
     next_order_index: int = 0
 
 
+@dataclass
 class RunRecord:
     """One run in the store. Build it with ``new`` or ``resume``; ``open`` stores it."""
 
-    def __init__(self, store: Store, run_id: str, spec_yaml: str, spec_path: str, *,
-                 host: str, calibration: str | None, resumed: RunInfo | None) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.spec_yaml = spec_yaml
-        self.spec_path = spec_path
-        self.host = host
-        self.calibration = calibration
-        self.resumed = resumed
+    store: Store
+    run_id: str
+    spec_yaml: str
+    spec_path: str
+    host: str
+    calibration: str | None
+    resumed: RunInfo | None
+    """The run as validated by ``resume`` (None: a new run)"""
 
     @classmethod
     def new(cls, store: Store, spec_yaml: str, spec_path: str = "", *, host: str | None = None,
@@ -99,8 +99,8 @@ class RunRecord:
         """A run not stored yet; ``run_id``: chosen by the caller (a fleet's host, a
         calibration's runs); ``host``: its label (default: this machine's name)."""
         run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:12]
-        return cls(store, run_id, spec_yaml, spec_path, host=host or socket.gethostname(),
-                   calibration=calibration, resumed=None)
+        return cls(store, run_id, spec_yaml, spec_path, host or socket.gethostname(),
+                   calibration, None)
 
     @classmethod
     def resume(cls, store: Store, ref: str, spec_yaml: str, spec_path: str = "", *,
@@ -123,8 +123,7 @@ class RunRecord:
         if info.status == "complete":
             raise VirtbenchError(f"run {info.id} is already complete")
         refuse_if_running(info)
-        return cls(store, info.id, spec_yaml, spec_path, host=info.host,
-                   calibration=calibration, resumed=info)
+        return cls(store, info.id, spec_yaml, spec_path, info.host, calibration, info)
 
     def open(self, plan: Plan, target: str, profiler: Profiler) -> Measured:
         """Store a new run (its variants and workloads), or claim the run to resume and read

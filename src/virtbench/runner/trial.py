@@ -112,7 +112,14 @@ class Trials:
         ended = time.time()
         if noise is not None:  # steal and foreign load during the trial, for the report's marks
             taken.notes = {**taken.notes, **noise.notes()}
-        self._store(key, ctx, taken, started, ended)
+        self.record.store.record_trial(self.record.run_id, TrialRecord(
+            variant=key.variant, workload_id=key.workload_id, repetition=key.repetition,
+            order_index=self._order_index, warmup=key.warmup,
+            status="failed" if taken.error else "ok", error=taken.error, started_at=started,
+            ended_at=ended, target=ctx.target.describe(), facts_id=self.facts_id,
+            notes=taken.notes), taken.measurements, self._units[key.workload_id],
+            taken.artifacts)
+        self._order_index += 1
         self._count(key, taken, ended - started)
 
     def _context(self, key: TrialKey, state: LabState) -> TrialContext:
@@ -159,17 +166,6 @@ class Trials:
             return _Taken(error=f"{type(exc).__name__}: {exc}")
         return _Taken([*result.measurements, *profile.measurements],
                       [*result.artifacts, *profile.artifacts], {**result.notes, **profile.notes})
-
-    def _store(self, key: TrialKey, ctx: TrialContext, taken: _Taken, started: float,
-               ended: float) -> None:
-        self.record.store.record_trial(self.record.run_id, TrialRecord(
-            variant=key.variant, workload_id=key.workload_id, repetition=key.repetition,
-            order_index=self._order_index, warmup=key.warmup,
-            status="failed" if taken.error else "ok", error=taken.error, started_at=started,
-            ended_at=ended, target=ctx.target.describe(), facts_id=self.facts_id,
-            notes=taken.notes), taken.measurements, self._units[key.workload_id],
-            taken.artifacts)
-        self._order_index += 1
 
     def _count(self, key: TrialKey, taken: _Taken, duration_s: float) -> None:
         """The outcome's counts, the failures in a row (three stop the run), the values and
