@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tests" / "lab" / "capacity"))
 from tbf_path import shaped_bridge_path  # noqa: E402
 
 from benchmarks.record import record  # noqa: E402
-from virtbench.runner import Runner  # noqa: E402
+from virtbench.runner import Runner, RunRecord, build_plan  # noqa: E402
 from virtbench.runner.search import trace_from_trials  # noqa: E402
 from virtbench.spec import parse_experiment  # noqa: E402
 from virtbench.store import Store  # noqa: E402
@@ -54,7 +54,7 @@ workloads:
         exp = parse_experiment(text)
         store = Store(str(workdir / f"s{index}.db"))
         started = time.monotonic()
-        outcome = Runner(store, exp, text, workdir=workdir).run()
+        outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=workdir).run()
         wall = time.monotonic() - started
         trace = trace_from_trials(store.trials(outcome.run_id), "default", "net.packet-rate")
         found = next(s.value for s in store.samples(outcome.run_id, metric="capacity"))

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 
@@ -64,7 +64,7 @@ def main() -> None:
     try:
         store = Store(str(work / "store.db"))
         exp = parse_experiment(SPEC)
-        outcome = Runner(store, exp, SPEC, workdir=work / "work").run()
+        outcome = Runner(build_plan(exp), RunRecord.new(store, SPEC), workdir=work / "work").run()
         wall_s = time.monotonic() - started
         samples = [s for s in store.samples(outcome.run_id) if s.metric == "time_per_checksum_s"]
         by_round: dict[int, dict[str, float]] = {}

@@ -104,7 +104,7 @@ def test_short_trials_under_the_hog_are_marked_from_cheap_samples(hog: int,
     # Real /proc, real trials of `true`: the per-trial notes see the hog (or a busier
     # neighbour) without scanning every process per trial.
     from virtbench.preflight import NoiseWatch, RunRegistry
-    from virtbench.runner import Runner
+    from virtbench.runner import Runner, RunRecord, build_plan
     from virtbench.spec import parse_experiment
     from virtbench.store import Store
 
@@ -115,8 +115,8 @@ def test_short_trials_under_the_hog_are_marked_from_cheap_samples(hog: int,
     store = Store(str(tmp_path / "store.db"))
     started = time.monotonic()
     with watch.registered("hog-trials"):
-        outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path,
-                         noise=watch).run()
+        outcome = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                         workdir=tmp_path, noise=watch).run()
     seconds = time.monotonic() - started
     notes = [t["notes"] for t in store.trials(outcome.run_id)]
     late = notes[100:]  # past the first trials, whose windows are still short

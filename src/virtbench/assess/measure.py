@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from virtbench.analysis import analyse
 from virtbench.assess.findings import Gain
 from virtbench.assess.probes import PROBE_TRIAL_S, Probe
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner.engine import ProgressHook
 from virtbench.spec.loader import parse_resolved
 from virtbench.spec.models import Adaptive
@@ -249,7 +249,8 @@ def run_plan(store: Store, plan: Plan, budget_s: float,
     experiment.repetitions.budget_s = round(max(1.0, budget_s), 1)
     experiment.description += (f" (this run's time for trials: "
                                f"{experiment.repetitions.budget_s:g} s)")
-    outcome = Runner(store, resolved, text, "virtbench assess", progress=progress).run()
+    outcome = Runner(build_plan(resolved), RunRecord.new(store, text, "virtbench assess"),
+                     progress=progress).run()
     analysis = analyse(store, [outcome.run_id])
     changed = plan.variant_names()[1]
     probes = {p.id: p for p in plan.probes}

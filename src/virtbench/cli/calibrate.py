@@ -112,9 +112,9 @@ def calibrate(
     from virtbench.decide.calibration import build_profile, plan_document
     from virtbench.decide.runs import experiment_digest, load_run
     from virtbench.preflight import NoiseWatch
-    from virtbench.runner import Runner
+    from virtbench.runner import Runner, RunRecord, build_plan
     from virtbench.runner.blocks import run_in_blocks
-    from virtbench.runner.engine import refuse_if_running, sigterm_as_interrupt
+    from virtbench.runner.record import refuse_if_running, sigterm_as_interrupt
     from virtbench.spec import load_resolved
 
     err = consoles.err
@@ -123,13 +123,13 @@ def calibrate(
     st = open_store(store, create=True)
     command = f"virtbench calibrate {experiment}"
 
-    def runner(index: int, total: int, run_id: str | None = None,
+    def runner(index: int, total: int, record: RunRecord,
                noise: NoiseWatch | None = None) -> Runner:
         # The file was judged once (load_resolved); each run is its baseline variant only.
         reduced = dataclasses.replace(
             resolved, experiment=calibration_experiment(exp, index, total))
-        return Runner(st, reduced, text, str(experiment),
-                      progress=RichProgress(err, quiet), noise=noise, run_id=run_id)
+        return Runner(build_plan(reduced), record, progress=RichProgress(err, quiet),
+                      noise=noise)
 
     if resume is not None:
         calibration, infos = calibration_runs(st, exp, resume)
@@ -148,12 +148,12 @@ def calibrate(
         calibration = f"cal-{uuid.uuid4().hex[:8]}"
         run_ids = [f"{calibration}-{index}" for index in range(1, total + 1)]
         # Target, tools and knobs are checked before anything is stored (exit 2 on bad input).
-        runner(1, total).check()
+        runner(1, total, RunRecord.new(st, text, str(experiment))).check()
         try:  # every run opened first, so an interrupted calibration is resumed whole
             for index, run_id in enumerate(run_ids, 1):
-                runner(index, total, run_id).open_run(
-                    f"opened; `{command} --resume {calibration}` measures it",
-                    calibration=calibration)
+                runner(index, total, RunRecord.new(
+                    st, text, str(experiment), run_id=run_id, calibration=calibration)
+                ).open_run(f"opened; `{command} --resume {calibration}` measures it")
         except BaseException:  # nothing measured yet: no half-opened calibration stays
             for run_id in run_ids:
                 if st.has_run(run_id):
@@ -203,15 +203,15 @@ def calibrate(
     def step(run_id: str) -> bool:
         index = index_of[run_id]
         noise = NoiseWatch()
-        block_runner = runner(index, total, noise=noise)
+        block_runner = runner(index, total, RunRecord.resume(
+            st, run_id, text, str(experiment), calibration=calibration), noise=noise)
         if not shared_facts:
             from virtbench.facts import collect_facts
 
             shared_facts.append(collect_facts(block_runner.target))
         try:
             with noise.registered(exp.name):
-                outcome = block_runner.run(resume_run_id=run_id, rounds=block_rounds,
-                                           facts=shared_facts[0])
+                outcome = block_runner.run(rounds=block_rounds, facts=shared_facts[0])
         except RunFailed as exc:
             raise RunFailed(f"calibration run {index} of {total} ({run_id}) failed, no profile "
                             f"stored: {exc}; `{command} --resume {calibration}` retries "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from virtbench.store import StoreReader
 
 __all__ = ["FORMATS", "differences_from_first", "report_runs", "show_report",
-           "warn_if_not_comparable"]
+           "show_reports", "warn_if_not_comparable"]
 
 FORMATS = ("table", "json", "csv", "markdown", "html")
 
@@ -41,15 +41,32 @@ def show_report(run_ids: list[str], st: StoreReader, fmt: str, output_path: Path
                 baseline: str | None = None, details: bool = False,
                 compare_by: str | None = None) -> None:
     """The report of ``run_ids`` (references: ids, prefixes, names, 'latest') from ``st``."""
+    show_reports(run_ids, st, [(fmt, output_path)], baseline, details, compare_by)
+
+
+def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, Path | None]],
+                 baseline: str | None = None, details: bool = False,
+                 compare_by: str | None = None) -> None:
+    """The report of ``run_ids`` in each (format, path) of ``outputs``, analysed once
+    (`run --report`: the terminal table and the HTML file)."""
     from virtbench.analysis import analyse
     from virtbench.plugins import build_sections
-    from virtbench.report import text
 
     run_ids = _distinct_runs(st, run_ids)
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
     if len(run_ids) > 1:
         warn_if_not_comparable(st, run_ids, consoles.err)
-    sections = [] if fmt == "csv" else build_sections(analysis)  # CSV: the result table only
+    # CSV is the result table only: the sections are built when another format needs them
+    sections = build_sections(analysis) if any(f != "csv" for f, _ in outputs) else []
+    for fmt, output_path in outputs:
+        _render(st, run_ids, analysis, [] if fmt == "csv" else sections, fmt, output_path,
+                details)
+
+
+def _render(st: StoreReader, run_ids: list[str], analysis: Any, sections: list[Any], fmt: str,
+            output_path: Path | None, details: bool) -> None:
+    from virtbench.report import text
+
     if fmt == "table" and output_path is None:
         text.render_terminal(analysis, consoles.console, details, sections=sections)
         return

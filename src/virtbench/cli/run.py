@@ -20,6 +20,9 @@ from virtbench.model import VirtbenchError
 
 if TYPE_CHECKING:
     from virtbench.preflight import Check, NoiseWatch
+    from virtbench.runner import Plan, RunRecord
+    from virtbench.spec.resolve import ResolvedExperiment
+    from virtbench.store import Store
 
 __all__ = ["app", "run"]
 
@@ -60,59 +63,83 @@ def run(
     if profile:  # what is profiled changes no plugin, parameter or knob: judged already
         resolved = dataclasses.replace(resolved,
                                        experiment=resolved.experiment.profiled_everywhere())
-    exp = resolved.experiment
+    outputs: list[tuple[str, Path | None]] = [("table", None)]
+    if report is not None:
+        outputs.append(("html", report))
     if hosts is not None or host:
-        from virtbench.cli.reporting import show_report
-        from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet
-
-        fleet_members = fleet_hosts(hosts, host or [])  # a bad inventory fails here (exit 2)
-        if check:  # --check with --hosts checks the hosts, never this machine
-            raise typer.Exit(0 if check_fleet(resolved, str(experiment), store, fleet_members,
-                                              known_hosts=known_hosts, netns=netns,
-                                              out=consoles.console) else 1)
-        fleet = run_fleet(resolved, text, str(experiment), store, fleet_members,
-                          resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
-        st = open_store(store, create=True)
-        measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
-        if measured:
-            show_report(measured, st, "table", None)
-        if report is not None and measured:
-            show_report(measured, st, "html", report)
-        if any(h.status != "complete" for h in fleet.hosts):
-            raise typer.Exit(1)
+        _run_fleet(resolved, text, experiment, store, outputs, resume=resume, check=check,
+                   hosts=hosts, host=host or [], known_hosts=known_hosts, netns=netns,
+                   quiet=quiet)
         return
     from virtbench.runner import build_plan
 
     plan = build_plan(resolved)
     if check:
-        from virtbench.cli.plan import print_plan
-        from virtbench.runner import check_experiment
-
-        problems = check_experiment(plan)
-        print_plan(plan, consoles.console)
-        for problem in problems:
-            consoles.console.print(f"[red]problem:[/] {safetext.markup(problem)}")
-        raise typer.Exit(1 if problems else 0)
+        raise typer.Exit(_check_here(plan))
     st = open_store(store, create=True)
+    record = _record(st, resume, plan.experiment.name, text, str(experiment))
+    run_id = _run_here(plan, record, store, experiment, strict=strict, quiet=quiet)
+    from virtbench.cli.reporting import show_reports
+
+    show_reports([run_id], st, outputs)
+
+
+def _run_fleet(resolved: ResolvedExperiment, text: str, experiment: Path, store: str,
+               outputs: list[tuple[str, Path | None]], *, resume: str | None, check: bool,
+               hosts: Path | None, host: list[str], known_hosts: str | None,
+               netns: str | None, quiet: bool) -> None:
+    """`run --hosts/--host`: on every host at once (virtbench.fleet.cli), then the report."""
+    from virtbench.cli.reporting import show_reports
+    from virtbench.fleet.cli import check_fleet, fleet_hosts, run_fleet
+
+    fleet_members = fleet_hosts(hosts, host)  # a bad inventory fails here (exit 2)
+    if check:  # --check with --hosts checks the hosts, never this machine
+        raise typer.Exit(0 if check_fleet(resolved, str(experiment), store, fleet_members,
+                                          known_hosts=known_hosts, netns=netns,
+                                          out=consoles.console) else 1)
+    fleet = run_fleet(resolved, text, str(experiment), store, fleet_members,
+                      resume=resume, known_hosts=known_hosts, netns=netns, quiet=quiet)
+    st = open_store(store, create=True)
+    measured = [r for r in fleet.run_ids if st.sample_count(r)]  # hosts that never started
+    if measured:
+        show_reports(measured, st, outputs)
+    if any(h.status != "complete" for h in fleet.hosts):
+        raise typer.Exit(1)
+
+
+def _check_here(plan: Plan) -> int:
+    """`run --check`: the plan and its problems; the exit code."""
+    from virtbench.cli.plan import print_plan
+    from virtbench.runner import check_experiment
+
+    problems = check_experiment(plan)
+    print_plan(plan, consoles.console)
+    for problem in problems:
+        consoles.console.print(f"[red]problem:[/] {safetext.markup(problem)}")
+    return 1 if problems else 0
+
+
+def _record(st: Store, resume: str | None, name: str, text: str, spec_path: str) -> RunRecord:
+    """The run to make: a new one, or ``resume`` (an id, or 'latest': the last unfinished run
+    of experiment ``name``), validated here — an unknown or still running one fails before
+    the checks."""
+    from virtbench.runner import RunRecord
+
+    if resume is None:
+        return RunRecord.new(st, text, spec_path)
     if resume == "latest":
-        candidates = [r for r in st.runs() if r.experiment == exp.name
+        candidates = [r for r in st.runs() if r.experiment == name
                       and r.status != "complete" and r.calibration is None]
         if not candidates:
-            raise VirtbenchError(f"no unfinished run of {exp.name} in {store}")
+            raise VirtbenchError(f"no unfinished run of {name} in {st.location}")
         resume = candidates[-1].id
-    if resume is not None:  # an unknown or still running one fails here, before the checks
-        from virtbench.runner.engine import refuse_if_running
-        from virtbench.store.ids import check_run_id
+    return RunRecord.resume(st, resume, text, spec_path)
 
-        info = st.run(resume)
-        check_run_id(info.id, "run id")  # an older store's odd id is read, never resumed
-        if info.calibration is not None:  # its experiment is the baseline alone, not the file
-            raise VirtbenchError(f"run {info.id} is a calibration run; `virtbench calibrate "
-                                 f"{experiment} --resume {info.calibration}` continues it")
-        refuse_if_running(info)
-        resume = info.id
+
+def _run_here(plan: Plan, record: RunRecord, store: str, experiment: Path, *, strict: bool,
+              quiet: bool) -> str:
+    """The run on this machine, after its checks and the noise checks; its id."""
     from virtbench.cli.progress import RichProgress
-    from virtbench.cli.reporting import show_report
     from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner
 
@@ -120,13 +147,12 @@ def run(
     noise = NoiseWatch()
     # Target, tools, params and knobs are checked first: bad input fails before the noise
     # checks spend their window (and before their table is printed).
-    runner = Runner(st, plan, text, str(experiment), progress=RichProgress(err, quiet),
-                    noise=noise)
+    runner = Runner(plan, record, progress=RichProgress(err, quiet), noise=noise)
     runner.check()
     noise.initial = _preflight_gate(noise, strict, quiet)
     try:
-        with noise.registered(exp.name):
-            outcome = runner.run(resume_run_id=resume)
+        with noise.registered(plan.experiment.name):
+            outcome = runner.run()
     except KeyboardInterrupt as exc:
         # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
         err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'}): the samples "
@@ -137,9 +163,7 @@ def run(
     err.print(safetext.text(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
                             f"{outcome.trials} trials, {outcome.failures} failed; store {store}"),
               highlight=False)
-    show_report([outcome.run_id], st, "table", None)
-    if report is not None:
-        show_report([outcome.run_id], st, "html", report)
+    return outcome.run_id
 
 
 def _preflight_gate(noise: NoiseWatch, strict: bool, quiet: bool) -> list[Check]:

@@ -31,9 +31,9 @@ from virtbench.fleet.inventory import FleetHost
 from virtbench.labs.net.crosshost import CrossHostLab
 from virtbench.model import VirtbenchError
 from virtbench.plugins import get_lab, get_workload
-from virtbench.runner import ProgressHook, Runner
+from virtbench.runner import ProgressHook, Runner, RunRecord, build_plan
 from virtbench.runner.deadline import GRACE_S
-from virtbench.runner.engine import sigterm_as_interrupt, spec_digest
+from virtbench.runner.record import sigterm_as_interrupt, spec_digest
 from virtbench.runner.schedule import TrialKey
 from virtbench.spec.models import Experiment
 from virtbench.spec.resolve import ResolvedExperiment, resolve
@@ -343,11 +343,16 @@ class FleetRunner:
                 return self._failed(store, host, run_id, existing is not None, problem)
             hosted = dataclasses.replace(self.resolved,
                                          experiment=host_experiment(self.exp, host.name))
-            runner = Runner(store, hosted, self.spec_yaml,
-                            self.spec_path,
+            try:  # a run to resume is validated as `run --resume` validates it
+                record = (RunRecord.resume(store, run_id, self.spec_yaml, self.spec_path)
+                          if existing else RunRecord.new(store, self.spec_yaml, self.spec_path,
+                                                         host=host.name, run_id=run_id))
+            except VirtbenchError as exc:
+                self.say(host.name, f"failed: {exc}")
+                return self._failed(store, host, run_id, existing is not None, str(exc))
+            runner = Runner(build_plan(hosted), record,
                             progress=_HostProgress(host.name, self.say, self.stop),
-                            target=target, host_label=host.name,
-                            run_id=None if existing else run_id)
+                            target=target)
             if self.server is not None and isinstance(runner.lab, CrossHostLab):
                 peer = connect(self.server, known_hosts=self.known_hosts, netns=self.netns)
                 peers.append(peer)
@@ -357,7 +362,7 @@ class FleetRunner:
                                         f"server host {self.server.name}: {problem}")
                 runner.lab.connect_peer(peer, self.server.address)
             try:
-                result = runner.run(resume_run_id=run_id if existing else None)
+                result = runner.run()
             except KeyboardInterrupt:
                 return HostOutcome(host.name, run_id, "interrupted", "interrupted")
             except Exception as exc:

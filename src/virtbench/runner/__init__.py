@@ -1,7 +1,8 @@
-"""Scheduling, adaptive stopping, resume and progress around the workloads.
+"""Runs experiments: a plan (runner.plan) run by the runner (runner.engine) in three parts —
+the run record (runner.record), the schedule (runner.schedule) and the trial (runner.trial).
 
-The runner itself (engine: the store, facts, preflight) is imported on first use (PEP 562, static
-imports): `run --check` needs only what builds and checks an experiment (runner.plan)."""
+The runner and the record (the store, facts, preflight) are imported on first use (PEP 562,
+static imports): `run --check` needs only what builds and checks an experiment (runner.plan)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,24 @@ from typing import TYPE_CHECKING, Any
 from virtbench.runner.plan import Plan, build_plan, check_experiment, check_plan
 
 if TYPE_CHECKING:
-    from virtbench.runner.engine import ProgressHook, Runner, RunOutcome
+    from virtbench.runner.engine import Runner
+    from virtbench.runner.outcome import ProgressHook, RunOutcome
+    from virtbench.runner.record import RunRecord
 
-__all__ = ["Plan", "ProgressHook", "RunOutcome", "Runner", "build_plan", "check_experiment",
-           "check_plan"]
-
+__all__ = ["Plan", "ProgressHook", "RunOutcome", "RunRecord", "Runner", "build_plan",
+           "check_experiment", "check_plan"]
 
 def __getattr__(name: str) -> Any:
-    if name in ("ProgressHook", "RunOutcome", "Runner"):
-        from virtbench.runner import engine
+    value: Any
+    if name in ("ProgressHook", "RunOutcome"):
+        from virtbench.runner import outcome
 
-        value = getattr(engine, name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(outcome, name)
+    elif name == "RunRecord":
+        from virtbench.runner.record import RunRecord as value
+    elif name == "Runner":
+        from virtbench.runner.engine import Runner as value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value

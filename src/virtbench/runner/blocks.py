@@ -5,7 +5,8 @@ Run one after another, K runs of one configuration confound the machine's slow d
 machine, the last the warm one. In blocks, each block runs the next round(s) of every
 unfinished run, in an order shuffled afresh per block from the seed, so drift is spread over
 every run instead of lining up with one. Each run stays a normal stored run: a block resumes
-it (``Runner.run(resume_run_id, rounds=N)``) and leaves it resumable, the last completes it.
+it (a Runner of ``RunRecord.resume(...)``, ``run(rounds=N)``) and leaves it resumable, the last
+completes it.
 """
 
 from __future__ import annotations

@@ -61,12 +61,23 @@ class Plan:
     def make_lab(self, workdir: Path, target: Target) -> Lab:
         return self.resolved.lab_class(self.resolved.lab_params, workdir, target)
 
+    @property
+    def adaptive(self) -> Adaptive | None:
+        """The adaptive stopping rule, or None for a fixed number of repetitions."""
+        rule = self.experiment.repetitions
+        return rule if isinstance(rule, Adaptive) else None
+
+    @property
+    def max_repetitions(self) -> int:
+        """The most repetitions (warm-up not counted) each non-searched pair gets."""
+        rule = self.experiment.repetitions
+        return rule.max if isinstance(rule, Adaptive) else rule
+
     def trials_per_pair(self) -> tuple[int, int]:
         """(fewest, most) trials each non-searched (variant, workload) gets, warm-up included."""
-        rule, warmup = self.experiment.repetitions, self.experiment.warmup
-        if isinstance(rule, Adaptive):
-            return rule.min + warmup, rule.max + warmup
-        return rule + warmup, rule + warmup
+        warmup = self.experiment.warmup
+        fewest = self.adaptive.min if self.adaptive else self.max_repetitions
+        return fewest + warmup, self.max_repetitions + warmup
 
 
 def build_plan(source: Experiment | ResolvedExperiment) -> Plan:

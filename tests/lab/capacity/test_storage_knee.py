@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner.search import trace_from_trials
 from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import parse_experiment
@@ -51,7 +51,7 @@ warmup: 0
 """
     exp = parse_experiment(text)
     store = Store(str(tmp_path / "s.db"))
-    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     assert outcome.status == "complete", outcome.stop_reason
     values = {(s.workload_id, s.metric): s.value for s in store.samples(outcome.run_id)
               if s.t is None}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from waits import finish, readline
 
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 
@@ -73,7 +73,7 @@ workloads:
 """
     exp = parse_experiment(text)
     store = Store(str(tmp_path / "s.db"))
-    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     assert outcome.status == "complete", outcome.stop_reason
     found = {s.metric: s.value for s in store.samples(outcome.run_id) if s.t is None}
     trace = [(t["notes"]["search.load"], t["notes"]["search.duration_s"],

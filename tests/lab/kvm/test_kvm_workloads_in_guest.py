@@ -38,7 +38,7 @@ from ruamel.yaml import YAML
 
 from virtbench.kvm.domxml import read_cpu
 from virtbench.kvm.hostcpu import cpuinfo_flags
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner.schedule import blocked_variant_order
 from virtbench.spec.loader import parse_experiment
 from virtbench.store import Store
@@ -177,7 +177,8 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
     text = experiment_text(g, variants=tuple(variants))
     exp = parse_experiment(text, str(EXAMPLE))
     store = Store(str(tmp_path / "store.db"))
-    runner = Runner(store, exp, text, str(EXAMPLE), workdir=tmp_path / "work")
+    runner = Runner(build_plan(exp), RunRecord.new(store, text, str(EXAMPLE)),
+                    workdir=tmp_path / "work")
     try:
         outcome = runner.run()
     finally:
@@ -269,7 +270,8 @@ def test_ctrl_c_inside_tuned_guest_restores_original(guest: Guest, tmp_path: Pat
     text = experiment_text(g, variants=variants, seed=seed, workloads=("cpu.crc32c",))
     exp = parse_experiment(text, str(EXAMPLE))
     store = Store(str(tmp_path / "store.db"))
-    runner = Runner(store, exp, text, str(EXAMPLE), workdir=tmp_path / "work")
+    runner = Runner(build_plan(exp), RunRecord.new(store, text, str(EXAMPLE)),
+                    workdir=tmp_path / "work")
     try:
         with pytest.raises(KeyboardInterrupt):
             runner.run()

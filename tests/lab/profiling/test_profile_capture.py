@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from virtbench.cli.root import app
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.targets.local import LocalTarget
@@ -162,8 +162,8 @@ def test_a_host_that_cannot_profile_keeps_the_results_with_a_note(
     text = SPEC.format(profile="    profile: {trials: 2}\n").replace("size_mib: 32", "size_mib: 1")
     store = Store(str(tmp_path / "s.db"))
     target = _NoPerf() if kind == "missing" else _RefusedPerf(tmp_path)
-    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path / "work",
-                     target=target).run()
+    outcome = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                     workdir=tmp_path / "work", target=target).run()
     assert (outcome.status, outcome.failures) == ("complete", 0)
     trials = _trials(store)
     notes = [t["notes"].get("profile") for t in trials]

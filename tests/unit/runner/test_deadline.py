@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.plugins import get_workload
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner import deadline as deadline_module
 from virtbench.runner.deadline import TimeLimitExceeded, run_with_time_limit, time_limits
 from virtbench.spec import parse_experiment
@@ -47,7 +47,8 @@ warmup: 0
 """
     store = Store(str(tmp_path / "s.db"))
     started = time.monotonic()
-    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                     workdir=tmp_path).run()
     assert time.monotonic() - started < 60  # not 1000 s
     assert outcome.status == "complete" and outcome.failures == 2
     trials = store.trials(outcome.run_id)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, NonNegativeInt
 from virtbench.contract import Knob, Realisation
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
-from virtbench.runner import Plan, Runner, build_plan, check_experiment
+from virtbench.runner import Plan, Runner, RunRecord, build_plan, check_experiment
 from virtbench.runner.estimate import estimate, human_duration
 from virtbench.runner.trial_times import TrialTimes, trial_key
 from virtbench.spec import SpecError, load_resolved, parse_experiment
@@ -110,7 +110,7 @@ ONCE = {"workload": 1, "lab": 1, **{f"judge level={n}": 1 for n in (1, 2, 3)},
 def test_a_run_from_a_file_judges_builds_and_realises_everything_once(tmp_path: Path) -> None:
     # What `virtbench run FILE` does: load (resolve), plan, check, run.
     resolved, text = load_resolved(_file(tmp_path))
-    runner = Runner(Store(str(tmp_path / "s.db")), build_plan(resolved), text,
+    runner = Runner(build_plan(resolved), RunRecord.new(Store(str(tmp_path / "s.db")), text),
                     workdir=tmp_path / "work")
     runner.check()
     outcome = runner.run()
@@ -135,7 +135,8 @@ def test_run_check_from_a_file_judges_builds_and_realises_everything_once(
 def test_an_experiment_built_in_code_is_planned_once_too(tmp_path: Path) -> None:
     exp = parse_experiment(EXPERIMENT)
     BUILT.clear()  # parsing judged the file's knobs; a code-built experiment starts here
-    runner = Runner(Store(str(tmp_path / "s.db")), exp, EXPERIMENT, workdir=tmp_path / "w")
+    runner = Runner(build_plan(exp), RunRecord.new(Store(str(tmp_path / "s.db")), EXPERIMENT),
+                    workdir=tmp_path / "w")
     runner.run()
     assert dict(BUILT) == ONCE
 
@@ -174,7 +175,8 @@ def test_the_estimate_prefers_times_measured_on_this_host(tmp_path: Path) -> Non
 
 def test_a_run_records_its_trial_times_for_the_next_estimate(tmp_path: Path) -> None:
     resolved, text = load_resolved(_file(tmp_path))
-    Runner(Store(str(tmp_path / "s.db")), resolved, text, workdir=tmp_path / "w").run()
+    Runner(build_plan(resolved), RunRecord.new(Store(str(tmp_path / "s.db")), text),
+           workdir=tmp_path / "w").run()
     times = TrialTimes.load()
     assert times.path == tmp_path / "cache" / "virtbench" / "trial-times.json"
     for level, size in ((1, 10), (2, 20), (3, 30)):
@@ -199,3 +201,13 @@ def test_study_000s_video_protocol_is_estimated_at_about_44_hours() -> None:
     assert guess.trials == (1600, 1600)
     low, high = guess.seconds
     assert human_duration((low + high) / 2) == "44 h"
+
+
+def test_the_plan_says_the_most_repetitions_once_for_both_rules() -> None:
+    fixed = build_plan(parse_experiment(EXPERIMENT))
+    assert fixed.adaptive is None and fixed.max_repetitions == 2
+    assert fixed.trials_per_pair() == (2 + 1, 2 + 1)
+    adaptive = build_plan(parse_experiment(EXPERIMENT.replace(
+        "repetitions: 2", "repetitions: {min: 3, max: 7, target_rel_ci: 0.05}")))
+    assert adaptive.adaptive is not None and adaptive.max_repetitions == 7
+    assert adaptive.trials_per_pair() == (3 + 1, 7 + 1)

@@ -14,7 +14,7 @@ from pydantic import NonNegativeInt
 from virtbench.contract import Knob, Realisation
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.workloads.base import TrialContext, TrialResult, Workload
@@ -71,7 +71,8 @@ def fakes(fake_plugins: Callable[..., None]) -> None:
 
 def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
-    runner = Runner(store, parse_experiment(EXPERIMENT), EXPERIMENT, workdir=tmp_path)
+    runner = Runner(build_plan(parse_experiment(EXPERIMENT)), RunRecord.new(store, EXPERIMENT),
+                    workdir=tmp_path)
     outcome = runner.run()
     assert outcome.status == "complete" and len(Masked.seen) == 6
     # Once per variant in the whole run (its pre-run check included), not once per trial.

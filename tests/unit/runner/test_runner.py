@@ -10,7 +10,7 @@ import pytest
 
 from virtbench.labs.base import Lab, LabState
 from virtbench.model import Better, Measurement, Metric, RunFailed, VirtbenchError
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store, StoreFailed
 from virtbench.targets.fake import FakeTarget
@@ -38,6 +38,24 @@ class FakeTime(Workload):
         base = 1.0 if ctx.variant != "fast" else 0.5
         jitter = (ctx.seed % 1000) / 1e6  # tiny, deterministic noise
         return TrialResult([Measurement("time_s", base + jitter)])
+
+
+class SetUpAndTornDown(Workload):
+    """Keeps the context its setup and teardown were given."""
+
+    name = "test.contexts"
+    description = "records its setup's and teardown's contexts"
+    metrics = (Metric("time_s", "s", Better.LOWER, "fake time", primary=True),)
+    seen: ClassVar[dict[str, list[TrialContext]]] = {}
+
+    def setup(self, ctx: TrialContext) -> None:
+        SetUpAndTornDown.seen.setdefault("setup", []).append(ctx)
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        return TrialResult([Measurement("time_s", 1.0)])
+
+    def teardown(self, ctx: TrialContext) -> None:
+        SetUpAndTornDown.seen.setdefault("teardown", []).append(ctx)
 
 
 class Undeclared(Workload):
@@ -74,7 +92,8 @@ def fakes(fake_plugins: Callable[..., None]) -> None:
     LAB_EVENTS.clear()
     FakeTime.fail_on = set()
     FakeTime.interrupt_at = None
-    fake_plugins(workloads=(FakeTime, Undeclared), labs=(RecordingLab,))
+    SetUpAndTornDown.seen = {}
+    fake_plugins(workloads=(FakeTime, Undeclared, SetUpAndTornDown), labs=(RecordingLab,))
 
 
 def _exp(extra: str = "", reps: str = "3", lab: str = "host") -> tuple[Any, str]:
@@ -94,9 +113,12 @@ warmup: 1
     return parse_experiment(text), text
 
 
-def _runner(store: Store, tmp_path: Path, **kw: Any) -> Runner:
+def _runner(store: Store, tmp_path: Path, resume: str | None = None,
+            calibration: str | None = None, **kw: Any) -> Runner:
     exp, text = _exp(**kw)
-    return Runner(store, exp, text, workdir=tmp_path)
+    record = (RunRecord.resume(store, resume, text, calibration=calibration) if resume
+              else RunRecord.new(store, text, calibration=calibration))
+    return Runner(build_plan(exp), record, workdir=tmp_path)
 
 
 def test_interleaved_rounds_store_every_sample(tmp_path: Path) -> None:
@@ -163,7 +185,8 @@ repetitions: 1
 warmup: 0
 """
     store = Store(str(tmp_path / "s.db"))
-    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                     workdir=tmp_path).run()
     (trial,) = store.trials(outcome.run_id)
     assert trial["status"] == "failed" and "undeclared metrics: surprise" in trial["error"]
     assert store.samples(outcome.run_id) == []
@@ -182,7 +205,7 @@ def test_interrupt_keeps_samples_and_resume_completes(tmp_path: Path) -> None:
     assert len(kept) == 5
     FakeTime.interrupt_at = None
     CALLS.clear()
-    outcome = _runner(store, tmp_path, lab="test.lab").run(resume_run_id=info.id)
+    outcome = _runner(store, tmp_path, lab="test.lab", resume=info.id).run()
     assert outcome.status == "complete"
     samples = store.samples(info.id)
     keys = [(s.variant, s.repetition) for s in samples]
@@ -195,7 +218,8 @@ def test_resume_refuses_a_different_spec(tmp_path: Path) -> None:
     store.set_run_status(outcome.run_id, "interrupted")
     exp, text = _exp(reps="4")
     with pytest.raises(VirtbenchError, match="different experiment file"):
-        Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=outcome.run_id)
+        Runner(build_plan(exp), RunRecord.resume(store, outcome.run_id, text),
+               workdir=tmp_path).run()
 
 
 def test_resume_refuses_an_older_stores_id_outside_the_grammar(tmp_path: Path) -> None:
@@ -212,7 +236,7 @@ def test_resume_refuses_an_older_stores_id_outside_the_grammar(tmp_path: Path) -
     exp, text = _exp()
     work = tmp_path / "work"
     with pytest.raises(VirtbenchError, match="is not a run id"):
-        Runner(store, exp, text, workdir=work).run(resume_run_id=legacy)
+        Runner(build_plan(exp), RunRecord.resume(store, legacy, text), workdir=work).run()
     assert not (tmp_path / "escaped").exists() and not work.exists()
 
 
@@ -239,7 +263,8 @@ def test_missing_tool_is_reported_before_anything_runs(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
     target = FakeTarget(binaries={})  # nothing installed
     with pytest.raises(VirtbenchError, match="install the Debian package 'ffmpeg'"):
-        Runner(store, parse_experiment(text), text, workdir=tmp_path, target=target).run()
+        Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text), workdir=tmp_path,
+               target=target).run()
     assert store.runs() == []
     assert [c for c in target.calls if c.kind != "run"] == []  # nothing was measured
 
@@ -253,7 +278,8 @@ def test_a_command_workload_runs_on_the_experiments_target(tmp_path: Path) -> No
             "repetitions: 2\nwarmup: 1\n")
     target = FakeTarget().add("my-bench", duration_s=0.125)
     store = Store(str(tmp_path / "s.db"))
-    outcome = Runner(store, parse_experiment(text), text, workdir=tmp_path, target=target).run()
+    outcome = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                     workdir=tmp_path, target=target).run()
     assert outcome.status == "complete"
     timed = [c for c in target.calls if c.kind == "run_timed"]
     assert len(timed) == 2 * (2 + 1)  # variants x (repetitions + warm-up)
@@ -279,7 +305,8 @@ def test_noise_checks_before_the_run_between_blocks_and_per_trial(tmp_path: Path
                                                                   lab: str) -> None:
     store = Store(str(tmp_path / "s.db"))
     exp, text = _exp(lab=lab)
-    outcome = Runner(store, exp, text, workdir=tmp_path, noise=_quiet_host(tmp_path)).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path,
+                     noise=_quiet_host(tmp_path)).run()
     phases = [phase for _id, phase, _t, _d in store.facts(outcome.run_id)]
     preflights = [p for p in phases if p.startswith("preflight")]
     assert preflights[0] == "preflight start"
@@ -328,7 +355,7 @@ def test_resume_refuses_a_run_whose_process_still_runs_it(tmp_path: Path) -> Non
         assert store.run(run_id).status == "running"
         with pytest.raises(VirtbenchError, match=rf"run {run_id} is still running \(process "
                                                  rf"{owner.pid} on host "):
-            _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+            _runner(store, tmp_path, lab="test.lab", resume=run_id).run()
         assert CALLS == [] and len(store.samples(run_id)) == 5
     finally:
         owner.kill()
@@ -338,7 +365,7 @@ def test_resume_refuses_a_run_whose_process_still_runs_it(tmp_path: Path) -> Non
     assert info.status == "abandoned" and info.recorded_status == "running"
     assert info.stop_reason == (f"abandoned (process {owner.pid} on {info.owner_host} is gone)"
                                 f" — resume with `virtbench run FILE --resume {run_id}`")
-    outcome = _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+    outcome = _runner(store, tmp_path, lab="test.lab", resume=run_id).run()
     assert outcome.status == "complete"
     keys = [(s.variant, s.repetition) for s in store.samples(run_id)]
     assert len(keys) == 9 and len(set(keys)) == 9
@@ -362,7 +389,7 @@ def test_a_reboot_abandons_and_another_host_keeps_a_running_run(tmp_path: Path) 
         conn.execute(update(schema.runs).values(owner_host="elsewhere", owner_pid=1))
     assert store.run(run_id).status == "running"  # cannot be checked from here
     with pytest.raises(VirtbenchError, match="which this host cannot check"):
-        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+        _runner(store, tmp_path, lab="test.lab", resume=run_id).run()
 
 
 def test_of_two_resumers_exactly_one_claims_the_run(store: Store, tmp_path: Path) -> None:
@@ -385,7 +412,7 @@ def test_of_two_resumers_exactly_one_claims_the_run(store: Store, tmp_path: Path
     assert sorted(claimed) == [False, True]
     assert store.run(run_id).status == "running"  # claimed by this (live) process
     with pytest.raises(VirtbenchError, match="is still running"):
-        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=run_id)
+        _runner(store, tmp_path, lab="test.lab", resume=run_id).run()
 
 
 def test_rounds_pause_the_run_resumably_and_the_last_block_completes_it(tmp_path: Path) -> None:
@@ -399,7 +426,7 @@ def test_rounds_pause_the_run_resumably_and_the_last_block_completes_it(tmp_path
     assert info.status == "interrupted" and info.stop_reason.startswith("paused after 1 ")
     for expected_round, last in ((1, False), (2, True)):
         CALLS.clear()
-        outcome = _runner(store, tmp_path).run(resume_run_id=first.run_id, rounds=1)
+        outcome = _runner(store, tmp_path, resume=first.run_id).run(rounds=1)
         assert [r for _v, _w, r in CALLS] == [expected_round] * 3  # no warm-up again
         assert outcome.paused is not last
         assert store.run(first.run_id).status == ("complete" if last else "interrupted")
@@ -412,7 +439,7 @@ def test_two_opened_runs_measured_in_alternating_blocks_interleave(tmp_path: Pat
     """open_run stores a run with nothing measured (interrupted, resumable); runs resumed
     one round at a time in turn have trials interleaved in time, every trial once."""
     store = Store(str(tmp_path / "s.db"))
-    ids = [_runner(store, tmp_path).open_run("opened", calibration="cal-test")
+    ids = [_runner(store, tmp_path, calibration="cal-test").open_run("opened")
            for _ in range(2)]
     for run_id in ids:
         info = store.run(run_id)
@@ -420,7 +447,7 @@ def test_two_opened_runs_measured_in_alternating_blocks_interleave(tmp_path: Pat
         assert store.trials(run_id) == [] and store.variants(run_id)
     for _block in range(3):
         for run_id in ids:
-            _runner(store, tmp_path).run(resume_run_id=run_id, rounds=1)
+            _runner(store, tmp_path, resume=run_id, calibration="cal-test").run(rounds=1)
     assert [store.run(r).status for r in ids] == ["complete", "complete"]
     timeline = sorted((t["started_at"], t["order_index"], run_id, t["repetition"])
                       for run_id in ids for t in store.trials(run_id) if not t["warmup"])
@@ -443,7 +470,7 @@ def test_rounds_in_a_blocked_run_pause_inside_a_variants_block(tmp_path: Path) -
     calls = 1
     while store.run(first.run_id).status != "complete":
         CALLS.clear()
-        _runner(store, tmp_path, lab="test.lab").run(resume_run_id=first.run_id, rounds=2)
+        _runner(store, tmp_path, lab="test.lab", resume=first.run_id).run(rounds=2)
         assert len([r for _v, _w, r in CALLS if r >= 0]) <= 2  # 2 rounds of one pair each
         calls += 1
         assert calls < 10, "resumes that never complete the run"
@@ -498,3 +525,39 @@ def test_a_complete_run_whose_status_cannot_be_stored_fails_after_cleaning_up(
     with pytest.raises(StoreFailed, match="disk is full"):
         _runner(store, tmp_path, lab="test.lab").run()
     assert LAB_EVENTS[-1] == "down"
+
+
+def test_teardown_gets_the_context_its_setup_got(tmp_path: Path) -> None:
+    """Same lab state (env, target), same repetition and seed: the very context object."""
+    _exp_unused, text = _exp(lab="test.lab")
+    text = text.replace("workloads: [{name: test.fake}]", "workloads: [{name: test.contexts}]")
+    store = Store(str(tmp_path / "s.db"))
+    Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+           workdir=tmp_path).run()
+    set_up, torn_down = SetUpAndTornDown.seen["setup"], SetUpAndTornDown.seen["teardown"]
+    assert len(set_up) == 3 and len(torn_down) == 3  # one per variant
+    by_variant = {ctx.variant: ctx for ctx in set_up}
+    for ctx in torn_down:
+        assert ctx is by_variant[ctx.variant]
+        assert ctx.repetition == -1 and ctx.env["VB_TEST"] == ctx.variant  # its warm-up's
+
+
+def test_the_lab_is_built_once_in_the_runs_own_work_directory(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    runner = _runner(store, tmp_path, lab="test.lab")
+    lab = runner.lab
+    outcome = runner.run()
+    assert runner.lab is lab and lab.workdir == tmp_path / outcome.run_id
+    assert lab.workdir.is_dir()
+
+
+def test_resume_refuses_a_run_of_another_calibration(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    run_id = _runner(store, tmp_path, calibration="cal-one").open_run("opened")
+    with pytest.raises(VirtbenchError, match=f"run {run_id} is not a run of calibration "
+                                             "cal-two"):
+        _runner(store, tmp_path, resume=run_id, calibration="cal-two")
+    with pytest.raises(VirtbenchError, match=f"run {run_id} is a calibration run; "
+                                             "`virtbench calibrate .* --resume cal-one`"):
+        _runner(store, tmp_path, resume=run_id)
+    assert store.run(run_id).status == "interrupted"  # validated, never claimed

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
-from virtbench.runner import Runner
+from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner.search import SEARCH_SERIES, trace_from_trials
 from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import SpecError, parse_experiment
@@ -85,7 +85,7 @@ workloads:
 def test_each_variant_gets_its_capacity_and_a_consistent_trace(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
     exp, text = _exp()
-    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     assert outcome.status == "complete"
     plan = exp.workloads[0].search.plan()
     for variant, capacity in CAPACITY.items():
@@ -114,17 +114,19 @@ def test_an_interrupted_search_resumes_from_its_stored_trace(tmp_path: Path) -> 
     exp, text = _exp()
     Threshold.interrupt_at = 7
     with pytest.raises(KeyboardInterrupt):
-        Runner(store, exp, text, workdir=tmp_path).run()
+        Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     first = list(CALLS[:6])
     info = store.run("latest")
     CALLS.clear()
     Threshold.interrupt_at = None
-    outcome = Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=info.id)
+    outcome = Runner(build_plan(exp), RunRecord.resume(store, info.id, text),
+                     workdir=tmp_path).run()
     assert outcome.status == "complete"
     uninterrupted_store = Store(str(tmp_path / "fresh.db"))
     resumed_calls = list(CALLS)
     CALLS.clear()
-    fresh = Runner(uninterrupted_store, exp, text, workdir=tmp_path).run()
+    fresh = Runner(build_plan(exp), RunRecord.new(uninterrupted_store, text),
+                   workdir=tmp_path).run()
     assert first + resumed_calls == CALLS  # the same trials, none run twice
     for variant in CAPACITY:
         def capacity(s: Store, run_id: str, v: str = variant) -> float | None:
@@ -135,13 +137,15 @@ def test_an_interrupted_search_resumes_from_its_stored_trace(tmp_path: Path) -> 
 def test_a_load_parameter_the_workload_lacks_is_refused(tmp_path: Path) -> None:
     exp, text = _exp(SEARCH.replace("load: rate", "load: rat"))
     with pytest.raises(VirtbenchError, match=r"'rat' is not a parameter of test\.threshold"):
-        Runner(Store(str(tmp_path / "s.db")), exp, text, workdir=tmp_path)
+        Runner(build_plan(exp), RunRecord.new(Store(str(tmp_path / "s.db")), text),
+               workdir=tmp_path)
 
 
 def test_a_criterion_on_an_undeclared_metric_is_refused(tmp_path: Path) -> None:
     exp, text = _exp(SEARCH.replace("metric: loss_ratio", "metric: loss"))
     with pytest.raises(VirtbenchError, match="declares no metric 'loss'"):
-        Runner(Store(str(tmp_path / "s.db")), exp, text, workdir=tmp_path)
+        Runner(build_plan(exp), RunRecord.new(Store(str(tmp_path / "s.db")), text),
+               workdir=tmp_path)
 
 
 def test_bad_bounds_name_the_file_line() -> None:
@@ -155,7 +159,7 @@ def test_the_report_shows_capacity_bounds_trace_and_load_latency(tmp_path: Path)
 
     store = Store(str(tmp_path / "s.db"))
     exp, text = _exp()
-    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     sections = {s.key: s for s in capacity_sections(analyse(store, [outcome.run_id]))}
     summary = sections["capacity"]
     rows = {row[0]: row for row in summary.rows}
@@ -178,9 +182,10 @@ def test_latency_at_fractions_of_the_result_runs_after_the_search(tmp_path: Path
     # Interrupt inside the after-trials of the first variant searched, then resume.
     Threshold.interrupt_at = searched_trials + 2
     with pytest.raises(KeyboardInterrupt):
-        Runner(store, exp, text, workdir=tmp_path).run()
+        Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     Threshold.interrupt_at = None
-    outcome = Runner(store, exp, text, workdir=tmp_path).run(resume_run_id=store.run().id)
+    outcome = Runner(build_plan(exp), RunRecord.resume(store, store.run().id, text),
+                     workdir=tmp_path).run()
     assert outcome.status == "complete"
     after = [s for s in store.samples(outcome.run_id, metric="search_load")
              if s.labels.get("series") == "search_after"]
@@ -203,7 +208,7 @@ def test_latency_at_fractions_of_the_result_runs_after_the_search(tmp_path: Path
 def test_a_load_the_generator_cannot_offer_counts_as_failed(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "s.db"))
     exp, text = _exp(SEARCH + "      offered: offered\n")
-    outcome = Runner(store, exp, text, workdir=tmp_path).run()
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     found = {s.variant: s.value for s in store.samples(outcome.run_id, metric="capacity")}
     assert found["small"] <= CAPACITY["small"]  # the path's limit, below the generator's
     # the generator's limit (within the 1 % the verdict tolerates), not the path's 70 k

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.model import VirtbenchError
-from virtbench.runner import Runner, check_experiment
+from virtbench.runner import Runner, RunRecord, build_plan, check_experiment
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
 from virtbench.targets.base import Target
@@ -86,6 +86,7 @@ def test_the_runner_refuses_before_the_lab_is_built(tmp_path: Path) -> None:
     target = FakeTarget()
     with pytest.raises(VirtbenchError, match=r"cannot run; fix these first:\n  workload web.load "
                                              r"needs a WebStack; lab storage provides"):
-        Runner(store, parse_experiment(text), text, workdir=tmp_path, target=target).run()
+        Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text), workdir=tmp_path,
+               target=target).run()
     assert store.runs() == []
     assert target.calls == []  # no lab up, no trial
