@@ -69,3 +69,27 @@ def test_a_value_option_still_shows_its_type() -> None:
     row = _row(_help(("run",)), "--store")
     assert re.search(r"--store\s+-s\s+<str>", row), row
     assert re.search(r"--check\s{2,}validate", _row(_help(("run",)), "--check"))
+
+
+def test_a_pair_of_flags_is_shown_as_the_pair(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app has no `--x/--no-x` option today: a group built as the app's are shows one."""
+    from virtbench.cli.lazy import group_of
+
+    paints = typer.Typer()
+
+    @paints.command()
+    def paint(color: bool = typer.Option(True, "--color/--no-color", help="in colour"),
+              coats: int = 1) -> None:
+        """Paint."""
+
+    @paints.command()
+    def dry() -> None:
+        """Dry."""
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        group_of(paints).main(["paint", "--help"], prog_name="p")
+    lines = capsys.readouterr().out.splitlines()
+    assert re.search(r"--color\s+--no-color\s{2,}in colour", _row(lines, "--color"))
+    assert re.search(r"--coats\s+<int>", _row(lines, "--coats"))
