@@ -87,7 +87,7 @@ def _build_each_cli_once() -> None:
             built[key] = build(app)
         return built[key]
 
-    typer.testing._get_command = get_command  # type: ignore[attr-defined]
+    typer.testing._get_command = get_command  # type: ignore[attr-defined,assignment]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

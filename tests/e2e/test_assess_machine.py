@@ -77,7 +77,8 @@ def test_assess_measures_the_masked_flag_effects(assessments: Assessments) -> No
     st = Store(str(assessments.store))
     run = st.run(data["run_id"])
     assert run.experiment == "assess" and run.status == "complete"
-    assert st.load_state(f"assess:{run.id}")["findings"][0]["rule"] == first["rule"]
+    state = st.load_state(f"assess:{run.id}")
+    assert state is not None and state["findings"][0]["rule"] == first["rule"]
     st.close()
     html = assessments.report.read_text()
     assert html.index('id="lead-assess-findings"') < html.index('<section id="summary"')

@@ -98,7 +98,7 @@ def test_report_formats_and_export(study: tuple[Path, dict[str, object]]) -> Non
     other = str(tmp / "other.db")
     assert runner.invoke(app, ["import", str(exported), "--store", other]).exit_code == 0
     again = runner.invoke(app, ["report", "--store", other, "-f", "json"])
-    assert json.loads(again.stdout)["results"] == _doc["results"]  # type: ignore[index]
+    assert json.loads(again.stdout)["results"] == _doc["results"]
 
 
 def test_facts_were_stored_before_and_after(study: tuple[Path, dict[str, object]]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import lzma
 import mmap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def _zstd_frame(data: bytes) -> bytes:
     return stream.compress(data) + stream.flush()
 
 
-PACKED = {"gzip": gzip.compress, "xz": lzma.compress, "zstd": _zstd_frame}
+PACKED: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "xz": lzma.compress,
+                                               "zstd": _zstd_frame}
 
 
 @pytest.mark.parametrize("kind", sorted(PACKED))

@@ -60,7 +60,7 @@ def test_every_plugin_declares_service_kinds() -> None:
     for lab in all_labs().values():
         for kind in lab.provides:
             assert issubclass(kind, Service) and dataclasses.is_dataclass(kind), (lab, kind)
-            assert kind.__dataclass_params__.frozen, kind  # type: ignore[attr-defined]
+            assert kind.__dataclass_params__.frozen, kind
         provided |= set(lab.provides)
     for workload in all_workloads().values():
         assert all(issubclass(kind, Service) for kind in workload.needs), workload

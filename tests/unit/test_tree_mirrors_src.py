@@ -1,5 +1,6 @@
-"""The unit tests mirror the source tree: tests/unit/<package>/ for each package of
-src/virtbench (tests/unit/report/sections/ for report.sections); a top-level module's tests in
+"""The unit tests mirror the source tree: tests/unit/<package>/ for each package and subpackage
+of src/virtbench (tests/unit/report/sections/ for report.sections, tests/unit/labs/net/ for
+labs.net), holding the tests of that package's own modules; a top-level module's tests in
 tests/unit/test_<module>.py, or in a folder of its name when they are many (plugins: plugins.py
 and registry.py). A new package gets its folder, and no folder names
 something that does not exist (docs/contributing.md, "Where a test goes")."""
@@ -22,9 +23,8 @@ def _test_folders(root: Path) -> set[str]:
             and "__pycache__" not in p.parts and any(p.glob("test_*.py"))}
 
 
-def test_every_package_has_its_test_folder() -> None:
-    top_level = {p for p in _packages(SRC) if "/" not in p}
-    assert sorted(top_level - _test_folders(UNIT)) == []
+def test_every_package_and_subpackage_has_its_test_folder() -> None:
+    assert sorted(_packages(SRC) - _test_folders(UNIT)) == []
 
 
 def test_every_test_folder_names_a_package_or_module() -> None:

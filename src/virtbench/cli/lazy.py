@@ -19,11 +19,52 @@ from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandInfo, DefaultPlaceholder
 
 from virtbench.cli.errors import ErrorReportingGroup
-from virtbench.cli.values import PlainValuesCommand, check_plain_values, plain_help_option
+from virtbench.cli.values import (
+    FlagsGroup,
+    PlainValuesCommand,
+    check_plain_values,
+    plain_help_option,
+    show_flags_as_flags,
+)
 
 __all__ = ["LazyCommand", "LazyGroup", "LazyRootGroup", "command_of", "group_of"]
+
+
+def _as_ours(cls: Any, typers: type, ours: type) -> Any:
+    """``ours`` where ``cls`` (a typer setting, maybe still its default placeholder) is typer's
+    default class, else ``cls``."""
+    value = cls.value if isinstance(cls, DefaultPlaceholder) else cls
+    return ours if value in (None, typers) else cls
+
+
+def _command_info(info: CommandInfo) -> CommandInfo:
+    """``info`` built as a :class:`~virtbench.cli.values.PlainValuesCommand` unless it names a
+    class of its own (a copy: the app stays as declared)."""
+    info = copy.copy(info)
+    info.cls = _as_ours(info.cls, TyperCommand, PlainValuesCommand)
+    return info
+
+
+def _with_our_classes(app: typer.Typer) -> typer.Typer:
+    """A copy of ``app`` whose commands, at every level, are built as PlainValuesCommand and
+    whose groups as FlagsGroup, where they name no class of their own."""
+    app = copy.copy(app)
+    app.info = copy.copy(app.info)
+    app.info.cls = _as_ours(app.info.cls, TyperGroup, FlagsGroup)
+    app.registered_commands = [_command_info(info) for info in app.registered_commands]
+    groups = []
+    for info in app.registered_groups:
+        info = copy.copy(info)
+        if info.typer_instance is not None:
+            info.typer_instance = _with_our_classes(info.typer_instance)
+        if not isinstance(info.cls, DefaultPlaceholder):  # named in add_typer
+            info.cls = _as_ours(info.cls, TyperGroup, FlagsGroup)
+        groups.append(info)
+    app.registered_groups = groups
+    return app
 
 
 def command_of(app: typer.Typer, name: str) -> Any:
@@ -34,20 +75,20 @@ def command_of(app: typer.Typer, name: str) -> Any:
         declared = info.name or (typer.main.get_command_name(callback.__name__)
                                  if callback is not None else None)
         if declared == name:
-            if info.cls in (None, TyperCommand):  # typer's default class
-                info = copy.copy(info)
-                info.cls = PlainValuesCommand
             return typer.main.get_command_from_info(
-                info, pretty_exceptions_short=app.pretty_exceptions_short,
+                _command_info(info), pretty_exceptions_short=app.pretty_exceptions_short,
                 rich_markup_mode=app.rich_markup_mode)
     raise LookupError(f"no command {name!r} in {app.info.name or app!r}")
 
 
 def group_of(app: typer.Typer) -> TyperGroup:
     """``app`` as a command group, also when it has a single command (typer would make that
-    command the whole app)."""
+    command the whole app); its commands and groups as :func:`_with_our_classes` makes them."""
+    app = _with_our_classes(app)
     command = typer.main.get_command(app)
-    return command if isinstance(command, TyperGroup) else typer.main.get_group(app)
+    group = command if isinstance(command, TyperGroup) else typer.main.get_group(app)
+    show_flags_as_flags(group.params)  # --install-completion, added after the group is built
+    return group
 
 
 # Contexts and commands are typer's own click (typer vendors it): typed Any here.
@@ -113,6 +154,7 @@ class LazyRootGroup(ErrorReportingGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_plain_values(self.params)  # --debug (each command's own: command_of)
+        show_flags_as_flags(self.params)
         for command in self.lazy:
             self.add_command(command)
 

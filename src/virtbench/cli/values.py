@@ -1,22 +1,28 @@
-"""Plain option values checked without pydantic.
+"""Plain option values checked without pydantic, and boolean flags shown as flags in help.
 
 typer (0.29) checks every option and argument value that is not already a boolean through a
 pydantic TypeAdapter, built when the command reads its options; importing pydantic for it costs
 about 0.15 s of CPU here, more than the rest of `virtbench runs` outside SQLAlchemy, and the
 store, the report and the exporters need no pydantic of their own. For the values a command
-line gives — strings — of a parameter declared ``str``, ``Path`` or ``list[str]`` (with no
-parser, choices or file mode), that check is the identity, ``Path(value)`` and then typer's own
-path checks, or a list of the strings; a boolean's is the identity; a single value read by the
-parameter's own ``parser`` is what the parser returns (typer's adapter is the parser and
-``Any``); and an absent value (``--help`` of every command, before it is asked) stays absent.
-:func:`check_plain_values` gives such parameters a check doing exactly that
-(:class:`PlainValuesCommand`: a command's, and its ``--help``); any other value (an environment
-variable's string for a flag, say) and every other parameter keep typer's.
+line gives — strings — of a parameter declared ``str`` or ``list[str]`` (with no parser or
+choices), that check is the identity or a list of the strings; a boolean's is the identity; a
+single value read by the parameter's own ``parser`` is what the parser returns (typer's adapter
+is the parser and ``Any``); and an absent value (``--help`` of every command, before it is
+asked; a ``Path`` not given) stays absent. :func:`check_plain_values` gives such parameters a
+check doing exactly that (:class:`PlainValuesCommand`: a command's, and its ``--help``); any
+other value (an environment variable's string for a flag, a path given, which typer stats) and
+every other parameter keep typer's.
 
-This leans on typer's internals (a parameter's ``type_descriptor`` and ``_runtime_param``, and
-``typer._param_types.coerce_cli_path``): where they are not as expected, nothing is changed and
-typer checks as it always does. `tests/unit/cli/test_values.py` compares both checks, and
-`tests/unit/cli/test_root.py` fails when `runs` imports pydantic again.
+Only public names of typer's public modules are used (``typer.core``'s parameter classes, their
+``type_descriptor`` and ``get_runtime_param``, whose instance attribute here shadows the class's
+method; typer's own check is that method called on the class), no private module of typer or
+click (tests/unit/cli/test_no_private_imports.py): where a parameter is not as expected, nothing
+is changed and typer checks as it always does. `tests/unit/cli/test_values.py` compares both
+checks, and `tests/unit/cli/test_root.py` fails when `runs` imports pydantic again.
+
+typer 0.29 also shows a boolean flag's type in help as if it took a value (``--check <bool>``);
+:func:`show_flags_as_flags` gives each flag an empty metavar (click's public ``metavar``), so
+help shows ``--check`` and ``--debug/--no-debug`` (tests/unit/cli/test_help_flags.py).
 """
 
 from __future__ import annotations
@@ -25,20 +31,26 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, get_origin
 
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["PlainValue", "PlainValuesCommand", "check_plain_values", "plain_help_option"]
+__all__ = ["FlagsGroup", "PlainValue", "PlainValuesCommand", "check_plain_values",
+           "plain_help_option", "show_flags_as_flags", "typers_check"]
+
+
+def typers_check(param: Any) -> Any:
+    """typer's own runtime check of ``param`` (pydantic imported now), built by typer."""
+    return type(param).get_runtime_param(param)
 
 
 class PlainValue:
     """typer's runtime check of one ``bool``, ``str``, ``Path`` or ``list[str]`` parameter, or
-    of one whose own parser reads a single value, minus pydantic for the plain values; ``kind``
-    is ``"bool"``, ``"str"``, ``"path"``, ``"list"`` or ``"parsed"``."""
+    of one whose own parser reads a single value, minus pydantic for the plain values (for a
+    ``Path``, only its absence); ``kind`` is ``"bool"``, ``"str"``, ``"path"``, ``"list"`` or
+    ``"parsed"``."""
 
     def __init__(self, kind: str, descriptor: Any) -> None:
         self.kind = kind
         self.descriptor = descriptor
-        self._typers: Any = None
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         multi = param.multiple or param.nargs == -1
@@ -50,40 +62,22 @@ class PlainValue:
             try:
                 return self.descriptor.parameter_info.parser(value)
             except Exception:  # typer's check raises it, in its own words
-                return self._typer().coerce(value, param=param, ctx=ctx)
+                return typers_check(param).coerce(value, param=param, ctx=ctx)
         if self.kind == "bool" and isinstance(value, bool):
             return value
         if self.kind == "list" and isinstance(value, list | tuple) and all(
                 isinstance(item, str) for item in value):
             return list(value)
-        if not multi and isinstance(value, str):
-            if self.kind == "str":
-                return value
-            # A path typer's check would name as given: '' or 'a/' stat as '.' and 'a', and
-            # its messages name the string given, so those keep typer's check.
-            if self.kind == "path" and str(Path(value)) == value:
-                from typer._param_types import coerce_cli_path
-
-                try:
-                    return coerce_cli_path(Path(value), self.descriptor.parameter_info,
-                                           path_type=Path, param=param, ctx=ctx)
-                except (ValueError, AssertionError):  # typer's check words these (a NUL)
-                    pass
-        return self._typer().coerce(value, param=param, ctx=ctx)
-
-    def _typer(self) -> Any:
-        """typer's own check, for any other value (pydantic imported now)."""
-        if self._typers is None:
-            from typer._coercion import build_runtime_param
-
-            self._typers = build_runtime_param(self.descriptor)
-        return self._typers
+        if self.kind == "str" and not multi and isinstance(value, str):
+            return value
+        return typers_check(param).coerce(value, param=param, ctx=ctx)
 
 
 def _kind(param: Any) -> str | None:
     descriptor: Any = getattr(param, "type_descriptor", None)
     info = getattr(descriptor, "parameter_info", None)
-    if (info is None or getattr(param, "_runtime_param", False) is not None
+    if (info is None or not callable(getattr(type(param), "get_runtime_param", None))
+            or "get_runtime_param" in vars(param)
             or getattr(descriptor, "file_annotation", True) is not None
             or not hasattr(info, "parser")):
         return None  # not typer's parameter as this module knows it, or already checked
@@ -95,7 +89,7 @@ def _kind(param: Any) -> str | None:
     if annotation is str:
         return "str"
     if annotation is Path and getattr(info, "path_type", True) is None:
-        return "path"
+        return "path"  # an absent one stays absent; a path given gets typer's check (a stat)
     if annotation == list[str]:
         return "list"
     return None
@@ -106,23 +100,46 @@ def check_plain_values(params: Iterable[Any]) -> None:
     for param in params:
         kind = _kind(param)
         if kind is not None:
-            param._runtime_param = PlainValue(kind, param.type_descriptor)
+            plain = PlainValue(kind, param.type_descriptor)
+            param.get_runtime_param = lambda plain=plain: plain
+
+
+def show_flags_as_flags(params: Iterable[Any]) -> None:
+    """A flag (a boolean, a ``--x/--no-x`` pair, a count) takes no value: its help shows none."""
+    for param in params:
+        if getattr(param, "is_flag", False) and getattr(param, "metavar", "") is None:
+            param.metavar = ""
 
 
 class PlainValuesCommand(TyperCommand):
-    """A command whose plain parameters, its ``--help`` too, are checked without pydantic
-    (virtbench.cli.lazy builds every top-level command as one unless it names its own class)."""
+    """A command whose plain parameters, its ``--help`` too, are checked without pydantic and
+    whose flags are shown as flags (virtbench.cli.lazy builds every command as one unless it
+    names its own class)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_plain_values(self.params)
+        show_flags_as_flags(self.params)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return plain_help_option(super().get_help_option(ctx))
+
+
+class FlagsGroup(TyperGroup):
+    """A command group whose flags, its ``--help`` too, are shown as flags."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        show_flags_as_flags(self.params)
 
     def get_help_option(self, ctx: Any) -> Any:
         return plain_help_option(super().get_help_option(ctx))
 
 
 def plain_help_option(option: Any) -> Any:
-    """A command's ``--help`` option (made on first use, by click) with a plain check."""
+    """A command's ``--help`` option (made on first use, by click) with a plain check, shown as
+    the flag it is."""
     if option is not None:
         check_plain_values([option])
+        show_flags_as_flags([option])
     return option

@@ -35,7 +35,8 @@ RUNS = {  # version: the modes its files cover (3.9 has no --json-stream)
 }
 
 
-def run(prefix, name, args, interrupt_after=None):
+def run(prefix: list[str], name: str, args: list[str], interrupt_after: float | None = None
+        ) -> None:
     with open(f"{name}.server.txt", "wb") as log, open(f"{name}.json", "wb") as out:
         srv = subprocess.Popen([*prefix, "iperf3", "-s", "-1", "-p", PORT], stdout=log,
                                stderr=subprocess.STDOUT)
@@ -56,7 +57,7 @@ def run(prefix, name, args, interrupt_after=None):
     print(name, cli.returncode, flush=True)
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     prefix, version = (["chroot", argv[0]], argv[1]) if argv else ([], "3.12")
     for mode in RUNS[version]:
         args, interrupt_after = MODES[mode]

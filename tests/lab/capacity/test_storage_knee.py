@@ -58,6 +58,7 @@ warmup: 0
     fio_iops = values[("fio-latency-target", "randread_iops")]
     depth = values[("fio-latency-target", "latency_target_depth")]
     ours = values.get(("virtbench-search", "capacity"))
+    assert exp.workloads[1].search is not None
     plan = exp.workloads[1].search.plan()
     trace = trace_from_trials(store.trials(outcome.run_id), "default", "virtbench-search")
     said = (f"fio latency_target: depth {depth:g}, {fio_iops:.0f} IOPS; virtbench: {ours} IOPS "
@@ -65,6 +66,7 @@ warmup: 0
             + ", ".join(f"{t.load:g}@{t.duration_s:g}:{'P' if t.passed else 'F'}"
                         for t in trace))
     print(said)
+    assert depth is not None and fio_iops is not None, said
     assert depth >= 1 and ours is not None, said
     search = Search(plan)
     search.replay(trace)

@@ -67,6 +67,7 @@ workloads:
     outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
     assert outcome.status == "complete", outcome.stop_reason
     found = {s.metric: s.value for s in store.samples(outcome.run_id) if s.t is None}
+    assert exp.workloads[0].search is not None
     plan = exp.workloads[0].search.plan()
     trace = trace_from_trials(store.trials(outcome.run_id), "default", "net.packet-rate")
     # A trial of d seconds passes up to NDR + BUFFERED_FRAMES / d: 1050 frames/s in the 1 s
@@ -76,7 +77,8 @@ workloads:
           f"{len(trace)} trials, predicted ≤ {plan.predicted_trials()} "
           f"(budget {plan.trial_budget(shift)}): "
           + ", ".join(f"{t.load:g}@{t.duration_s:g}s:{'P' if t.passed else 'F'}" for t in trace))
-    assert abs(found["capacity"] - NDR_PPS) <= 0.03 * NDR_PPS
+    capacity = found["capacity"]
+    assert capacity is not None and abs(capacity - NDR_PPS) <= 0.03 * NDR_PPS
     assert found["search_trials"] == len(trace) <= plan.trial_budget(shift)
     search = Search(plan)
     search.replay(trace)

@@ -193,6 +193,7 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
     guest_target = f"guest:{g.name} via ssh:root@127.0.0.1:{g.instance.port}"
     assert {t["target"] for t in trials} == {guest_target}
     assert [t for t in trials if t["status"] != "ok"] == []
+    assert isinstance(exp.repetitions, int)  # a fixed count, not adaptive
     assert len(trials) == len(variants) * len(workloads) * (exp.warmup + exp.repetitions)
 
     # Every variant's samples are stored, for every metric of every workload.

@@ -39,14 +39,16 @@ def test_router_with_neighbours(tmp_path: Path) -> None:
                 assert nb.cgroup.procs_files()[0].read_text().split()  # stress-ng is inside
                 assert nb.cgroup.dirs["cpu"].parent == router_procs.parent.parent
             # the workload's iperf3 client starts in the router's cgroup too
+            assert state.target is not None
             own = state.target.run(["cat", "/proc/self/cgroup"]).stdout
             assert lab.router_group.name in own
             ctx = TrialContext(target=state.target, variant="v", knobs={}, workdir=tmp_path,
                                repetition=0, seed=1, services=state.services)
             values = {m.metric: m.value for m in
                       RouterThroughput(RouterThroughput.Params(duration_s=1)).run(ctx).measurements}
-            assert values["throughput_gbps"] > 0.05
-            assert 0 < values["cpu_busy_pct"] <= 100
+            throughput, busy = values["throughput_gbps"], values["cpu_busy_pct"]
+            assert throughput is not None and throughput > 0.05
+            assert busy is not None and 0 < busy <= 100
         groups = [nb.cgroup for nb in lab.neighbours]
         with pytest.raises(Exception, match="neighbours"):
             lab.enter("bad", {"neighbours": -1})

@@ -59,7 +59,7 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         transfer = QosTransfer(QosTransfer.Params(duration_s=2))
         started = time.time()
         result = transfer.run(_ctx(state, tmp_path))
-        values = {m.metric: m.value for m in result.measurements}
+        values = {m.metric: m.value for m in result.measurements if m.value is not None}
         declared = {m.name for m in transfer.active_metrics()}
         assert {m.metric for m in result.measurements} == declared
         assert values["throughput_mbps"] > 10
@@ -80,7 +80,8 @@ def test_switch_variant_carries_instrumented_transfer(switch: str, tmp_path: Pat
         if switch == "linux-bridge":  # veth through a bridge loses nothing; capture keeps all
             assert values["study_loss_pct"] < 0.1
         probe = QosProbe(QosProbe.Params(duration_s=1, interval_ms=20))
-        pv = {m.metric: m.value for m in probe.run(_ctx(state, tmp_path)).measurements}
+        pv = {m.metric: m.value for m in probe.run(_ctx(state, tmp_path)).measurements
+              if m.value is not None}
         assert pv["rtt_mean_ms"] > 0
         assert not list(tmp_path.glob("*.pcap"))  # captures are deleted unless kept
         assert not [p for p in Path(tempfile.gettempdir()).glob("virtbench-capture-*")
@@ -105,6 +106,7 @@ def test_switch_change_and_background_rate(tmp_path: Path) -> None:
         assert set(daemons) == {"iperf3-server", "irtt-server", "ovs-vswitchd"}
         assert "ovs-vswitchd" in Path(f"/proc/{daemons['ovs-vswitchd']}/cmdline").read_text()
         # rebuilt switch, new interfaces: the hosts' ARP entries are pinned again, no IPv6
+        assert state.target is not None
         neigh = state.target.run(["ip", "neigh", "show", "10.77.0.1"]).stdout
         assert "PERMANENT" in neigh
         assert not state.target.run(["ip", "-6", "addr", "show", "dev", "cli"]).stdout.strip()
@@ -182,7 +184,8 @@ def test_ovs_dpdk_on_hugepages_the_lab_reserves_and_gives_back(tmp_path: Path) -
         in_use = int(info["HugePages_Total"]) - int(info["HugePages_Free"])
         assert in_use >= 128 // 2  # at least DPDK's -m 128 MiB in 2 MiB pages
         transfer = QosTransfer(QosTransfer.Params(duration_s=2, capture=False, probe=False))
-        values = {m.metric: m.value for m in transfer.run(_ctx(state, tmp_path)).measurements}
+        values = {m.metric: m.value for m in transfer.run(_ctx(state, tmp_path)).measurements
+                  if m.value is not None}
         assert values["throughput_mbps"] > 1
         lab.enter("bridge", {"switch": "linux-bridge", "background_mbps": 0})
         assert int(pool.read_text()) == before and _hugetlbfs_mounts() == mounts

@@ -10,6 +10,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -48,7 +49,7 @@ def _profile_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("vbprof-*")}
 
 
-def _trials(store: Store) -> list[dict[str, object]]:
+def _trials(store: Store) -> list[dict[str, Any]]:  # a trial row, as Store.trials gives it
     return [t for t in store.trials(store.run("latest").id) if not t["warmup"]]
 
 
@@ -77,7 +78,7 @@ def test_run_profile_stores_folded_stacks_and_counters(tmp_path: Path,
     assert "profile" not in warmup[0]["notes"]  # warm-ups are not profiled
 
     artifacts = store.artifacts(run_id)
-    by_trial: dict[int, dict[str, dict[str, object]]] = {}
+    by_trial: dict[int, dict[str, dict[str, Any]]] = {}
     for artifact in (a for a in artifacts if a["name"].startswith("profile.")):
         by_trial.setdefault(artifact["trial_id"], {})[artifact["name"]] = artifact
     assert sorted(by_trial) == sorted(t["id"] for t in trials)

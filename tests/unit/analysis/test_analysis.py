@@ -82,7 +82,8 @@ def test_compare_by_pairs_variants_that_differ_in_one_knob(tmp_path: Path) -> No
 
 
 def test_factorial_main_effects_and_per_repetition(tmp_path: Path) -> None:
-    variants = [("default", {"f": []}), ("a", {"f": ["a"]}), ("b", {"f": ["b"]}),
+    variants: list[tuple[str, dict[str, Any]]] = [
+        ("default", {"f": []}), ("a", {"f": ["a"]}), ("b", {"f": ["b"]}),
                 ("a+b", {"f": ["a", "b"]})]
     st = _store(tmp_path, variants, "default",
                 lambda n, k, r: (0.5 if "a" in k["f"] else 1.0) * (3.0 if r == 0 else 1.0))

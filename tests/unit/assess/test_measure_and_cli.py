@@ -172,7 +172,7 @@ def test_a_machine_with_the_flags_is_stored_as_found_unmasked(tmp_path: Path) ->
     from virtbench.assess.measure import WhatIf, run_plan
     from virtbench.store import Store
 
-    crc = {"name": "cpu.crc32c", "params": {"size_mib": 0.25, "loops": 4}}
+    crc: dict[str, object] = {"name": "cpu.crc32c", "params": {"size_mib": 0.25, "loops": 4}}
     plan = Plan(WhatIf((), None, (crc,)))
     store = Store(str(tmp_path / "a.db"))
     try:

@@ -18,7 +18,7 @@ import pytest
 from virtbench.cli.entry import PlainParse, plain_parse
 
 if TYPE_CHECKING:  # the fixture's result (a conftest is not imported at run time)
-    from conftest import Started
+    from unit.cli.conftest import Started  # its name for mypy (pyproject.toml)
 
 DATA = Path(__file__).parents[2] / "data"
 PCAP = DATA / "pcap" / "two_flows_us.pcap"

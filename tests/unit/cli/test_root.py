@@ -17,7 +17,7 @@ from virtbench.cli.lazy import LazyCommand, LazyGroup
 from virtbench.cli.root import app
 
 if TYPE_CHECKING:  # the fixture's result (a conftest is not imported at run time)
-    from conftest import Started
+    from unit.cli.conftest import Started  # its name for mypy (pyproject.toml)
 
 ROOT: Any = typer.main.get_command(app)
 LAZY = [ROOT.get_command(None, name) for name in ROOT.list_commands(None)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from virtbench.model import Better, Measurement, Metric
@@ -23,7 +23,7 @@ def facts(model: str = "Test CPU 3000", flags: Sequence[str] = ("sse4.2", "aes")
             "memory": {"MemTotal": 4 << 30}, "tools": {"openssl": "OpenSSL 3.0.11"}}
 
 
-def add_run(store: Store, values: Mapping[str, Sequence[float]], *, experiment: str = "exp",
+def add_run(store: Store, values: Mapping[str, Iterable[float]], *, experiment: str = "exp",
             host: str = "host-a", spec_yaml: str = SPEC, params: Mapping[str, Any] | None = None,
             run_facts: Mapping[str, Any] | None = None, metrics: Sequence[Metric] = METRICS,
             knobs: Mapping[str, Mapping[str, Any]] | None = None, wid: str = "w",

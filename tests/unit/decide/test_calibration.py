@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,12 +47,12 @@ def test_drift_makes_the_old_gate_cry_wolf_and_the_profile_does_not() -> None:
 
 
 def _levels_run(st: Store, level: float, seed: int, n: int = 10, cv: float = 0.01,
-                **kwargs: object) -> str:
+                **kwargs: Any) -> str:
     rng = np.random.default_rng(seed)
-    return add_run(st, {"default": level * rng.lognormal(0.0, cv, n)}, **kwargs)  # type: ignore[arg-type]
+    return add_run(st, {"default": level * rng.lognormal(0.0, cv, n)}, **kwargs)
 
 
-def _calibrate(st: Store, levels: Sequence[float] = CALIBRATION_LEVELS, **kwargs: object
+def _calibrate(st: Store, levels: Sequence[float] = CALIBRATION_LEVELS, **kwargs: Any
                ) -> NoiseProfile:
     ids = [_levels_run(st, level, 100 + i, **kwargs) for i, level in enumerate(levels)]
     profile = build_profile([load_run(i, lambda: st) for i in ids])

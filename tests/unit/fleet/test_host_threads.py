@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def sigint_raises() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _runner(hosts: list[FleetHost], **kwargs: float) -> FleetRunner:
+def _runner(hosts: list[FleetHost], **kwargs: Any) -> FleetRunner:
     return FleetRunner(":memory:", parse_experiment(EXPERIMENT, "t.yaml"), EXPERIMENT,
                        "t.yaml", hosts, **kwargs)
 

@@ -54,7 +54,7 @@ class StubbornLab(Lab):
 @pytest.fixture
 def labs(monkeypatch: pytest.MonkeyPatch) -> dict[str, type[Lab]]:
     """Every lab plus the stubborn one, for clean_leftovers and for `virtbench lab clean`."""
-    with_stubborn = {**all_labs(), "stubborn": StubbornLab}
+    with_stubborn: dict[str, type[Lab]] = {**all_labs(), "stubborn": StubbornLab}
     monkeypatch.setattr(plugins, "all_labs", lambda: with_stubborn)
     return with_stubborn
 

@@ -22,6 +22,9 @@ from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
 from virtbench.net_qos.scalability import degradation_range, scalability
 from virtbench.net_qos.study import capture_qos, study_loss_percent
 
+Series = dict[tuple[str, float], list[float]]
+"""A measure per (metric, background rate): its values."""
+
 
 def test_capture_qos_formulas() -> None:
     ts = np.array([0, 1_000_000, 3_000_000, 4_000_000], dtype=np.int64)  # gaps 1, 2, 1 ms
@@ -115,10 +118,10 @@ def test_emodel() -> None:
 def test_aggregate_on_the_studys_published_means() -> None:
     # Study 001's published numbers (native OVS = baseline, DPDK = variant). With our explicit
     # definition they give +16.7 %, not the claimed 22 %: the claim has no stated definition.
-    base = {("delay_ms", 0): [0.0167], ("throughput_mbps", 0): [506.86],
+    base: Series = {("delay_ms", 0): [0.0167], ("throughput_mbps", 0): [506.86],
             ("loss_pct", 0): [0.0000989], ("jitter_ms", 100): [0.0521],
             ("throughput_mbps", 100): [477.83], ("loss_pct", 100): [0.0001134]}
-    dpdk = {("delay_ms", 0): [0.0218], ("throughput_mbps", 0): [565.02],
+    dpdk: Series = {("delay_ms", 0): [0.0218], ("throughput_mbps", 0): [565.02],
             ("loss_pct", 0): [0.0000367], ("jitter_ms", 100): [0.0486],
             ("throughput_mbps", 100): [506.80], ("loss_pct", 100): [0.0000642]}
     better = {"delay_ms": False, "jitter_ms": False, "loss_pct": False, "throughput_mbps": True}
@@ -130,8 +133,9 @@ def test_aggregate_on_the_studys_published_means() -> None:
 
 def test_aggregate_ci_covers_point() -> None:
     rng = np.random.default_rng(3)
-    base = {("t", 0): list(rng.normal(100, 5, 20)), ("t", 100): list(rng.normal(90, 5, 20))}
-    var = {("t", 0): list(rng.normal(110, 5, 20)), ("t", 100): list(rng.normal(99, 5, 20))}
+    base: Series = {("t", 0): list(rng.normal(100, 5, 20)),
+                    ("t", 100): list(rng.normal(90, 5, 20))}
+    var: Series = {("t", 0): list(rng.normal(110, 5, 20)), ("t", 100): list(rng.normal(99, 5, 20))}
     r = qos_improvement(base, var, {"t": True}, resamples=300)
     assert r.ci_low < r.percent < r.ci_high
     with pytest.raises(ValueError, match="direction"):
@@ -141,8 +145,8 @@ def test_aggregate_ci_covers_point() -> None:
 def test_aggregate_without_any_usable_resample_has_no_ci() -> None:
     # Loss seen once in ten repetitions per cell: nearly every resample has a zero baseline.
     rare = [0.0] * 9 + [0.001]
-    base = {("loss", rate): rare for rate in range(20)}
-    var = {("loss", rate): [0.002] * 10 for rate in range(20)}
+    base: Series = {("loss", rate): rare for rate in range(20)}
+    var: Series = {("loss", rate): [0.002] * 10 for rate in range(20)}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy's All-NaN warning would fail here
         r = qos_improvement(base, var, {"loss": False}, resamples=50)

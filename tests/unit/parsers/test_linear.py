@@ -56,7 +56,7 @@ def test_find_json_reads_each_character_a_bounded_number_of_times(
     size = _MB // 4 if shape in ("braces", "deep") else _MB
     text = _JUNK[shape] * (size // len(_JUNK[shape]))
     _CountingDecoder.read = 0
-    monkeypatch.setattr(jsontext.json, "JSONDecoder", _CountingDecoder)
+    monkeypatch.setattr(json, "JSONDecoder", _CountingDecoder)  # the module jsontext reads
     with pytest.raises(ParseError, match="cut off or damaged at line"):
         jsontext.find_json(text, "iperf3", "iperf3 -J", lambda doc: "start" in doc)
     # Linear: a small multiple of the text (windows double; the deep shape is searched for its

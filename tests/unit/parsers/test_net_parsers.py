@@ -56,6 +56,7 @@ def test_irtt() -> None:
     assert r.packets_sent == r.packets_received > 90
     assert r.loss_pct == 0.0
     assert r.server_packets_received == 97  # the replies the server sent, for the tx counter
+    assert r.rtt_median_ms is not None and r.rtt_mean_ms is not None
     assert 0 < r.rtt_median_ms <= r.rtt_mean_ms * 2
     assert r.jitter_up_ms is not None and r.jitter_up_ms > 0
     names = {m.metric for m in parse_irtt((DATA / "irtt" / "client_10ms_1s_veth.json").read_text())}

@@ -121,7 +121,9 @@ def test_fio_values_and_units() -> None:
     assert got["randread_bandwidth_KiBps"] == 833096
     assert got["randread_iops"] == pytest.approx(208274.241919)
     assert got["randread_cpu_sys_pct"] == pytest.approx(72.933333)
-    assert got["randread_clat_p50_us"] < got["randread_clat_p99_us"] < got["randread_clat_p99_9_us"]
+    p50, p99, p99_9 = (got[f"randread_clat_{p}_us"] for p in ("p50", "p99", "p99_9"))
+    assert p50 is not None and p99 is not None and p99_9 is not None
+    assert p50 < p99 < p99_9
 
 
 def test_fio_mixed_job_gives_both_directions() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from virtbench.model import Measurement
 from virtbench.parsers.base import ParseError
 from virtbench.parsers.varnishstat import parse_snapshots, parse_varnishstat, timeline
 from virtbench.plugins import get_parser
@@ -13,7 +15,8 @@ from virtbench.plugins import get_parser
 DATA = Path(__file__).resolve().parents[2] / "data" / "varnishstat"
 
 
-def _by_metric(ms, storage=None):
+def _by_metric(ms: Iterable[Measurement], storage: str | None = None
+               ) -> dict[str, Measurement]:
     return {m.metric: m for m in ms if m.labels.get("storage", storage) == storage}
 
 
@@ -33,7 +36,8 @@ def test_single_snapshot_with_lru_nuking() -> None:
 def test_file_storage_counters_are_read() -> None:
     ms = parse_varnishstat((DATA / "file-64M-single.json").read_text())
     s0 = _by_metric(ms, "s0")
-    assert s0["storage_used_bytes"].value + s0["storage_free_bytes"].value == 64 * 1024 * 1024
+    used, free = s0["storage_used_bytes"].value, s0["storage_free_bytes"].value
+    assert used is not None and free is not None and used + free == 64 * 1024 * 1024
 
 
 def test_idle_varnish_has_no_hit_ratio() -> None:
@@ -60,7 +64,8 @@ def test_timeline_from_concatenated_snapshots() -> None:
 def test_explicit_times_override_timestamps() -> None:
     snaps = parse_snapshots((DATA / "malloc-4M-lru-timeline.json").read_text())
     ms = timeline(snaps, [10.0, 10.5, 11.25])
-    assert sorted({m.t for m in ms}) == [0.5, 1.25]
+    assert sorted({m.t for m in ms if m.t is not None}) == [0.5, 1.25]
+    assert all(m.t is not None for m in ms)
     with pytest.raises(ValueError):
         timeline(snaps, [1.0])
 

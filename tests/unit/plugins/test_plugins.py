@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+from virtbench.labs.base import Lab
 from virtbench.plugins import all_labs, all_parsers, all_workloads
+from virtbench.workloads.base import Workload
 
 
 def test_every_workload_declares_its_contract() -> None:
@@ -24,7 +26,7 @@ def test_every_workload_declares_its_contract() -> None:
 
 
 def test_every_declared_knob_has_a_meaning_and_says_what_it_accepts() -> None:
-    plugins = {**all_workloads(), **all_labs()}
+    plugins: dict[str, type[Workload] | type[Lab]] = {**all_workloads(), **all_labs()}
     declaring = {name for name, cls in plugins.items() if cls.knobs}
     assert {"cpu.crc32c", "cpu.aes", "media.x265", "vnf-router", "vswitch", "storage", "web",
             "kvm-guest"} <= declaring

@@ -45,7 +45,7 @@ def test_proc_deltas_between_two_real_snapshots() -> None:
     # cpu line: user +146, system +103, iowait +3, steal +4 ticks; 256 in all
     assert values["profile.steal_pct"] == pytest.approx(100 * 4 / 256)
     assert values["profile.iowait_pct"] == pytest.approx(100 * 3 / 256)
-    assert values["profile.interrupts"] > 0
+    assert (values["profile.interrupts"] or 0) > 0
 
 
 def test_an_unreadable_file_gives_no_measurement_from_it() -> None:

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[3]
 METRICS = [Metric("delay", "s", Better.LOWER, "one-way delay", True),
            Metric("throughput", "bit/s", Better.HIGHER, "received bits per second"),
            Metric("loss", "%", Better.LOWER, "lost packets")]
-LONG_NAMES = [("baseline-configuration-with-a-rather-long-descriptive-name", {"k": 0}),
+LONG_NAMES: list[tuple[str, dict[str, object]]] = [
+              ("baseline-configuration-with-a-rather-long-descriptive-name", {"k": 0}),
               ("tuned-configuration-with-hugepages-pinned-vcpus-and-multiqueue", {"k": 1}),
               ("tuned-configuration-with-hugepages-pinned-vcpus-without-multiqueue", {"k": 2})]
 

@@ -485,11 +485,11 @@ class FullDiskStore(Store):
 
     trials_fit = 4
 
-    def record_trial(self, *args: Any, **kwargs: Any) -> None:
+    def record_trial(self, *args: Any, **kwargs: Any) -> int:
         if self.trials_fit <= 0:
             raise StoreFailed("s.db", "database or disk is full")
         self.trials_fit -= 1
-        super().record_trial(*args, **kwargs)
+        return super().record_trial(*args, **kwargs)
 
     def set_run_status(self, run_id: str, status: str, stop_reason: str = "") -> None:
         if status != "running":

@@ -52,7 +52,7 @@ kvm
 CASES = {"tree": 40, "text": 40, "bytes": 30, "inventory_tree": 30, "inventory_text": 40}
 """Examples per property (docs/cli.md quotes the total)."""
 
-ODD_VALUES = st.sampled_from([
+ODD_VALUES: st.SearchStrategy[object] = st.sampled_from([
     None, "", "x", "hots", -1, 0, 1e-12, 1e308, -1e308, 2**64, -(2**70), 10**30, True,
     float("nan"), float("inf"), float("-inf"), [], {}, [None], {"a": {"b": {"c": []}}},
     "nan", "inf", "\x1b]0;title\x07", "[/]", "=cmd|' /C calc'!A0", "h[1:5000000]",

@@ -5,6 +5,7 @@ in a warning and left behind, never waited for forever)."""
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from typing import Any
 
@@ -33,7 +34,7 @@ def test_a_process_that_survives_sigkill_is_reported_not_waited_for(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(process, "KILL_WAIT_S", 0.01)
     signalled: list[tuple[int, int]] = []
-    monkeypatch.setattr(process.os, "killpg", lambda pid, sig: signalled.append((pid, sig)))
+    monkeypatch.setattr(os, "killpg", lambda pid, sig: signalled.append((pid, sig)))
     stuck: Any = _Unkillable()
     with caplog.at_level(logging.WARNING, logger="virtbench.targets.process"):
         kill_process_group(stuck)

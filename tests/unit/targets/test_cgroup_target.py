@@ -19,6 +19,9 @@ class FakeGroup:
     def procs_files(self) -> list[Path]:
         return self.files
 
+    def perf_event_path(self) -> str | None:
+        return None
+
 
 def test_command_runs_with_the_pid_it_wrote_into_every_procs_file(tmp_path: Path) -> None:
     files = [tmp_path / "cpu.procs", tmp_path / "memory.procs"]

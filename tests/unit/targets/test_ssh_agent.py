@@ -182,6 +182,7 @@ def test_gather_reads_and_probes_as_the_commands_do(agent: AgentSession, tmp_pat
     assert reply["files"][0] == "a: 1\nb\n" and reply["files"][2] is None
     assert "MemTotal:" in reply["files"][1]
     assert reply["binaries"] == expected.binaries
+    assert expected.binaries[0] is not None
     assert reply["binaries"][0].startswith(f"{expected.binaries[0].splitlines()[0]}\n")
     assert reply["binaries"][1] is None
     assert [(r["rc"], r["stdout"]) for r in reply["results"]] == [

@@ -133,8 +133,9 @@ def qos_variant(switch: str, rate: int) -> str:
 
 def build_qos(store: Store, compare_by: bool = True) -> Values:
     """Study 001's grid: ovs and ovs-dpdk × 0 and 100 Mbit/s of background, 5 repetitions."""
-    grid = [(qos_variant(s, b), {"switch": s, "background_mbps": b})
-            for s in ("ovs", "ovs-dpdk") for b in (0, 100)]
+    grid: list[tuple[str, dict[str, Any]]] = [
+        (qos_variant(s, b), {"switch": s, "background_mbps": b})
+        for s in ("ovs", "ovs-dpdk") for b in (0, 100)]
     run = SyntheticRun(store, variants=grid, baseline=qos_variant("ovs", 0),
                        workload_id="net.qos-transfer", workload="net.qos-transfer",
                        metrics=QosTransfer.metrics,

@@ -47,7 +47,7 @@ def test_per_loop_table_in_the_study_order(tmp_path: Path) -> None:
     row = row_where(two, **{"test · quantity": BLOCK_RATE})
     assert row[1:4] == [_num(v) for v in loops]
     low, high = cox_interval(loops)  # a rate is positive: Cox's log-normal interval
-    assert row[4] == f"{_num(np.mean(loops))} [{_num(low)}, {_num(high)}]"
+    assert row[4] == f"{_num(float(np.mean(loops)))} [{_num(low)}, {_num(high)}]"
 
 
 def test_too_fast_is_shown_as_plus_signs_with_the_hint(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_change_of_2vcpu_against_1vcpu(tmp_path: Path) -> None:
     (change,) = by_key(storage_sections(analysis), "storage-bonnie-change")
     assert change.title.endswith("2vcpu vs 1vcpu")
     row = row_where(change, **{"test · quantity": BLOCK_RATE})
-    base = np.mean(values[("1vcpu", "seq_output_block_KiBps")])
+    base = float(np.mean(values[("1vcpu", "seq_output_block_KiBps")]))
     var = np.mean(values[("2vcpu", "seq_output_block_KiBps")])
     assert cell(change, row, "1vcpu mean") == _num(base)
     assert cell(change, row, "change %").startswith(f"{100 * (var / base - 1):+.3g} %")

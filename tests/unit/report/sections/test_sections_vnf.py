@@ -45,7 +45,7 @@ def test_throughput_table_range_and_fit(tmp_path: Path) -> None:
     for n in range(4):
         row = row_where(table, neighbours=str(n))
         x = np.asarray(values[(f"neighbours={n}", "throughput_gbps")])
-        low, high = cox_interval(x)  # a throughput is positive
+        low, high = cox_interval(x.tolist())  # a throughput is positive
         assert cell(table, row, "throughput") == f"{x.mean():.4g} Gbit/s [{low:.4g}, {high:.4g}]"
         cpu = np.mean(values[(f"neighbours={n}", "cpu_busy_pct")])
         assert cell(table, row, "CPU busy").startswith(f"{cpu:.4g} %")

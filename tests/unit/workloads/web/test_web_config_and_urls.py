@@ -72,8 +72,12 @@ def test_cold_cache_needs_a_lab_that_can_empty_it() -> None:
     with pytest.raises(VirtbenchError, match="origin has no cache"):
         prepare_cache("warm", "origin", ["http://127.0.0.1:8/y"], None)
     emptied: list[bool] = []
-    notes = prepare_cache("cold", "cache", [], _stack(empty_cache=lambda: emptied.append(True)
-                                                      or {"cache_emptied": "yes"}))
+
+    def empty_cache() -> dict[str, str]:
+        emptied.append(True)
+        return {"cache_emptied": "yes"}
+
+    notes = prepare_cache("cold", "cache", [], _stack(empty_cache=empty_cache))
     assert emptied == [True] and notes == {"cache_emptied": "yes"}
     assert prepare_cache("as-is", "origin", [], None) == {}
 
