@@ -17,7 +17,9 @@ import pytest
 from virtbench.fleet.inventory import InventoryError, load_inventory
 from virtbench.inputs.files import InputFileError, read_input
 from virtbench.inputs.yamlfile import YamlInputError, read_text_file
+from virtbench.model import VirtbenchError
 from virtbench.spec.loader import SpecError, load_experiment
+from virtbench.workloads.web.urls import read_url_file
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 IPERF3 = DATA / "iperf3" / "iperf3.12-tcp-loopback.json"
@@ -63,6 +65,8 @@ def test_loaders_refuse_the_same_classes(tmp_path: Path, unix_socket: Path, fifo
             load_inventory(path)
         with pytest.raises(YamlInputError, match=what):
             read_text_file(path, "experiment file")
+        with pytest.raises(VirtbenchError, match=what):
+            read_url_file(path)
 
 
 def _writer(fifo: Path, data: bytes, stop: threading.Event | None = None
