@@ -4,7 +4,9 @@ bonnie++ prints one CSV line per loop (``-x N`` gives N lines, preceded by a hea
 omits two columns, so fields are read by position): format 1.98 (bonnie++ 2.00, 50 fields) and
 1.96/1.97 (bonnie++ 1.96/1.97, 48 fields). The human table is what bonnie++ prints on stdout (or
 stderr with ``-q``) and what ``bon_csv2txt`` prints; 2.00 rounds rates (``240m``), so the CSV
-line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on.
+line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on, every
+result row of them (``bon_csv2txt`` of several CSV lines prints one row per line under one
+header).
 
 ``+++++`` (and a ``+++`` CPU column) means the test finished too fast to measure: it becomes a
 Measurement with ``value=None`` and ``status="too_fast"``. An empty field means the test was

@@ -5,6 +5,9 @@ streams' sender side), UDP jitter, packets and lost packets, CPU use; per stream
 are several) and the sum; both directions of ``--bidir`` (label ``direction``). Text the tool
 prints around the JSON (warnings) is kept as warnings. A run stopped with Ctrl-C (end sums plus
 an ``error``) is a partial result; a value iperf3 did not report is absent or "not measured".
+The server's own output (``iperf3 -s -J``) is read too: there the half and the CPU figures only
+the client measures are iperf3's placeholder zeros, reported as not measured; which side sent
+comes from the file's ``sender`` flags.
 
 Versions: the ``end.sum_sent``/``end.sum_received`` pair exists for UDP only from 3.11 on; older
 UDP outputs have ``end.sum`` alone (the sender's rate plus the receiver's loss and jitter).

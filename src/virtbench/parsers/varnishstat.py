@@ -4,6 +4,8 @@ A file may hold one snapshot or several (concatenated JSON objects or JSON lines
 sampling ``varnishstat -n DIR -j`` every K seconds). The Varnish ≥ 6.5 layout
 (``{"version": 1, "timestamp": ..., "counters": {...}}``), the older flat layout (4.x-6.4,
 ``MAIN.cache_hit``) and Varnish 3.x's (``cache_hit`` without the ``MAIN.`` prefix) are read.
+A counter that a filtered output (``varnishstat -f PATTERN``) does not hold is not measured,
+never 0.
 
 Definitions (the issue's): hit ratio = MAIN.cache_hit / (MAIN.cache_hit + MAIN.cache_miss),
 per interval between two snapshots and cumulative since the first snapshot.

@@ -81,6 +81,16 @@ def test_iperf3_server_side_bidir_labels_each_direction_by_what_the_server_did()
     assert ("tcp_rtt_max_ms", tuple(up.items())) not in _by(parsed)
 
 
+def test_iperf3_server_side_streams_each_keep_what_the_server_measured() -> None:
+    parsed = _read("iperf3", "iperf3.12-tcp-P2-server-side-loopback.json")
+    streams = {m.labels["stream"] for m in parsed.measurements if "stream" in m.labels}
+    assert len(streams) == 2
+    for stream in streams:
+        assert _value(parsed, "throughput_mbps", stream=stream) > 0  # type: ignore[operator]
+        assert _status(parsed, "sender_throughput_mbps", stream=stream) == NOT_MEASURED
+    assert _status(parsed, "cpu_sender_pct") == NOT_MEASURED
+
+
 def test_iperf3_client_sides_unchanged_cpu_roles() -> None:
     parsed = _read("iperf3", "iperf3.12-tcp-reverse-loopback.json")  # -R: the server sends
     assert _value(parsed, "cpu_sender_pct") == pytest.approx(12.1508, abs=1e-3)  # remote
