@@ -3,7 +3,6 @@ the file when either fails. Decompression is virtbench.compressed's, called by t
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -16,14 +15,13 @@ In = TypeVar("In")
 T = TypeVar("T")
 
 
-def read_input_bytes(path: Path) -> bytes:
-    """The bytes of ``path`` ('-' is stdin), as saved."""
-    if str(path) == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
+def read_input_bytes(path: Path, kind: str = "tool output") -> bytes:
+    """The bytes of ``path`` ('-' is stdin), as saved, within the parsers' bound (256 MiB,
+    compressed or not: virtbench.inputs.files refuses what is not a file and cuts a stream)."""
+    from virtbench.inputs.files import read_input
+    from virtbench.parsers.base import MAX_OUTPUT_BYTES
+
+    return read_input(path, kind, MAX_OUTPUT_BYTES)
 
 
 def parse_input(parse: Callable[[In], T], data: In, what: str, source: Path) -> T:

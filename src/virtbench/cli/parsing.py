@@ -28,7 +28,7 @@ def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> Non
     from virtbench.plugins import get_parser
 
     parser = get_parser(tool)
-    parsed = parse_input(parser.read, read_input_bytes(file), tool, file)
+    parsed = parse_input(parser.read, read_input_bytes(file, f"{tool} output"), tool, file)
     units = {m.name: m for m in parser.metrics}
     notes = [("warning", w) for w in parsed.warnings] + (
         [("partial", "the tool's run was cut short; values cover part of it")]

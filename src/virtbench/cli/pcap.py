@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import os
+import stat
 from pathlib import Path
 
 from virtbench import safetext
@@ -11,9 +12,23 @@ from virtbench.net_qos.capture_report import CAPTURE_METRICS, analyse_capture, f
 __all__ = ["parse_pcap_command"]
 
 
+def capture_source(file: Path) -> Path | bytes:
+    """A regular file by its path (mapped from disk, any size); standard input, a pipe or a
+    FIFO read into memory, within the bound of a decompressed capture (2 GiB); a directory, a
+    device, a socket or a FIFO without a writer refused at once (virtbench.inputs.files)."""
+    from virtbench.inputs.files import open_input, read_input, read_opened
+    from virtbench.net_qos.capture_file import MAX_DECOMPRESSED_BYTES
+
+    if str(file) == "-":
+        return read_input(file, "capture", MAX_DECOMPRESSED_BYTES)
+    with open_input(file, "capture") as stream:
+        if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return file
+        return read_opened(stream, file, "capture", MAX_DECOMPRESSED_BYTES)
+
+
 def parse_pcap_command(file: Path, flow: str | None, as_json: bool) -> None:
-    source: Path | bytes = sys.stdin.buffer.read() if str(file) == "-" else file
-    report = analyse_capture(source, flow)
+    report = analyse_capture(capture_source(file), flow)
     if report.damage:
         safetext.console(stderr=True).print(
             f"[yellow]warning:[/] {safetext.markup(file)}: {safetext.markup(report.damage)} "

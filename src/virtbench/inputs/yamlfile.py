@@ -32,6 +32,7 @@ from ruamel.yaml.events import AliasEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from virtbench.errors import VirtbenchError
+from virtbench.inputs.files import InputFileError, open_input
 
 __all__ = ["ALIAS_FREE_VALUES", "MAX_ALIAS_RATIO", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES",
            "YamlInputError", "load_yaml", "read_text_file"]
@@ -56,12 +57,15 @@ class YamlInputError(VirtbenchError):
 
 def read_text_file(path: Path, what: str, kind: str | None = None, *,
                    max_bytes: int = MAX_BYTES) -> str:
-    """The text of ``path`` (UTF-8), read at most ``max_bytes`` far (a device or a huge file
-    is refused, not read whole). Messages say ``cannot read {what} PATH`` and ``PATH: not a
-    {kind}`` (``kind`` defaults to ``what``)."""
+    """The text of ``path`` (UTF-8), read at most ``max_bytes`` far (a huge file is refused,
+    not read whole; a directory, device, socket or FIFO without a writer at once, by
+    :func:`virtbench.inputs.files.open_input`). Messages say ``cannot read {what} PATH`` and
+    ``PATH: not a {kind}`` (``kind`` defaults to ``what``)."""
     try:
-        with path.open("rb") as stream:
-            data = stream.read(max_bytes + 1)
+        with open_input(path, kind or what, what) as stream:  # a device, a FIFO without a writer
+            data = stream.read(max_bytes + 1)                   # ...: one line, at once
+    except InputFileError as exc:
+        raise YamlInputError(str(exc)) from None
     except OSError as exc:
         raise YamlInputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
@@ -11,7 +12,7 @@ from virtbench.model import Domain, Measurement, Metric, VirtbenchError
 
 __all__ = [
     "INVALID", "MAX_OUTPUT_BYTES", "NOT_MEASURED", "ParseError", "Parsed", "Parser",
-    "check_figures", "checked",
+    "check_figures", "checked", "terminal_text",
 ]
 
 MAX_OUTPUT_BYTES = 256 << 20
@@ -71,14 +72,47 @@ class Parser:
             size = f"{len(raw) / 2**20:.0f} MiB" + (" once decompressed" if compression else "")
             raise ParseError(f"{size} is more than any {self.tool} output virtbench reads "
                              f"({MAX_OUTPUT_BYTES / 2**20:g} MiB); is it the right file?")
-        text = raw.decode("utf-8", errors="replace")
+        text, note = terminal_text(raw.decode("utf-8", errors="replace"))
         parsed = (self.parse_full(text) if self.parse_full is not None
                   else Parsed(self.parse(text), self.tool))
         if not parsed.figures_checked:  # a plugin's parser: the same rule applies
             checked(parsed, self.metrics, self.tool)
+        if note:
+            parsed.warnings.insert(0, f"{self.tool}: {note}")
         if compression:
             parsed.format = f"{parsed.format} ({compression})"
         return parsed
+
+
+# What a terminal adds to a tool's output when the session is captured (``script``, a
+# terminal's "save output", tmux's capture-pane -e): escape sequences (colours, bracketed
+# paste, cursor moves), the echo of Ctrl-C / Ctrl-Z / Ctrl-\ ("^C") at the start of a line —
+# iperf3 prints its JSON right after it on the same line —, CR before LF, and script(1)'s own
+# first and last lines.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ECHOED = re.compile(r"^(?:\^[CZ\\])+", re.MULTILINE)
+_SCRIPT_LINE = re.compile(r"^Script (?:started|done) on \d{4}-\d\d-\d\d[^\n]*\n?", re.MULTILINE)
+
+
+def terminal_text(text: str) -> tuple[str, str]:
+    """``text`` without what a terminal capture added (see above), and a note saying what was
+    removed ('' when nothing was: the common case costs four substring searches)."""
+    if "\x1b" not in text and "\r\n" not in text and "^" not in text \
+            and "Script started on " not in text:
+        return text, ""
+    removed: list[str] = []
+    for pattern, one, several in (
+            (_ESCAPE, "a terminal escape sequence", "terminal escape sequences"),
+            (_SCRIPT_LINE, "a line of script(1)", "lines of script(1)"),
+            (_ECHOED, "an echoed control key (^C)", "echoed control keys (^C)")):
+        text, count = pattern.subn("", text)
+        if count:
+            removed.append(one if count == 1 else f"{count} {several}")
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+        removed.append("CRLF line ends")
+    return text, ("read as a terminal capture: removed " + ", ".join(removed)) if removed \
+        else ""
 
 
 def check_figures(measurements: Iterable[Measurement], metrics: Iterable[Metric], tool: str

@@ -4,7 +4,9 @@ bonnie++ prints one CSV line per loop (``-x N`` gives N lines, preceded by a hea
 omits two columns, so fields are read by position): format 1.98 (bonnie++ 2.00, 50 fields) and
 1.96/1.97 (bonnie++ 1.96/1.97, 48 fields). The human table is what bonnie++ prints on stdout (or
 stderr with ``-q``) and what ``bon_csv2txt`` prints; 2.00 rounds rates (``240m``), so the CSV
-line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on.
+line is preferred when both are present. Tables are read from 1.03 (no Latency rows) on, every
+result row of them (``bon_csv2txt`` of several CSV lines prints one row per line under one
+header).
 
 ``+++++`` (and a ``+++`` CPU column) means the test finished too fast to measure: it becomes a
 Measurement with ``value=None`` and ``status="too_fast"``. An empty field means the test was
@@ -198,52 +200,85 @@ def _cells(line: str, anchors: list[int], skip: int) -> list[list[str]]:
     return cells
 
 
-def _table_block(lines: list[str], head: int, tests: tuple[BonnieTest, ...],
-                 labels: dict[str, str]) -> list[Measurement]:
-    header = lines[head]
-    anchors = [m.end() for m in re.finditer(r"%CP", header)]
-    if len(anchors) != 6 or head + 1 >= len(lines):
-        raise ParseError(f"bonnie++ table: header line {head + 1} has {len(anchors)} '%CP' "
-                         "columns and no row after it; expected six")
-    data = lines[head + 1]
+def _is_row(line: str) -> bool:
+    """A result row of a table (not a header, a Latency row, a CSV line or a blank line)."""
+    stripped = line.strip()
+    return bool(stripped) and "%CP" not in line and "," not in line \
+        and not stripped.startswith(("Latency", "-", "Version"))
+
+
+def _rows_under(lines: list[str], head: int) -> list[tuple[int, int | None]]:
+    """(row, its Latency row or None) of every result under the header at ``head``: bonnie++
+    prints one, ``bon_csv2txt`` one per CSV line it was given."""
+    out: list[tuple[int, int | None]] = []
+    i = head + 1
+    while i < len(lines) and _is_row(lines[i]):
+        latency = i + 1 if i + 1 < len(lines) and lines[i + 1].strip().startswith("Latency") \
+            else None
+        out.append((i, latency))
+        i += 2 if latency is not None else 1
+    return out
+
+
+def _table_row(lines: list[str], head: int, row: tuple[int, int | None],
+               tests: tuple[BonnieTest, ...], labels: dict[str, str]) -> list[Measurement]:
+    anchors = [m.end() for m in re.finditer(r"%CP", lines[head])]
+    data_at, lat_at = row
+    data = lines[data_at]
     # Leading labels (machine and size, files spec) end left of the first 10-wide cell.
     skip = sum(1 for m in _TOKEN.finditer(data) if m.end() <= anchors[0] - 10)
     cells = _cells(data, anchors, skip)
     out: list[Measurement] = []
-    lat_cells: list[list[str]] | None = None
-    if head + 2 < len(lines) and lines[head + 2].strip().startswith("Latency"):
-        lat_line = lines[head + 2]
-        lat_cells = _cells(lat_line, [a - 2 for a in anchors], 1)
+    lat_cells = None if lat_at is None else _cells(lines[lat_at], [a - 2 for a in anchors], 1)
     for i, (test, cell) in enumerate(zip(tests, cells, strict=True)):
         if len(cell) == 2:
             rate, cpu = cell
         elif not cell:
             rate, cpu = "", ""
         else:
-            raise ParseError(f"bonnie++ table line {head + 2}: cell of {test.key} is "
+            raise ParseError(f"bonnie++ table line {data_at + 1}: cell of {test.key} is "
                              f"{' '.join(cell)!r}; expected a rate and a CPU %")
         out.append(_human_rate(_rate_name(test), rate, cpu, labels))
         out.append(_value(f"{test.key}_cpu_pct", cpu, labels))
         if lat_cells is not None:
             lat = lat_cells[i]
             if len(lat) > 1:
-                raise ParseError(f"bonnie++ table line {head + 3}: latency cell of {test.key} "
-                                 f"is {' '.join(lat)!r}")
+                raise ParseError(f"bonnie++ table line {data_at + 2}: latency cell of "
+                                 f"{test.key} is {' '.join(lat)!r}")
             out.append(_latency(f"{test.key}_latency_us", lat[0] if lat else "", labels))
     return out
 
 
 def _parse_table(text: str) -> tuple[list[Measurement], str]:
+    """Every result of the table(s): bonnie++ -x N prints a table per loop, bon_csv2txt one
+    table with a row per result; either way each result is labelled ``loop=1..N``."""
     lines = text.splitlines()
     blocks = [i for i, line in enumerate(lines) if "/sec %CP" in line]
     if len(blocks) < 2:
         raise ParseError("not a bonnie++ table: expected two '/sec %CP' header rows")
     version = re.search(r"Version\s+(\S+)", text)
+    Row = tuple[int, tuple[int, int | None]]  # (header line, (row line, Latency line))
+    results: list[tuple[Row, Row]] = []
+    for b in range(0, len(blocks) - 1, 2):
+        pair = []
+        for head in (blocks[b], blocks[b + 1]):
+            anchors = len(re.findall(r"%CP", lines[head]))
+            rows = _rows_under(lines, head)
+            if anchors != 6 or not rows:
+                raise ParseError(f"bonnie++ table: header line {head + 1} has {anchors} '%CP' "
+                                 "columns and no row after it; expected six")
+            pair.append(rows)
+        if len(pair[0]) != len(pair[1]):
+            raise ParseError(f"bonnie++ table: {len(pair[0])} result row(s) under the header at "
+                             f"line {blocks[b] + 1} but {len(pair[1])} under the one at line "
+                             f"{blocks[b + 1] + 1}; expected one file-test row per result")
+        results += [((blocks[b], seq), (blocks[b + 1], files))
+                    for seq, files in zip(pair[0], pair[1], strict=True)]
     out: list[Measurement] = []
-    for loop, b in enumerate(range(0, len(blocks) - 1, 2)):
-        labels = {"loop": str(loop + 1)} if len(blocks) > 2 else {}
-        for head, tests in ((blocks[b], BONNIE_TESTS[:6]), (blocks[b + 1], BONNIE_TESTS[6:])):
-            out += _table_block(lines, head, tests, labels)
+    for loop, (seq_part, file_part) in enumerate(results, 1):
+        labels = {"loop": str(loop)} if len(results) > 1 else {}
+        out += _table_row(lines, *seq_part, BONNIE_TESTS[:6], labels)
+        out += _table_row(lines, *file_part, BONNIE_TESTS[6:], labels)
     return out, f"bonnie++ {version.group(1) if version else '?'} table"
 
 

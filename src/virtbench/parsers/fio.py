@@ -23,8 +23,9 @@ percent of one CPU. Latencies fio did not measure (``gtod_reduce=1``) have value
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
@@ -131,6 +132,20 @@ class _Job:
     pattern: str | None
     """None: fio 2.x, the pattern is unknown."""
     doc: dict[str, Any]
+    error: int = 0
+    """fio's errno for the job (0: it ended without error)."""
+
+
+def _error_number(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+
+
+def _error_text(error: int) -> str:
+    """``84 (Invalid or incomplete multibyte or wide character)``: fio's errno and its name."""
+    return f"{error} ({os.strerror(error)})" if 0 < error < 4096 else str(error)
 
 
 def _jobs(doc: dict[str, Any], version: str, warnings: list[str]) -> list[_Job]:
@@ -146,10 +161,7 @@ def _jobs(doc: dict[str, Any], version: str, warnings: list[str]) -> list[_Job]:
         if not isinstance(job, dict):
             raise ParseError(f"{version} JSON: a job entry is {type(job).__name__}, not an object")
         name = str(job.get("jobname", "?"))
-        error = job.get("error")
-        if error:
-            raise ParseError(f"{version}: job {name!r} failed with error {error} "
-                             "(fio's errno); no results for it")
+        error = _error_number(job.get("error")) if job.get("error") else 0
         job_opts = job.get("job options")
         job_opts = job_opts if isinstance(job_opts, dict) else None
         if job_opts is not None or options_listed:
@@ -160,7 +172,7 @@ def _jobs(doc: dict[str, Any], version: str, warnings: list[str]) -> list[_Job]:
             pattern: str | None = fio_series(str(rw))
         else:
             pattern = None
-        out.append(_Job(name, str(job.get("groupid", 0)), pattern, job))
+        out.append(_Job(name, str(job.get("groupid", 0)), pattern, job, error))
     if any(j.pattern is None for j in out):
         warnings.append(f"{version} JSON has no job options: the access pattern (rw) is "
                         "unknown, so series are named by direction (read, write, trim)")
@@ -191,12 +203,18 @@ def _ios(stats: dict[str, Any], what: str) -> float:
 
 def _direction(prefix: str, stats: dict[str, Any], labels: dict[str, str], what: str
                ) -> list[Measurement]:
-    out = [
-        Measurement(f"{prefix}_bandwidth_KiBps", _float(stats.get("bw"), f"{what}.bw"),
-                    labels=dict(labels)),
-        Measurement(f"{prefix}_iops", _float(stats.get("iops"), f"{what}.iops"),
-                    labels=dict(labels)),
-    ]
+    runtime = stats.get("runtime")
+    if runtime == 0 and not isinstance(runtime, bool):
+        # I/O counted but no time (verify_only's skipped writes): a rate fio did not measure
+        out = [Measurement(f"{prefix}_{kind}", None, labels=dict(labels), status=NOT_MEASURED)
+               for kind in ("bandwidth_KiBps", "iops")]
+    else:
+        out = [
+            Measurement(f"{prefix}_bandwidth_KiBps", _float(stats.get("bw"), f"{what}.bw"),
+                        labels=dict(labels)),
+            Measurement(f"{prefix}_iops", _float(stats.get("iops"), f"{what}.iops"),
+                        labels=dict(labels)),
+        ]
     clat = _latency(stats, "clat")
     if clat is not None:
         lat_stats, factor = clat
@@ -276,65 +294,110 @@ def _totals(rows: list[tuple[_Job, str, dict[str, Any]]]) -> list[Measurement]:
     return out
 
 
+@dataclass
+class _Rows:
+    """What the jobs gave: measurements, the rows behind job=total, and what was noticed."""
+
+    out: list[Measurement] = field(default_factory=list)
+    labelled: list[tuple[_Job, str, dict[str, Any]]] = field(default_factory=list)
+    not_measured: bool = False
+    no_rate: bool = False
+
+
+def _prefix(job: _Job, direction: str) -> str:
+    if job.pattern is None:
+        return direction
+    return job.pattern if job.pattern in _SINGLE else f"{job.pattern}_{direction}"
+
+
+def _job_rows(job: _Job, labels: dict[str, str], version: str, rows: _Rows,
+              warnings: list[str]) -> int:
+    """Add one job's measurements to ``rows``; returns how many directions did I/O."""
+    expected = _DIRECTIONS[job.pattern] if job.pattern else _BY_DIRECTION
+    directions = 0
+    for direction in ("read", "write", "trim"):
+        stats = job.doc.get(direction)
+        if not isinstance(stats, dict):
+            continue
+        what = f"job {job.name!r} {direction}"
+        if not _ios(stats, what):
+            continue
+        if direction not in expected:
+            warnings.append(f"{version}: job {job.name!r} (rw {job.pattern}) also did "
+                            f"{direction} I/O (verify?); not mapped")
+            continue
+        directions += 1
+        prefix = _prefix(job, direction)
+        measured = _direction(prefix, stats, labels, what)
+        rows.not_measured |= any(m.status == NOT_MEASURED for m in measured
+                                 if "_clat_" in m.metric)
+        rows.no_rate |= any(m.status == NOT_MEASURED for m in measured
+                            if m.metric.endswith("_iops"))
+        rows.out += measured
+        if labels:
+            rows.labelled.append((job, prefix, stats))
+    cpu_stem = f"{job.pattern}_cpu" if job.pattern else "cpu"
+    for kind in ("usr", "sys"):
+        if f"{kind}_cpu" in job.doc and (directions or not job.error):
+            rows.out.append(Measurement(f"{cpu_stem}_{kind}_pct",
+                                        _float(job.doc[f"{kind}_cpu"], f"job {job.name!r} cpu"),
+                                        labels=dict(labels)))
+    sync = job.doc.get("sync")
+    if isinstance(sync, dict) and sync.get("total_ios"):
+        warnings.append(f"{version}: job {job.name!r} fsync/fdatasync latencies ('sync') "
+                        "are not mapped")
+    return directions
+
+
+def _failed_jobs(jobs: list[_Job], did_io: list[int], version: str, printed: list[str],
+                 warnings: list[str]) -> bool:
+    """Warnings for the jobs that ended with an error; a ParseError naming the error when no
+    job did any I/O. Returns whether some job's figures cover only part of its run."""
+    failed = [(job, io) for job, io in zip(jobs, did_io, strict=True) if job.error]
+    if failed and not any(did_io):
+        job = failed[0][0]
+        said = f"; fio said: {printed[0]}" if printed else ""
+        raise ParseError(f"{version}: job {job.name!r} failed with error "
+                         f"{_error_text(job.error)} before doing any I/O, so there are no "
+                         f"statistics{said}")
+    for job, io in failed:
+        warnings.append(
+            f"{version}: job {job.name!r} ended with error {_error_text(job.error)}: "
+            + ("its statistics cover the I/O before the error (partial)" if io
+               else "it did no I/O; no figures for it"))
+    return bool(failed)
+
+
 def parse_fio_full(text: str) -> Parsed:
-    """Every job of one fio JSON document, per direction, with totals of repeated patterns."""
+    """Every job of one fio JSON document, per direction, with totals of repeated patterns. A
+    job that ended with an error keeps the statistics it has, and the result is partial."""
     found = find_json(text, "fio", "the JSON of fio --output-format=json (or json,normal)",
                       _is_fio)
     doc = found.doc
     version = str(doc.get("fio version", "fio"))
     fmt = f"{version} JSON" + ("+normal" if found.after.strip() else "")
-    warnings: list[str] = [
-        f"fio printed: {line.strip()[:120]}" for line in found.before.splitlines()
-        if line.startswith("fio:") or "error" in line.lower() or "warn" in line.lower()]
+    printed = [line.strip()[:120] for line in found.before.splitlines()
+               if line.startswith(("fio:", "verify:")) or "error" in line.lower()
+               or "warn" in line.lower()]
+    warnings = [f"fio printed: {line}" for line in printed]
     jobs = _jobs(doc, version, warnings)
-    out: list[Measurement] = []
-    labelled_rows: list[tuple[_Job, str, dict[str, Any]]] = []
-    not_measured = False
-    for job, labels in zip(jobs, _job_labels(jobs), strict=True):
-        expected = _DIRECTIONS[job.pattern] if job.pattern else _BY_DIRECTION
-        for direction in ("read", "write", "trim"):
-            stats = job.doc.get(direction)
-            if not isinstance(stats, dict):
-                continue
-            what = f"job {job.name!r} {direction}"
-            if not _ios(stats, what):
-                continue
-            if direction not in expected:
-                warnings.append(f"{version}: job {job.name!r} (rw {job.pattern}) also did "
-                                f"{direction} I/O (verify?); not mapped")
-                continue
-            prefix: str
-            if job.pattern is None:
-                prefix = direction
-            elif job.pattern in _SINGLE:
-                prefix = job.pattern
-            else:
-                prefix = f"{job.pattern}_{direction}"
-            rows = _direction(prefix, stats, labels, what)
-            not_measured |= any(m.status == NOT_MEASURED for m in rows)
-            out += rows
-            if labels:
-                labelled_rows.append((job, prefix, stats))
-        cpu_stem = f"{job.pattern}_cpu" if job.pattern else "cpu"
-        for kind in ("usr", "sys"):
-            if f"{kind}_cpu" in job.doc:
-                out.append(Measurement(f"{cpu_stem}_{kind}_pct",
-                                       _float(job.doc[f"{kind}_cpu"], f"job {job.name!r} cpu"),
-                                       labels=dict(labels)))
-        sync = job.doc.get("sync")
-        if isinstance(sync, dict) and sync.get("total_ios"):
-            warnings.append(f"{version}: job {job.name!r} fsync/fdatasync latencies ('sync') "
-                            "are not mapped")
-    out += _totals(labelled_rows)
-    if not_measured:
+    rows = _Rows()
+    did_io = [_job_rows(job, labels, version, rows, warnings)
+              for job, labels in zip(jobs, _job_labels(jobs), strict=True)]
+    partial = _failed_jobs(jobs, did_io, version, printed, warnings)
+    out = rows.out + _totals(rows.labelled)
+    if rows.not_measured:
         warnings.append(f"{version}: completion latencies were not measured (gtod_reduce=1 or "
                         "disable_clat): reported as not_measured, not as 0")
+    if rows.no_rate:
+        warnings.append(f"{version}: I/O counted over a run time of 0 (verify_only): its "
+                        "bandwidth and IOPS are reported as not_measured, not as 0")
     for key in sorted(set(doc) - _MAPPED_TOP):
         warnings.append(f"{version} JSON section '{key}' is not mapped")
     if not out:
         raise ParseError(f"{fmt} contains no read, write or trim I/O; expected at least one job "
                          "that did I/O")
-    return checked(Parsed(out, fmt, warnings), FIO_METRICS, version)
+    return checked(Parsed(out, fmt, warnings, partial=partial), FIO_METRICS, version)
 
 
 def parse_fio(text: str) -> list[Measurement]:

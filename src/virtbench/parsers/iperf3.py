@@ -5,6 +5,9 @@ streams' sender side), UDP jitter, packets and lost packets, CPU use; per stream
 are several) and the sum; both directions of ``--bidir`` (label ``direction``). Text the tool
 prints around the JSON (warnings) is kept as warnings. A run stopped with Ctrl-C (end sums plus
 an ``error``) is a partial result; a value iperf3 did not report is absent or "not measured".
+The server's own output (``iperf3 -s -J``) is read too: there the half and the CPU figures only
+the client measures are iperf3's placeholder zeros, reported as not measured; which side sent
+comes from the file's ``sender`` flags.
 
 Versions: the ``end.sum_sent``/``end.sum_received`` pair exists for UDP only from 3.11 on; older
 UDP outputs have ``end.sum`` alone (the sender's rate plus the receiver's loss and jitter).
@@ -181,39 +184,54 @@ def _rtt(streams: list[Any], sending: bool | None) -> dict[str, float]:
             "tcp_rtt_min_ms": min(mins) / 1e3, "tcp_rtt_max_ms": max(maxs) / 1e3}
 
 
-def _sums(sent: Any, received: Any, udp: Any, labels: dict[str, str], interrupted: bool
+def _placeholder(part: Any, other: Any) -> bool:
+    """``part`` is a sum iperf3 filled with zeros because the peer's report never reached this
+    side (an interrupted run; a server's view of the client's half): no bytes, while the other
+    half of the same direction moved some."""
+    return (isinstance(part, dict) and not _num(part, "bytes")
+            and not _num(part, "bits_per_second") and (_num(other, "bytes") or 0) > 0)
+
+
+def _sums(sent: Any, received: Any, udp: Any, labels: dict[str, str], peer_missing: bool
           ) -> list[Measurement]:
-    """Measurements of one direction's (or one stream's) sums."""
+    """Measurements of one direction's (or one stream's) sums. ``peer_missing``: the peer's
+    report may be absent (an interrupted run, the server side), so its zeros are not values."""
     out: list[Measurement] = []
     sent_bps = _num(sent, "bits_per_second")
     recv_bps = _num(received, "bits_per_second")
-    if recv_bps is not None:
-        if interrupted and recv_bps == 0 and (_num(sent, "bytes") or 0) > 0:
-            # Stopped before the server's report arrived: iperf3 fills in zeros.
-            out.append(Measurement("throughput_mbps", None, labels=dict(labels),
-                                   status=NOT_MEASURED))
-        else:
-            out.append(Measurement("throughput_mbps", recv_bps / 1e6, labels=dict(labels)))
-    elif udp is not None:
+    if (recv_bps is not None and peer_missing and _placeholder(received, sent)) or (
+            recv_bps is None and udp is not None):
         out.append(Measurement("throughput_mbps", None, labels=dict(labels), status=NOT_MEASURED))
-    if sent_bps is not None:
+    elif recv_bps is not None:
+        out.append(Measurement("throughput_mbps", recv_bps / 1e6, labels=dict(labels)))
+    udp_bps = _num(udp, "bits_per_second")
+    sent_missing = peer_missing and _placeholder(sent, received)
+    if sent_missing:
+        out.append(Measurement("sender_throughput_mbps", None, labels=dict(labels),
+                               status=NOT_MEASURED))
+    elif sent_bps is not None:
         out.append(Measurement("sender_throughput_mbps", sent_bps / 1e6, labels=dict(labels)))
-    elif udp is not None and _num(udp, "bits_per_second") is not None:
-        out.append(Measurement("sender_throughput_mbps",
-                               (_num(udp, "bits_per_second") or 0.0) / 1e6, labels=dict(labels)))
-    retransmits = _num(sent, "retransmits")
+    elif udp_bps is not None:
+        out.append(Measurement("sender_throughput_mbps", udp_bps / 1e6, labels=dict(labels)))
+    retransmits = None if sent_missing else _num(sent, "retransmits")
     if retransmits is not None:
         out.append(Measurement("tcp_retransmits", retransmits, labels=dict(labels)))
     if udp is not None:
-        for metric, key in (("udp_jitter_ms", "jitter_ms"), ("udp_packets", "packets"),
-                            ("udp_lost_packets", "lost_packets")):
-            value = _num(udp, key)
-            if value is not None:
-                out.append(Measurement(metric, value, labels=dict(labels)))
-        packets, lost = _num(udp, "packets"), _num(udp, "lost_packets")
-        if packets:
-            out.append(Measurement("udp_loss_pct", 100.0 * (lost or 0.0) / packets,
-                                   labels=dict(labels)))
+        out += _udp(udp, labels)
+    return out
+
+
+def _udp(udp: Any, labels: dict[str, str]) -> list[Measurement]:
+    out: list[Measurement] = []
+    for metric, key in (("udp_jitter_ms", "jitter_ms"), ("udp_packets", "packets"),
+                        ("udp_lost_packets", "lost_packets")):
+        value = _num(udp, key)
+        if value is not None:
+            out.append(Measurement(metric, value, labels=dict(labels)))
+    packets, lost = _num(udp, "packets"), _num(udp, "lost_packets")
+    if packets:
+        out.append(Measurement("udp_loss_pct", 100.0 * (lost or 0.0) / packets,
+                               labels=dict(labels)))
     return out
 
 
@@ -279,15 +297,53 @@ def _stream_measurements(streams: list[Any], udp_proto: bool, bidir: bool,
     return out
 
 
-def parse_iperf3_full(text: str) -> Parsed:
-    """Every result of one iperf3 client output (``-J`` or ``--json-stream``)."""
-    doc, fmt, warnings = _document(text)
+@dataclass(frozen=True)
+class _Run:
+    """What one iperf3 document says about its test, read once for the measurement steps."""
+
+    fmt: str
+    doc: dict[str, Any]
+    end: dict[str, Any]
+    udp_proto: bool
+    streams: list[Any]
+    bidir: bool
+    legacy_bidir: bool
+    server: bool
+    """The output is the server's (``iperf3 -s -J``): its ``start`` has ``accepted_connection``
+    where a client's has ``connecting_to``."""
+    host_sends: bool
+    """This side sent the data (not --bidir): from the file's own ``sender`` flags."""
+    peer_missing: bool
+    """The peer's report may be absent: the run was interrupted, or this is the server side."""
+
+    def labels_of(self) -> dict[bool, dict[str, str]]:
+        """--bidir: the direction label of the half this side sends (True) or receives."""
+        if not self.bidir:
+            return {True: {}, False: {}}
+        ours, theirs = ("server_to_client", "client_to_server") if self.server else (
+            "client_to_server", "server_to_client")
+        return {True: {"direction": ours}, False: {"direction": theirs}}
+
+
+def _host_sends(end: dict[str, Any], udp_proto: bool, server: bool, reverse: bool) -> bool:
+    """Whether this side sent, by the ``sender`` flag of its end sums: UDP's ``sum`` first (3.12
+    marks a UDP server's placeholder ``sum_sent`` as sent), else TCP's ``sum_sent``. Without a
+    flag, from the role: the client sends unless -R, the server only with -R."""
+    for key in (("sum",) if udp_proto else ()) + ("sum_sent", "sum_received"):
+        part = end.get(key)
+        if isinstance(part, dict) and isinstance(part.get("sender"), bool):
+            return bool(part["sender"])
+    return reverse if server else not reverse
+
+
+def _read_run(text: str, warnings: list[str]) -> _Run:
+    doc, fmt, found_warnings = _document(text)
+    warnings += found_warnings
     if fmt.endswith("--json-stream") and "end" not in doc:
         raise ParseError(f"{fmt} has no 'end' event after {len(doc['intervals'])} interval(s): "
                          "the run did not finish; expected start, interval... and end events")
     error = _check_error(doc, fmt)
-    interrupted = error is not None
-    if interrupted:
+    if error is not None:
         warnings.append(f"iperf3 reported '{error}': the run was stopped early; results cover "
                         "the part before the stop")
     test = _get(doc, "start", "test_start")
@@ -295,52 +351,92 @@ def parse_iperf3_full(text: str) -> Parsed:
     if not isinstance(end, dict) or not isinstance(test, dict):
         raise ParseError(f"{fmt}: 'start.test_start' and 'end' must be objects")
     udp_proto = str(test.get("protocol", "TCP")).upper() == "UDP"
+    if "sum_sent" not in end and not (udp_proto and "sum" in end):
+        raise ParseError(f"{fmt}: no 'end.sum_sent' (nor UDP 'end.sum'); the run produced no "
+                         "results")
     raw_streams = end.get("streams")
     streams: list[Any] = raw_streams if isinstance(raw_streams, list) else []
     both_ways = len({_sending(s, udp_proto) for s in streams if isinstance(s, dict)}) == 2
     legacy_bidir = both_ways and not any(k.endswith("bidir_reverse") for k in end)
-    bidir = bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end or legacy_bidir
-    reverse = bool(test.get("reverse", 0))
-    if "sum_sent" not in end and not (udp_proto and "sum" in end):
-        raise ParseError(f"{fmt}: no 'end.sum_sent' (nor UDP 'end.sum'); the run produced no "
-                         "results")
-    if udp_proto and "sum_received" not in end:
-        warnings.append(f"{fmt} UDP output has only end.sum (iperf3 < 3.11): the receiver's "
-                        "throughput is not reported; sender rate, jitter and loss are")
-    labels_of = ({True: {"direction": "client_to_server"}, False: {"direction": "server_to_client"}}
-                 if bidir else {True: {}, False: {}})
+    start = doc.get("start")
+    server = isinstance(start, dict) and "accepted_connection" in start
+    if server:
+        fmt += " (server side)"
+        warnings.append(f"{fmt}: the server's own output; what only the client measures "
+                        "(its sums, its CPU) is not measured here, not 0")
+    return _Run(fmt, doc, end, udp_proto, streams,
+                bool(test.get("bidir", 0)) or "sum_sent_bidir_reverse" in end or legacy_bidir,
+                legacy_bidir, server,
+                _host_sends(end, udp_proto, server, bool(test.get("reverse", 0))),
+                error is not None or server)
+
+
+def _direction_rows(run: _Run) -> list[Measurement]:
+    """The end sums (and RTT) of each direction the test had."""
+    labels_of = run.labels_of()
     out: list[Measurement] = []
-    halves = () if legacy_bidir else (False, True) if bidir else (False,)
-    if legacy_bidir:
-        out += _legacy_bidir(end, streams, udp_proto, labels_of, interrupted, warnings)
+    halves = () if run.legacy_bidir else (False, True) if run.bidir else (False,)
     for reverse_half in halves:
-        sent, received, udp = _direction(end, reverse_half, udp_proto)
-        labels = labels_of[not reverse_half]
-        out += _sums(sent, received, udp, labels, interrupted)
-        if not udp_proto:
-            sending = (not reverse_half) if bidir else None
-            for metric, value in _rtt(streams, sending).items():
+        sent, received, udp = _direction(run.end, reverse_half, run.udp_proto)
+        ours = (not reverse_half) != run.server  # the client-to-server half is the server's
+        labels = labels_of[ours]  # to receive
+        out += _sums(sent, received, udp, labels, run.peer_missing)
+        if not run.udp_proto:
+            sending = ours if run.bidir else None
+            for metric, value in _rtt(run.streams, sending).items():
                 out.append(Measurement(metric, value, labels=dict(labels)))
-    out += _stream_measurements(streams, udp_proto, bidir, labels_of, interrupted)
-    cpu = end.get("cpu_utilization_percent") or {}
+    return out
+
+
+def _cpu_rows(run: _Run, warnings: list[str]) -> list[Measurement]:
+    """CPU of sender and receiver: ``host_*`` is this side, ``remote_*`` its peer (all zeros
+    when the peer's report did not arrive: not measured)."""
+    cpu = run.end.get("cpu_utilization_percent") or {}
+    if run.bidir:
+        if cpu:
+            warnings.append("iperf3 --bidir: each host both sends and receives, so its CPU use "
+                            "is not attributed to a direction (cpu_utilization_percent not "
+                            "mapped)")
+        return []
     host, remote = _num(cpu, "host_total"), _num(cpu, "remote_total")
-    if not bidir:
-        # host_* is this (client) process; remote_* the server. -R makes the server the sender.
-        cpu_sender, cpu_receiver = (remote, host) if reverse else (host, remote)
-        if cpu_sender is not None:
-            out.append(Measurement("cpu_sender_pct", cpu_sender))
-        if cpu_receiver is not None:
-            out.append(Measurement("cpu_receiver_pct", cpu_receiver))
-    elif cpu:
-        warnings.append("iperf3 --bidir: each host both sends and receives, so its CPU use is "
-                        "not attributed to a direction (cpu_utilization_percent not mapped)")
-    for key in sorted(set(end) - _MAPPED_END):
+    remote_missing = run.peer_missing and not any(
+        _num(cpu, k) for k in ("remote_total", "remote_user", "remote_system"))
+    out: list[Measurement] = []
+    for metric, value, missing in (("cpu_sender_pct", host, False),
+                                   ("cpu_receiver_pct", remote, remote_missing)
+                                   ) if run.host_sends else (
+            ("cpu_sender_pct", remote, remote_missing), ("cpu_receiver_pct", host, False)):
+        if missing:
+            out.append(Measurement(metric, None, status=NOT_MEASURED))
+        elif value is not None:
+            out.append(Measurement(metric, value))
+    return out
+
+
+def parse_iperf3_full(text: str) -> Parsed:
+    """Every result of one iperf3 output (``-J`` or ``--json-stream``), client or server side."""
+    warnings: list[str] = []
+    run = _read_run(text, warnings)
+    if run.udp_proto and "sum_received" not in run.end:
+        warnings.append(f"{run.fmt} UDP output has only end.sum (iperf3 < 3.11): the "
+                        "receiver's throughput is not reported; sender rate, jitter and loss "
+                        "are")
+    labels_of = run.labels_of()
+    out: list[Measurement] = []
+    if run.legacy_bidir:
+        out += _legacy_bidir(run.end, run.streams, run.udp_proto, labels_of, run.peer_missing,
+                             warnings)
+    out += _direction_rows(run)
+    out += _stream_measurements(run.streams, run.udp_proto, run.bidir, labels_of,
+                                run.peer_missing)
+    out += _cpu_rows(run, warnings)
+    for key in sorted(set(run.end) - _MAPPED_END):
         warnings.append(f"iperf3 JSON end.{key} is not mapped")
-    for key in sorted(set(doc) - _MAPPED_TOP):
+    for key in sorted(set(run.doc) - _MAPPED_TOP):
         warnings.append(f"iperf3 JSON '{key}' is not mapped")
     if not out:
-        raise ParseError(f"{fmt}: end sums hold no rates")
-    return checked(Parsed(out, fmt, warnings, partial=interrupted),
+        raise ParseError(f"{run.fmt}: end sums hold no rates")
+    return checked(Parsed(out, run.fmt, warnings, partial=bool(run.doc.get("error"))),
                    _ALL_METRICS, "iperf3")
 
 

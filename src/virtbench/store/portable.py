@@ -157,15 +157,14 @@ def _read_bounded(path: Path) -> bytes:
     """The file's bytes, decompressed (gzip, xz or zstd by magic bytes: export writes gzip, a
     recompressed file reads too), never more than :data:`MAX_DOCUMENT_BYTES` (a small
     compressed file can expand without bound)."""
-    try:
-        raw_file = path.open("rb")
-    except OSError as exc:
-        raise VirtbenchError(f"cannot read {path}: {exc.strerror}") from exc
+    from virtbench.inputs.files import open_input
+
+    # a directory, device, socket or FIFO without a writer: refused at once (exit 2)
+    raw_file = open_input(path, "virtbench result file")
     kind = ""
     with raw_file:
         try:
-            kind = compression_of(raw_file.read(6))
-            raw_file.seek(0)
+            kind = compression_of(raw_file.peek(6)[:6])
             data: bytes = _decompressing(raw_file, kind).read(MAX_DOCUMENT_BYTES + 1)
         except Exception as exc:  # zlib, lzma and zstd errors; EOF; gzip's CRC check
             if not kind or not isinstance(exc, EOFError | ValueError | OSError

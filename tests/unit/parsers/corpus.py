@@ -9,6 +9,9 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 # Files beside the outputs that are not outputs of the parsed tool: notes, the scripts and job
 # files that made them, and the human-readable reports used as cross-checks.
 _NOT_OUTPUTS = ("README.md", ".sh", ".py", ".fio", ".server.txt")
+REFUSED = {"fio3.33-bad-filename-json-normal.txt"}
+"""Real outputs a parser must refuse (the tool measured nothing), with the true reason: tested
+by test_real_classes.py, not among the outputs that parse."""
 _DIRS = {"fio": "fio", "iperf3": "iperf3", "bonnie++": "bonnie", "irtt": "irtt",
          "varnishstat": "varnishstat"}
 
@@ -17,7 +20,7 @@ def corpus(tool: str) -> list[Path]:
     """Every saved output of ``tool`` (parser name) in the corpus."""
     out = []
     for path in sorted((DATA / _DIRS[tool]).iterdir()):
-        if path.name.endswith(_NOT_OUTPUTS):
+        if path.name.endswith(_NOT_OUTPUTS) or path.name in REFUSED:
             continue
         if tool == "irtt" and path.suffix == ".txt":
             continue  # irtt's own text summary of a run, a cross-check

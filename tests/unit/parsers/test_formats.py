@@ -103,9 +103,18 @@ def test_fio_messages_before_the_json_are_warnings() -> None:
 
 
 def test_fio_failed_job_names_the_job() -> None:
+    # A job that ended with an error but did I/O keeps its statistics, flagged partial (issue
+    # 36: it was refused as having "no results"); one that did no I/O is refused, naming it.
     doc = json.loads((DATA / "fio/fio3.33-global-randwrite.json").read_text())
     doc["jobs"][0]["error"] = 28
-    with pytest.raises(ParseError, match="job 'job-in-global' failed with error 28"):
+    parsed = get_parser("fio").read(json.dumps(doc).encode())
+    assert parsed.partial and parsed.measurements
+    assert any("job 'job-in-global' ended with error 28 (No space left on device)" in w
+               for w in parsed.warnings)
+    for direction in ("read", "write", "trim"):
+        doc["jobs"][0][direction]["total_ios"] = 0
+    with pytest.raises(ParseError, match="job 'job-in-global' failed with error 28 "
+                                         r"\(No space left on device\) before doing any I/O"):
         get_parser("fio").read(json.dumps(doc).encode())
 
 

@@ -14,10 +14,10 @@ __all__ = ["read_url_file", "resolve_urls"]
 
 def read_url_file(path: Path, *, allow_remote: bool = False) -> list[str]:
     """One absolute http:// URL per line; blank lines and '#' comments are skipped."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise VirtbenchError(f"web.load params.url_file: cannot read {path}: {exc}") from None
+    from virtbench.inputs.yamlfile import read_text_file
+
+    # bounded (16 MiB: ~150,000 URLs); a device or a FIFO without a writer: one line at once
+    text = read_text_file(path, "web.load params.url_file", "URL list", max_bytes=16 << 20)
     urls = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
