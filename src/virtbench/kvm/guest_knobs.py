@@ -25,10 +25,10 @@ __all__ = [
     "GuestKnobs",
     "HostCaps",
     "caps_from_domcaps",
+    "disk_devices",
     "guest_device",
     "knobs_from",
     "parse_qemu_disk",
-    "test_disk_devices",
     "validate",
     "verify_guest",
     "verify_live_xml",
@@ -165,7 +165,7 @@ def validate(knobs: GuestKnobs, caps: HostCaps) -> list[str]:
     return problems
 
 
-def test_disk_devices(knobs: GuestKnobs, image: str) -> list[str]:
+def disk_devices(knobs: GuestKnobs, image: str) -> list[str]:
     """The ``<devices>`` children of the test disk (and its virtio-scsi controller) as XML
     text, for ``direct_boot_domain_xml(devices=...)``."""
     disk = ET.Element("disk", {"type": "file", "device": "disk"})

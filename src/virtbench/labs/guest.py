@@ -38,9 +38,9 @@ from virtbench.kvm.guest_knobs import (
     GuestView,
     HostCaps,
     caps_from_domcaps,
+    disk_devices,
     knobs_from,
     parse_qemu_disk,
-    test_disk_devices,
     validate,
     verify_guest,
     verify_live_xml,
@@ -279,7 +279,7 @@ class GuestLab(Lab):
         xml = with_vcpus(direct_boot_domain_xml(
             self.domain, kernel=self.instance.kernel, initrd=self.instance.initrd,
             console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet", virt_type=self.virt_type,
-            memory_mib=wanted.memory_mib, devices=[RNG, *test_disk_devices(wanted, str(image))],
+            memory_mib=wanted.memory_mib, devices=[RNG, *disk_devices(wanted, str(image))],
             qemu_args=user_network(self.instance.port)), wanted)
         started = time.monotonic()
         dom = self.conn.defineXML(xml)
