@@ -88,3 +88,30 @@ def _cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_lab_clean_removes_what_a_crashed_run_left(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that dies after up (no down): `virtbench lab clean` finds the manifest through
+    the plugin registry and removes the private daemon, its domain and the session files."""
+    from virtbench.labs.cleanup import clean_leftovers
+    from virtbench.plugins import all_labs
+
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
+    lab = GuestLab(GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image")),
+                   tmp_path, LocalTarget())
+    try:
+        lab.up()
+        assert lab.daemon is not None and lab.daemon.pid() is not None
+        daemon_pid = lab.daemon.pid()
+        session = lab.session
+        lab.conn.close()  # the crash: nothing of down() runs
+        summary = clean_leftovers(all_labs(), tmp_path / "labs")
+        assert summary.complete and summary.count("removed") == 1, summary.events
+        assert session is not None and not session.exists()
+        assert daemon_pid is not None and not Path(f"/proc/{daemon_pid}").exists()
+        assert not list((tmp_path / "labs").glob("*.json"))
+    finally:
+        lab.manifest = None
+        if lab.daemon is not None:
+            lab.daemon.stop()
