@@ -115,8 +115,8 @@ case "$area" in
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
     start_line knees "$web_knee" "$storage_knee" tests/lab/assess
     fleet_runs=tests/lab/fleet/test_fleet_run.py
-    start_line guests tests/lab/kvm "$fleet_runs"
-    start_line services tests/lab --ignore tests/lab/kvm --ignore "$fleet_runs" \
+    start_line guests tests/lab/kvm tests/lab/guest "$fleet_runs"
+    start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/guest --ignore "$fleet_runs" \
       --ignore tests/lab/assess \
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
     # The explanation's tests (real perf recordings, Chromium) and calibrate's end-to-end test

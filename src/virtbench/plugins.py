@@ -51,10 +51,11 @@ def _builtin_workloads() -> tuple[tuple[object, str], ...]:
 
 @cache
 def _builtin_labs() -> tuple[tuple[object, str], ...]:
-    from virtbench.labs import assess_probes, host, kvm, storage, web
+    from virtbench.labs import assess_probes, guest, host, kvm, storage, web
     from virtbench.labs.net import crosshost, router, vswitch
 
-    return _exported("LABS", (storage, assess_probes, host, kvm, crosshost, router, vswitch, web))
+    return _exported("LABS", (storage, assess_probes, host, kvm, guest, crosshost, router,
+                              vswitch, web))
 
 
 @cache

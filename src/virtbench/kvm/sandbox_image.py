@@ -34,7 +34,7 @@ from virtbench.targets.local import LocalTarget
 
 __all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debian_guest",
            "download_deb", "kernel_package", "make_instance", "pack_cpio", "pack_tree",
-           "unpack_cloud_kernel"]
+           "recipe", "unpack_cloud_kernel"]
 
 # Named although apt would resolve it: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
@@ -215,7 +215,8 @@ def _trim(root: Path) -> None:
         key.unlink()  # every instance gets its own host key
 
 
-def _build(cache: Path) -> DebianGuestImage:
+def _build(cache: Path, extra_packages: Sequence[str] = (),
+           extra_modules: Sequence[str] = ()) -> DebianGuestImage:
     """Build in a private mount and PID namespace (``unshare``): the work tree is a tmpfs
     there (dpkg's many fsyncs cost nothing), and mmdebstrap's /proc and /sys mounts, any
     daemon a maintainer script starts in the chroot and the tmpfs itself all end with the
@@ -230,7 +231,7 @@ def _build(cache: Path) -> DebianGuestImage:
     done = _LOCAL.run(
         ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
          "--", sys.executable, "-m", "virtbench.kvm.sandbox_image", "_build-inside", str(cache),
-         codename, mirror], check=False)
+         codename, mirror, ",".join(extra_packages), ",".join(extra_modules)], check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-15:]
@@ -261,7 +262,8 @@ def _install_crc32c_wheel(root: Path, wheels: Path) -> None:
         wheel.extractall(target)
 
 
-def _build_inside(cache: Path, codename: str, mirror: str) -> None:
+def _build_inside(cache: Path, codename: str, mirror: str, extra_packages: Sequence[str] = (),
+                  extra_modules: Sequence[str] = ()) -> None:
     """The build itself; runs inside the namespace made by :func:`_build`."""
     work = Path(tempfile.mkdtemp(prefix="vbkvm-debian-build-", dir=cache))
     try:
@@ -280,13 +282,15 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         # merged /usr by symlinks, as debootstrap makes it (else apt picks usrmerge and perl)
         out = _LOCAL.run(["mmdebstrap", "--variant=minbase", "--components=main",
                           f"--hook-dir={MERGED_USR_HOOKS}",
-                          f"--include={','.join(PACKAGES)}", *keep, codename, str(root),
+                          f"--include={','.join((*PACKAGES, *extra_packages))}", *keep, codename,
+                          str(root),
                           f"deb {mirror} {codename} main"], check=False)
         print(out.stdout[-4000:], out.stderr[-4000:], flush=True)
         if out.returncode != 0:
             raise CommandFailed(out)
         _install_crc32c_wheel(root, cache / "wheels")
-        kernel = unpack_cloud_kernel(work, MODULES, root / "lib" / "modules" / "vbkvm")
+        kernel = unpack_cloud_kernel(work, (*MODULES, *extra_modules),
+                                     root / "lib" / "modules" / "vbkvm")
         _trim(root)
         (root / "init").write_text(INIT)
         os.chmod(root / "init", 0o755)
@@ -302,26 +306,37 @@ def _build_inside(cache: Path, codename: str, mirror: str) -> None:
         shutil.copy2(kernel, cache / "vmlinuz.tmp")
         (cache / "vmlinuz.tmp").replace(cache / "vmlinuz")
         rootfs.replace(cache / "rootfs.cpio")
-        (cache / "recipe").write_text(RECIPE + "\n")
+        (cache / "recipe").write_text(recipe(extra_packages, extra_modules) + "\n")
     finally:
         _LOCAL.run(["umount", "--lazy", str(work)], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def build_debian_guest(cache: Path) -> DebianGuestImage:
+def recipe(extra_packages: Sequence[str] = (), extra_modules: Sequence[str] = ()) -> str:
+    """:data:`RECIPE`, or with extra packages/modules (the guest lab's tools) a digest of both."""
+    if not extra_packages and not extra_modules:
+        return RECIPE
+    return hashlib.sha256("\n".join((RECIPE, *extra_packages, "--", *extra_modules)).encode()
+                          ).hexdigest()[:12]
+
+
+def build_debian_guest(cache: Path, extra_packages: Sequence[str] = (),
+                       extra_modules: Sequence[str] = ()) -> DebianGuestImage:
     """The kernel and root archive, built once (about 80 s with downloads) and reused while
-    the recipe is unchanged. A lock keeps two concurrent builds from colliding."""
+    the recipe is unchanged. A lock keeps two concurrent builds from colliding.
+    ``extra_packages`` are installed too; ``extra_modules`` (paths below the kernel's
+    lib/modules/VERSION/kernel) are copied to /lib/modules/vbkvm but not loaded by /init."""
     cache.mkdir(parents=True, exist_ok=True)
     with (cache / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = cache / "recipe"
         image = DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
         if (image.kernel.exists() and image.rootfs.exists() and stamp.exists()
-                and stamp.read_text().strip() == RECIPE):
+                and stamp.read_text().strip() == recipe(extra_packages, extra_modules)):
             return image
         for stale in cache.glob("vbkvm-debian-build-*"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a build that was killed
-        return _build(cache)
+        return _build(cache, extra_packages, extra_modules)
 
 
 def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = None
@@ -358,4 +373,5 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_build-inside"]:
-        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4],
+                      *(tuple(filter(None, arg.split(","))) for arg in sys.argv[5:7]))

@@ -1,0 +1,308 @@
+"""The guest lab's VM knobs: validation against what the host can do, the domain XML that
+realises them, and the parsers that verify them (live XML, QEMU's command line, the guest).
+
+Pure: everything here takes text or values and returns values, so it is tested with fakes
+(tests/unit/kvm/test_guest_knobs.py); :mod:`virtbench.labs.guest` does the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from virtbench.kvm.domxml import render_element
+
+__all__ = [
+    "BUSES",
+    "CACHES",
+    "CACHE_FLAGS",
+    "FORMATS",
+    "IO_MODES",
+    "PREALLOCATION",
+    "GuestKnobs",
+    "HostCaps",
+    "caps_from_domcaps",
+    "disk_devices",
+    "guest_device",
+    "knobs_from",
+    "parse_qemu_disk",
+    "validate",
+    "verify_guest",
+    "verify_live_xml",
+    "verify_qemu",
+    "with_vcpus",
+]
+
+BUSES = ("virtio", "scsi", "sata")
+CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
+IO_MODES = ("native", "threads", "io_uring")
+FORMATS = ("raw", "qcow2")
+PREALLOCATION = {"raw": ("off", "falloc", "full"), "qcow2": ("off", "metadata", "falloc", "full")}
+CACHE_FLAGS = {  # cache mode -> (device write cache on, O_DIRECT, flushes ignored), as QEMU
+    "none": (True, True, False), "writeback": (True, False, False),
+    "writethrough": (False, False, False), "directsync": (False, True, False),
+    "unsafe": (True, False, True)}
+MIN_MEMORY_MIB = 640
+"""The guest's root file system is a ~180 MB initramfs unpacked into its RAM."""
+MAX_IOTHREADS = 16
+DISK_SERIAL = "vbguest-test"
+
+
+@dataclass(frozen=True)
+class GuestKnobs:
+    vcpus: int = 1
+    memory_mib: int = 768
+    bus: str = "virtio"
+    cache: str = "none"
+    io: str = "threads"
+    iothreads: int = 0
+    format: str = "raw"
+    preallocation: str = "off"
+
+    @property
+    def target_dev(self) -> str:
+        """The disk's name in the domain and (the only disk) in the guest."""
+        return "vda" if self.bus == "virtio" else "sda"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def knobs_from(values: Mapping[str, Any], defaults: GuestKnobs) -> GuestKnobs:
+    """A variant's knobs over the lab's defaults (None and absent keep the default)."""
+    fields = GuestKnobs.__dataclass_fields__
+    given = {k: v for k, v in values.items() if v is not None and k in fields}
+    return GuestKnobs(**{**defaults.as_dict(), **given})
+
+
+@dataclass(frozen=True)
+class HostCaps:
+    """What the host's libvirt/QEMU (domain capabilities) and the guest image can do."""
+
+    max_vcpus: int
+    memory_mib: int
+    """Memory the host can give a guest now (MemAvailable), MiB."""
+    buses: tuple[str, ...]
+    iothreads: bool
+    qemu_version: int
+    """QEMU's version as libvirt reports it (7002000 = 7.2.0)."""
+    image_buses: tuple[str, ...] = ("virtio", "scsi")
+    """Buses the guest image's kernel has a driver for."""
+    image_note: str = "Debian's cloud kernel has no AHCI (SATA) driver"
+    o_direct: bool = True
+    """Whether the disk images' directory takes O_DIRECT (cache none/directsync)."""
+    disk_dir: str = ""
+
+    @property
+    def io_modes(self) -> tuple[str, ...]:
+        # io_uring: QEMU 5.0 added aio=io_uring (libvirt 6.3 maps io='io_uring').
+        return IO_MODES if self.qemu_version >= 5_000_000 else ("native", "threads")
+
+
+def caps_from_domcaps(xml: str, *, memory_mib: int, qemu_version: int, o_direct: bool = True,
+                      disk_dir: str = "") -> HostCaps:
+    """HostCaps from ``virConnectGetDomainCapabilities`` XML."""
+    root = ET.fromstring(xml)
+    vcpu = root.find("vcpu")
+    buses = tuple(v.text or "" for v in root.findall(
+        "./devices/disk/enum[@name='bus']/value"))
+    iothreads = root.find("iothreads")
+    return HostCaps(max_vcpus=int(vcpu.get("max", "1")) if vcpu is not None else 1,
+                    memory_mib=memory_mib, buses=buses,
+                    iothreads=iothreads is not None and iothreads.get("supported") == "yes",
+                    qemu_version=qemu_version, o_direct=o_direct, disk_dir=disk_dir)
+
+
+def _choice(problems: list[str], knob: str, value: object, allowed: Sequence[str]) -> bool:
+    if value in allowed:
+        return True
+    problems.append(f"knob {knob}: {value!r} is not one of {', '.join(allowed)}")
+    return False
+
+
+def validate(knobs: GuestKnobs, caps: HostCaps) -> list[str]:
+    """Every reason the host cannot run ``knobs``, each naming the knob; [] when it can."""
+    problems: list[str] = []
+    if not 1 <= knobs.vcpus <= caps.max_vcpus:
+        problems.append(f"knob vcpus: {knobs.vcpus} is outside 1..{caps.max_vcpus} "
+                        "(the domain capabilities' vcpu max)")
+    if knobs.memory_mib < MIN_MEMORY_MIB:
+        problems.append(f"knob memory_mib: {knobs.memory_mib} MiB is too little; the guest "
+                        f"image needs at least {MIN_MEMORY_MIB} MiB (its root is in RAM)")
+    elif knobs.memory_mib > caps.memory_mib:
+        problems.append(f"knob memory_mib: {knobs.memory_mib} MiB is more than the host has "
+                        f"available ({caps.memory_mib} MiB MemAvailable)")
+    if _choice(problems, "bus", knobs.bus, BUSES):
+        if knobs.bus not in caps.buses:
+            problems.append(f"knob bus: {knobs.bus} is not offered by this host's QEMU/libvirt "
+                            f"(domain capabilities: {', '.join(caps.buses)})")
+        elif knobs.bus not in caps.image_buses:
+            problems.append(f"knob bus: {knobs.bus}: the guest image cannot see such a disk "
+                            f"({caps.image_note})")
+    cache_ok = _choice(problems, "cache", knobs.cache, CACHES)
+    if _choice(problems, "io", knobs.io, IO_MODES) and knobs.io not in caps.io_modes:
+        problems.append(f"knob io: {knobs.io} needs QEMU >= 5.0 (this host: "
+                        f"{caps.qemu_version // 1_000_000}.{caps.qemu_version // 1000 % 1000})")
+    if cache_ok and knobs.io == "native" and not CACHE_FLAGS[knobs.cache][1]:
+        problems.append(f"knob io: native needs O_DIRECT, i.e. cache none or directsync (QEMU: "
+                        f"'aio=native ... requires cache.direct=on'); cache is {knobs.cache}")
+    if cache_ok and CACHE_FLAGS[knobs.cache][1] and not caps.o_direct:
+        problems.append(f"knob cache: {knobs.cache} opens the image with O_DIRECT, which the "
+                        f"disk directory {caps.disk_dir} does not support (tmpfs?)")
+    if not 0 <= knobs.iothreads <= MAX_IOTHREADS:
+        problems.append(f"knob iothreads: {knobs.iothreads} is outside 0..{MAX_IOTHREADS}")
+    elif knobs.iothreads:
+        if knobs.bus == "sata":
+            problems.append("knob iothreads: a sata disk cannot be bound to an IOThread "
+                            "(only virtio-blk disks and virtio-scsi controllers can)")
+        if not caps.iothreads:
+            problems.append("knob iothreads: this host's libvirt/QEMU has no IOThread support")
+    if _choice(problems, "format", knobs.format, FORMATS):
+        _choice(problems, "preallocation", knobs.preallocation, PREALLOCATION[knobs.format])
+    return problems
+
+
+def disk_devices(knobs: GuestKnobs, image: str) -> list[str]:
+    """The ``<devices>`` children of the test disk (and its virtio-scsi controller) as XML
+    text, for ``direct_boot_domain_xml(devices=...)``."""
+    disk = ET.Element("disk", {"type": "file", "device": "disk"})
+    driver = {"name": "qemu", "type": knobs.format, "cache": knobs.cache, "io": knobs.io}
+    if knobs.iothreads and knobs.bus == "virtio":
+        driver["iothread"] = "1"
+    ET.SubElement(disk, "driver", driver)
+    ET.SubElement(disk, "source", {"file": image})
+    ET.SubElement(disk, "target", {"dev": knobs.target_dev, "bus": knobs.bus})
+    ET.SubElement(disk, "serial").text = DISK_SERIAL
+    out = [render_element(disk, "")]
+    if knobs.bus == "scsi":
+        controller = ET.Element("controller", {"type": "scsi", "index": "0",
+                                               "model": "virtio-scsi"})
+        if knobs.iothreads:
+            ET.SubElement(controller, "driver", {"iothread": "1"})
+        out.append(render_element(controller, ""))
+    return out
+
+
+_VCPU = "<vcpu placement='static'>1</vcpu>"
+
+
+def with_vcpus(domain_xml: str, knobs: GuestKnobs) -> str:
+    """``domain_xml`` (of ``direct_boot_domain_xml``: one vCPU) with the vCPUs and IOThreads
+    of ``knobs``."""
+    if _VCPU not in domain_xml:
+        raise ValueError("domain XML without the one-vCPU element of direct_boot_domain_xml")
+    vcpu = f"<vcpu placement='static'>{knobs.vcpus}</vcpu>"
+    if knobs.iothreads:
+        vcpu += f"\n  <iothreads>{knobs.iothreads}</iothreads>"
+    return domain_xml.replace(_VCPU, vcpu, 1)
+
+
+def verify_live_xml(xml: str, knobs: GuestKnobs) -> dict[str, str]:
+    """What the running domain's XML says about each knob (``knob -> value found``)."""
+    root = ET.fromstring(xml)
+    found: dict[str, str] = {"vcpus": (root.findtext("vcpu") or "").strip(),
+                             "iothreads": (root.findtext("iothreads") or "0").strip()}
+    memory = root.find("memory")
+    if memory is not None:
+        unit = memory.get("unit", "KiB")
+        scale = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}.get(unit, 1 / 1024)
+        found["memory_mib"] = str(int(int(memory.text or 0) * scale))
+    for disk in root.findall("./devices/disk"):
+        target = disk.find("target")
+        if target is None or target.get("dev") != knobs.target_dev:
+            continue
+        driver = disk.find("driver")
+        attrs = driver.attrib if driver is not None else {}
+        found.update(bus=target.get("bus", ""), cache=attrs.get("cache", ""),
+                     io=attrs.get("io", ""), format=attrs.get("type", ""))
+        iothread = attrs.get("iothread")
+        if knobs.bus == "scsi":
+            ctl = root.find("./devices/controller[@model='virtio-scsi']/driver")
+            iothread = ctl.get("iothread") if ctl is not None else None
+        found["disk_iothread"] = iothread or "none"
+    return found
+
+
+def parse_qemu_disk(argv: Sequence[str], image: str) -> dict[str, Any]:
+    """QEMU's own view of the test disk from its command line: the ``-blockdev`` JSON of the
+    file node that opens ``image`` (aio, cache.direct, cache.no-flush), the format node above
+    it, the device bound to that node (iothread, write-cache), ``-smp`` and ``-m``."""
+    blockdevs = [json.loads(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a == "-blockdev"
+                 and argv[i + 1].startswith("{")]
+    found: dict[str, Any] = {}
+    file_node = next((b for b in blockdevs if b.get("filename") == image), None)
+    if file_node is not None:
+        cache = file_node.get("cache", {})
+        found.update(aio=file_node.get("aio", "threads"), direct=bool(cache.get("direct")),
+                     no_flush=bool(cache.get("no-flush")))
+        fmt = next((b for b in blockdevs if b.get("file") == file_node.get("node-name")), None)
+        if fmt is not None:
+            found["format"] = fmt.get("driver")
+            top = fmt.get("node-name")
+            for i, arg in enumerate(argv[:-1]):
+                if arg == "-device" and f"drive={top}" in argv[i + 1].replace('"', "") \
+                        .replace(":", "="):
+                    found["device"] = argv[i + 1]
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-smp":
+            found["smp"] = int(argv[i + 1].split(",")[0])
+        elif arg == "-m":
+            value = argv[i + 1]
+            if value.startswith("{"):  # QEMU >= 7.1 with libvirt: -m '{"size": bytes}'
+                found["memory_mib"] = int(json.loads(value)["size"]) >> 20
+            else:
+                found["memory_mib"] = int(value.split(",")[0].removeprefix("size=").rstrip("M"))
+    return found
+
+
+def verify_qemu(seen: Mapping[str, Any], knobs: GuestKnobs) -> list[str]:
+    """Mismatches between QEMU's view (:func:`parse_qemu_disk`) and ``knobs``."""
+    wce, direct, no_flush = CACHE_FLAGS[knobs.cache]
+    expect = {"aio": knobs.io, "direct": direct, "no_flush": no_flush, "format": knobs.format,
+              "smp": knobs.vcpus}
+    wrong = [f"{key}: asked {want!r}, QEMU has {seen.get(key)!r}"
+             for key, want in expect.items() if seen.get(key) != want]
+    device = str(seen.get("device", ""))
+    if knobs.iothreads and "iothread" not in device and knobs.bus == "virtio":
+        wrong.append(f"iothread: asked 1 of {knobs.iothreads}, QEMU's device has none")
+    # writethrough/directsync: libvirt turns the device's write cache off.
+    if not wce and "write-cache" in device and "off" not in device.split("write-cache", 1)[1][:8]:
+        wrong.append("cache: the device's write cache is on, asked off")
+    return wrong
+
+
+def guest_device(knobs: GuestKnobs) -> str:
+    return knobs.target_dev
+
+
+@dataclass
+class GuestView:
+    nproc: int
+    memtotal_mib: int
+    write_cache: str
+    """/sys/block/DEV/queue/write_cache: 'write back' or 'write through'."""
+    driver: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def verify_guest(view: GuestView, knobs: GuestKnobs) -> list[str]:
+    """Mismatches between what the guest sees and ``knobs``."""
+    wrong = []
+    if view.nproc != knobs.vcpus:
+        wrong.append(f"vcpus: asked {knobs.vcpus}, the guest's nproc says {view.nproc}")
+    # MemTotal excludes what the kernel reserves for itself: allow 15 %.
+    if not knobs.memory_mib * 0.85 <= view.memtotal_mib <= knobs.memory_mib:
+        wrong.append(f"memory_mib: asked {knobs.memory_mib}, the guest's MemTotal is "
+                     f"{view.memtotal_mib} MiB")
+    want_cache = "write back" if CACHE_FLAGS[knobs.cache][0] else "write through"
+    if view.write_cache != want_cache:
+        wrong.append(f"cache: {knobs.cache} should show the guest a '{want_cache}' disk, it "
+                     f"shows '{view.write_cache}'")
+    want_driver = {"virtio": "virtio_blk", "scsi": "sd"}.get(knobs.bus, "")
+    if want_driver and view.driver != want_driver:
+        wrong.append(f"bus: {knobs.bus} should be driven by {want_driver} in the guest, "
+                     f"found {view.driver or 'no driver'}")
+    return wrong

@@ -1,0 +1,393 @@
+"""The ``guest`` lab: a libvirt guest built and booted by virtbench, whose variants are VM knobs
+(vCPUs, memory, the test disk's bus, cache and I/O mode, IOThreads, image format).
+
+``up`` starts a private libvirtd (``connect: private``, the default: TCG, as ``kvm sandbox``)
+or uses the given URI, builds (once, cached by content) the sandbox's Debian image with the
+storage tools, and writes the session directory and the domain's name into the lab manifest
+before anything is created. ``enter`` validates the knobs against the domain capabilities,
+(re)defines and boots the guest with a fresh test disk, waits for SSH with the pinned host key,
+formats and mounts the disk as ext4 inside the guest, verifies each knob from the live XML,
+QEMU's command line and the guest's own /proc and /sys, and publishes a FilesystemService on
+the guest's target. ``down`` (and ``virtbench lab clean``) remove the domain, the disk images
+and the keys. docs/guests.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from virtbench.contract import MAX_SECONDS, Knob, Params, Tool
+from virtbench.kvm.access import GuestAccess
+from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
+from virtbench.kvm.guest_image import DISK_MODULES, build_guest_image
+from virtbench.kvm.guest_knobs import (
+    BUSES,
+    CACHES,
+    FORMATS,
+    IO_MODES,
+    GuestKnobs,
+    GuestView,
+    HostCaps,
+    caps_from_domcaps,
+    disk_devices,
+    knobs_from,
+    parse_qemu_disk,
+    validate,
+    verify_guest,
+    verify_live_xml,
+    verify_qemu,
+    with_vcpus,
+)
+from virtbench.kvm.sandbox import wait_ssh
+from virtbench.kvm.sandbox_image import GuestInstance, make_instance
+from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
+from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.model import VirtbenchError
+from virtbench.services import FilesystemService
+from virtbench.targets.base import Target
+from virtbench.targets.libvirt_connection import libvirt_module, open_connection
+
+__all__ = ["LABS", "GuestLab"]
+
+EMULATED = ("emulated (TCG): CPU-bound figures (CPU time, compute throughput) are meaningless; "
+            "differences made on the host's I/O path (cache mode, I/O mode, image format) "
+            "remain meaningful")
+MOUNT = "/mnt/vbguest"
+RNG = "<rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>"
+
+
+def user_network(port: int) -> list[str]:
+    """QEMU user-mode networking on loopback only, as the sandbox's guest."""
+    return ["-netdev", f"user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
+            "-device", "virtio-net-pci,netdev=vbnet0,addr=0x10"]
+
+
+class GuestParams(Params):
+    connect: str = Field("private", description="'private' (a private libvirtd, as kvm "
+                         "sandbox) or a libvirt URI such as qemu:///system")
+    virt_type: Literal["auto", "kvm", "qemu"] = Field(
+        "auto", description="accelerator: auto = kvm where the domain capabilities offer it on "
+        "a system URI, else qemu (TCG)")
+    image_cache: str = Field(".cache/virtbench-guest/image",
+                             description="where the guest image is built and cached")
+    disk_mib: int = Field(1024, ge=64, le=1 << 20, description="size of the test disk, MiB")
+    vcpus: int = Field(1, ge=1, description="default vcpus (a variant's knob overrides)")
+    memory_mib: int = Field(768, ge=1, description="default guest memory, MiB")
+    boot_timeout_s: float = Field(300.0, ge=1, le=MAX_SECONDS,
+                                  description="wait for the guest's sshd")
+
+
+def _mem_available_mib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def _takes_o_direct(directory: Path) -> bool:
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / ".o_direct"
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | getattr(os, "O_DIRECT", 0), 0o600)
+        os.close(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _qemu_argv(domain: str) -> list[str] | None:
+    """The running QEMU of ``domain`` (libvirt names it ``-name guest=DOMAIN,...``)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [w.decode(errors="replace") for w in argv if w]
+        if "-name" in words and any(w.startswith(f"guest={domain},") for w in words):
+            return words
+    return None
+
+
+class GuestLab(Lab):
+    name = "guest"
+    description = ("libvirt guests as lab endpoints: VM knobs (vcpus, memory, disk bus, cache, "
+                   "I/O mode, IOThreads, image format) realised, verified, workloads inside")
+    Params = GuestParams
+    switch_cost = "expensive"
+    provides = (FilesystemService,)
+    tools = (Tool("qemu-img", "qemu-utils", "the test disk"),
+             Tool("qemu-system-x86_64", "qemu-system-x86", "the guest"),
+             Tool("mmdebstrap", "mmdebstrap", "the guest image"))
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("vcpus", "the guest's vCPU count", int),
+        Knob("memory_mib", "the guest's memory, MiB", int),
+        Knob("bus", "the test disk's bus", choices=BUSES),
+        Knob("cache", "the test disk's cache mode", choices=CACHES),
+        Knob("io", "the test disk's I/O mode (QEMU aio)", choices=IO_MODES),
+        Knob("iothreads", "IOThreads (0..16); the disk is bound to the first", int),
+        Knob("format", "the test disk image's format", choices=FORMATS),
+        Knob("preallocation", "qemu-img preallocation (off, metadata, falloc, full)", str),
+    )
+
+    def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
+        super().__init__(params, workdir, target)
+        self.manifest: Manifest | None = None
+        self.session: Path | None = None
+        self.daemon: PrivateLibvirtd | None = None
+        self.conn: Any = None
+        self.domain = f"vbguest-{os.getpid()}"
+        self.instance: GuestInstance | None = None
+        self.virt_type = "qemu"
+        self.caps: HostCaps | None = None
+        self.current: GuestKnobs | None = None
+        self.current_state: LabState | None = None
+        self.guest_target: Target | None = None
+
+    @property
+    def defaults(self) -> GuestKnobs:
+        return GuestKnobs(vcpus=self.params.vcpus, memory_mib=self.params.memory_mib)
+
+    # -- before anything starts ------------------------------------------------------------
+
+    def _offline_caps(self) -> HostCaps:
+        """HostCaps without a running libvirtd (``run --check``): QEMU's version from its
+        binary; ``enter`` validates again against the real domain capabilities."""
+        out = self.target.run(["qemu-system-x86_64", "--version"], check=False).stdout.split()
+        version = 0
+        if len(out) >= 4:
+            parts = [*out[3].split("(")[0].split("."), "0", "0"][:3]
+            version = int(parts[0]) * 1_000_000 + int(parts[1]) * 1000 + int(parts[2] or 0)
+        return HostCaps(max_vcpus=os.cpu_count() or 1, memory_mib=_mem_available_mib(),
+                        buses=("virtio", "scsi", "sata"), iothreads=True, qemu_version=version)
+
+    def check(self) -> list[str]:
+        problems = super().check()
+        if self.params.connect == "private" and os.geteuid() != 0:
+            problems.append(f"lab {self.name}: a private libvirtd needs root")
+        return problems
+
+    def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
+        try:
+            wanted = knobs_from(knobs, self.defaults)
+        except TypeError as exc:
+            return [f"variant {variant}: {exc}"]
+        return [f"variant {variant}: {p}" for p in validate(wanted, self._offline_caps())]
+
+    # -- up / down -------------------------------------------------------------------------
+
+    def up(self) -> None:
+        # Short paths (a unix socket lives below) outside /run and /var, which the private
+        # daemon's namespace covers.
+        self.session = Path(tempfile.mkdtemp(prefix="vbguest-", dir="/tmp"))
+        self.manifest = Manifest(lab_root() / f"vbguest-{os.getpid()}.json", self.name)
+        private = self.params.connect == "private"
+        self.manifest.add("guest", {"session": str(self.session), "private": private,
+                                    "connect": self.params.connect, "domain": self.domain})
+        image = build_guest_image(Path(self.params.image_cache).resolve())
+        if private:
+            self.daemon = PrivateLibvirtd(self.session / "d", caps_cache=Path(
+                self.params.image_cache).resolve().parent / "qemu-caps")
+            self.conn = open_connection(self.daemon.start())
+        else:
+            self.conn = open_connection(self.params.connect)
+        self.virt_type = self._choose_virt_type(private)
+        self.caps = self._host_caps()
+        self.instance = make_instance(image, self.session / "guest")
+
+    def _choose_virt_type(self, private: bool) -> str:
+        if self.params.virt_type != "auto":
+            return str(self.params.virt_type)
+        if private:  # this machine's /dev/kvm runs no stock guest (LABNOTES); TCG
+            return "qemu"
+        try:
+            self.conn.getDomainCapabilities(None, "x86_64", None, "kvm", 0)
+            return "kvm"
+        except libvirt_module().libvirtError:
+            return "qemu"
+
+    def _host_caps(self) -> HostCaps:
+        assert self.session is not None
+        xml = self.conn.getDomainCapabilities(None, "x86_64", None, self.virt_type, 0)
+        return caps_from_domcaps(xml, memory_mib=_mem_available_mib(),
+                                 qemu_version=int(self.conn.getVersion()),
+                                 o_direct=_takes_o_direct(self.session),
+                                 disk_dir=str(self.session))
+
+    def down(self) -> None:
+        self._close_target()
+        if self.manifest is not None:
+            for item in self.manifest.items("guest"):
+                _remove(item, self.conn)
+                self.manifest.remove("guest", item)
+            self.manifest.delete()
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except libvirt_module().libvirtError:
+                pass
+            self.conn = None
+
+    @classmethod
+    def clean(cls, manifest: Manifest) -> list[str]:
+        removed = []
+        for item in manifest.items("guest"):
+            _remove(item, None)
+            manifest.remove("guest", item)
+            removed.append(f"guest domain {item['domain']} and its files in {item['session']}")
+        return removed
+
+    def _close_target(self) -> None:
+        close = getattr(self.guest_target, "close", None)
+        if callable(close):
+            close()
+        self.guest_target = None
+
+    # -- variants --------------------------------------------------------------------------
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        if self.caps is None or self.instance is None or self.session is None:
+            raise VirtbenchError(f"lab {self.name}: enter() before up()")
+        wanted = knobs_from(knobs, self.defaults)
+        problems = validate(wanted, self.caps)
+        if problems:
+            raise VirtbenchError(f"lab {self.name}, variant {variant}: " + "; ".join(problems))
+        if wanted == self.current and self.current_state is not None:
+            return self.current_state
+        self._close_target()
+        self.current, self.current_state = None, None
+        remove_domain(self.conn, self.domain)
+        image = self.session / f"disk.{wanted.format}"
+        image.unlink(missing_ok=True)
+        self.target.run(["qemu-img", "create", "-q", "-f", wanted.format, "-o",
+                         f"preallocation={wanted.preallocation}", str(image),
+                         f"{self.params.disk_mib}M"])
+        console = self.session / "console.log"
+        console.unlink(missing_ok=True)
+        xml = with_vcpus(direct_boot_domain_xml(
+            self.domain, kernel=self.instance.kernel, initrd=self.instance.initrd,
+            console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet", virt_type=self.virt_type,
+            memory_mib=wanted.memory_mib, devices=[RNG, *disk_devices(wanted, str(image))],
+            qemu_args=user_network(self.instance.port)), wanted)
+        started = time.monotonic()
+        dom = self.conn.defineXML(xml)
+        try:
+            dom.create()
+        except libvirt_module().libvirtError as exc:
+            raise VirtbenchError(f"lab {self.name}, variant {variant}: libvirt refused the "
+                                 f"guest: {exc}") from exc
+        wait_ssh(self.instance, self.params.boot_timeout_s)
+        boot_s = time.monotonic() - started
+        access = GuestAccess(ssh=self.instance.ssh_spec, known_hosts=str(
+            self.instance.known_hosts), identity_file=str(self.instance.identity))
+        self.guest_target = access.target(self.conn, self.domain)
+        assert self.guest_target is not None
+        notes = self._verify(dom, wanted, str(image))
+        notes["boot_s"] = f"{boot_s:.1f}"
+        if self.virt_type == "qemu":
+            notes["emulated"] = EMULATED
+        fs = self._mount(wanted)
+        self.current = wanted
+        self.current_state = LabState(target=self.guest_target, notes=notes,
+                                      services=self.publish(fs))
+        return self.current_state
+
+    def _verify(self, dom: Any, wanted: GuestKnobs, image: str) -> dict[str, str]:
+        """Each knob from the live XML, QEMU's command line and inside the guest; a knob
+        found otherwise than asked is refused (the caller's down removes the guest)."""
+        assert self.guest_target is not None
+        live = verify_live_xml(dom.XMLDesc(0), wanted)
+        wrong = [f"{k}: asked {getattr(wanted, k)}, the live XML has {live.get(k)}"
+                 for k in ("vcpus", "memory_mib", "bus", "cache", "io", "format", "iothreads")
+                 if str(live.get(k)) != str(getattr(wanted, k))]
+        argv = _qemu_argv(self.domain)
+        qemu: dict[str, Any] = {} if argv is None else parse_qemu_disk(argv, image)
+        if argv is None:
+            wrong.append("QEMU's process of the domain was not found in /proc")
+        else:
+            wrong += verify_qemu(qemu, wanted)
+        guest = self._guest_view(wanted)
+        wrong += verify_guest(guest, wanted)
+        if wrong:
+            raise VirtbenchError(f"lab {self.name}: the guest does not run what was asked "
+                                 "(refused): " + "; ".join(wrong))
+        return {
+            "guest": f"{wanted.vcpus} vCPU, {wanted.memory_mib} MiB, {self.virt_type}",
+            "disk": (f"{wanted.bus} {wanted.target_dev}, {wanted.format} "
+                     f"(preallocation {wanted.preallocation}), cache={wanted.cache}, "
+                     f"io={wanted.io}, iothreads={wanted.iothreads}"),
+            "verified_xml": json.dumps(live, sort_keys=True),
+            "verified_qemu": json.dumps({k: v for k, v in qemu.items() if k != "device"},
+                                        sort_keys=True),
+            "verified_guest": (f"nproc={guest.nproc} MemTotal={guest.memtotal_mib}MiB "
+                               f"{wanted.target_dev}: driver {guest.driver}, write_cache "
+                               f"'{guest.write_cache}'"),
+        }
+
+    def _guest_view(self, wanted: GuestKnobs) -> GuestView:
+        assert self.guest_target is not None
+        run = self.guest_target.run
+        for module in DISK_MODULES:
+            name = Path(module).name
+            run(["sh", "-c", f"grep -q '^{name[:-3]} ' /proc/modules || "
+                             f"busybox insmod /lib/modules/vbkvm/{name}"])
+        dev = wanted.target_dev
+        deadline = time.monotonic() + 30
+        while run(["test", "-e", f"/sys/block/{dev}"], check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise VirtbenchError(f"lab {self.name}: the guest has no /sys/block/{dev} "
+                                     f"(bus {wanted.bus})")
+            time.sleep(0.5)
+        out = run(["sh", "-c", f"nproc; grep MemTotal /proc/meminfo; "
+                               f"cat /sys/block/{dev}/queue/write_cache; "
+                               f"basename $(readlink /sys/block/{dev}/device/driver) || "
+                               f"echo virtio_blk"]).stdout.splitlines()
+        # virtio-blk: /sys/block/vda/device is the virtio device, whose driver is virtio_blk
+        return GuestView(nproc=int(out[0]), memtotal_mib=int(out[1].split()[1]) // 1024,
+                         write_cache=out[2].strip(), driver=out[3].strip())
+
+    def _mount(self, wanted: GuestKnobs) -> FilesystemService:
+        assert self.guest_target is not None
+        run = self.guest_target.run
+        dev = f"/dev/{wanted.target_dev}"
+        run(["mkfs.ext4", "-q", "-F", dev])
+        run(["mkdir", "-p", MOUNT])
+        run(["mount", dev, MOUNT])
+        run(["mkdir", "-p", f"{MOUNT}/work"])
+        fields = run(["findmnt", "-n", "-o", "TARGET,SOURCE,FSTYPE,OPTIONS", MOUNT]
+                     ).stdout.split()
+        free = run(["df", "-P", "-m", MOUNT]).stdout.strip().splitlines()[-1].split()[3]
+        return FilesystemService(
+            path=f"{MOUNT}/work", kind="ext4", spec=f"ext4 on {wanted.bus} {wanted.target_dev}",
+            mount=dict(zip(("target", "source", "fstype", "options"), fields, strict=False)),
+            size_mib=self.params.disk_mib, free_mib=int(free),
+            cache_policy=(f"guest page cache over a {wanted.cache} disk (host page cache "
+                          f"{'bypassed' if wanted.cache in ('none', 'directsync') else 'used'})"),
+            drop_caches=True)
+
+
+def _remove(item: Mapping[str, Any], conn: Any) -> None:
+    """Remove one recorded guest: the private daemon with all its domains (every one is
+    ours), or on a shared libvirt only the recorded domain; then the session directory."""
+    session = Path(item["session"])
+    if item.get("private"):
+        PrivateLibvirtd(session / "d").stop()
+    else:
+        own = conn if conn is not None else open_connection(item["connect"])
+        remove_domain(own, item["domain"])
+    shutil.rmtree(session, ignore_errors=True)
+
+
+LABS = (GuestLab,)

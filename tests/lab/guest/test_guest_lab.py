@@ -1,0 +1,117 @@
+"""The guest lab end to end: ONE private libvirtd, one guest redefined for two variants (the
+second boot is the variant switch), verification of what was asked, refusals before boot, and
+nothing left afterwards. Needs root, mmdebstrap, qemu (TCG)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from virtbench.labs.guest import GuestLab, GuestParams
+from virtbench.services import FilesystemService
+from virtbench.targets.local import LocalTarget
+
+REPO = Path(__file__).resolve().parents[3]
+
+pytestmark = [pytest.mark.timeout(420), pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("mmdebstrap") is None
+    or shutil.which("qemu-system-x86_64") is None, reason="needs root, mmdebstrap and QEMU")]
+
+
+def _fio(state_target: object, directory: str) -> dict[str, object]:
+    out = state_target.run(  # type: ignore[attr-defined]
+        ["fio", "--name=t", f"--directory={directory}", "--rw=randread", "--bs=4k",
+         "--size=16M", "--runtime=2", "--time_based", "--ioengine=psync",
+         "--output-format=json"], timeout=120).stdout
+    return json.loads(out)["jobs"][0]  # type: ignore[no-any-return]
+
+
+def test_guest_lab_variants_verified_and_removed(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
+    params = GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image"),
+                         disk_mib=256)
+    lab = GuestLab(params, tmp_path, LocalTarget())
+    # Refused before anything starts, each naming its knob.
+    assert any("knob iothreads" in p and "sata" in p
+               for p in lab.check_variant("bad", {"bus": "sata", "iothreads": 1}))
+    assert any("knob cache" in p for p in lab.check_variant("bad", {"cache": "sometimes"}))
+    assert any("knob memory_mib" in p and "available" in p
+               for p in lab.check_variant("bad", {"memory_mib": 1 << 30}))
+    assert any("knob io" in p and "O_DIRECT" in p
+               for p in lab.check_variant("bad", {"cache": "writeback", "io": "native"}))
+    assert lab.check_variant("ok", {"cache": "none", "io": "native"}) == []
+    session = None
+    try:
+        lab.up()
+        session = lab.session
+        assert session is not None and session.exists()
+        manifest = json.loads(next((tmp_path / "labs").glob("vbguest-*.json")).read_text())
+        assert manifest["objects"]["guest"][0]["domain"] == lab.domain
+        # the host's own view: sata is refused for this image (no AHCI in the guest kernel)
+        with pytest.raises(Exception, match="knob bus"):
+            lab.enter("sata", {"bus": "sata"})
+        first = lab.enter("one", {"vcpus": 1, "cache": "none", "io": "native"})
+        assert "emulated" in first.notes["emulated"]
+        assert json.loads(first.notes["verified_qemu"])["aio"] == "native"
+        assert json.loads(first.notes["verified_qemu"])["direct"] is True
+        assert "write_cache 'write back'" in first.notes["verified_guest"]
+        fs = first.services.get(FilesystemService)
+        assert fs.mount["fstype"] == "ext4"
+        assert float(_fio(first.target, fs.path)["read"]["iops"]) > 0  # type: ignore[index]
+        second = lab.enter("two", {"vcpus": 2, "cache": "writethrough", "io": "threads",
+                                   "bus": "scsi", "format": "qcow2", "iothreads": 1})
+        assert "nproc=2" in second.notes["verified_guest"]
+        assert "write_cache 'write through'" in second.notes["verified_guest"]
+        assert "driver sd" in second.notes["verified_guest"]
+        qemu = json.loads(second.notes["verified_qemu"])
+        assert qemu["format"] == "qcow2" and qemu["direct"] is False and qemu["smp"] == 2
+        assert float(second.notes["boot_s"]) > 0
+        # the same knobs again: no reboot, the same state
+        assert lab.enter("two-again", {"vcpus": 2, "cache": "writethrough", "io": "threads",
+                                       "bus": "scsi", "format": "qcow2",
+                                       "iothreads": 1}) is second
+    finally:
+        lab.down()
+    assert session is not None and not session.exists()
+    assert not list((tmp_path / "labs").glob("vbguest-*.json"))
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and
+                lab.domain.encode() in _cmdline(p)]
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_lab_clean_removes_what_a_crashed_run_left(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that dies after up (no down): `virtbench lab clean` finds the manifest through
+    the plugin registry and removes the private daemon, its domain and the session files."""
+    from virtbench.labs.cleanup import clean_leftovers
+    from virtbench.plugins import all_labs
+
+    monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
+    lab = GuestLab(GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image")),
+                   tmp_path, LocalTarget())
+    try:
+        lab.up()
+        assert lab.daemon is not None and lab.daemon.pid() is not None
+        daemon_pid = lab.daemon.pid()
+        session = lab.session
+        lab.conn.close()  # the crash: nothing of down() runs
+        summary = clean_leftovers(all_labs(), tmp_path / "labs")
+        assert summary.complete and summary.count("removed") == 1, summary.events
+        assert session is not None and not session.exists()
+        assert daemon_pid is not None and not Path(f"/proc/{daemon_pid}").exists()
+        assert not list((tmp_path / "labs").glob("*.json"))
+    finally:
+        lab.manifest = None
+        if lab.daemon is not None:
+            lab.daemon.stop()

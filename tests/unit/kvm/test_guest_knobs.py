@@ -1,0 +1,125 @@
+"""The guest lab's knob logic, pure: validation, the XML it writes, the verification parsers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from virtbench.kvm.guest_domain import direct_boot_domain_xml
+from virtbench.kvm.guest_knobs import (
+    GuestKnobs,
+    GuestView,
+    HostCaps,
+    caps_from_domcaps,
+    disk_devices,
+    knobs_from,
+    parse_qemu_disk,
+    validate,
+    verify_guest,
+    verify_live_xml,
+    verify_qemu,
+    with_vcpus,
+)
+
+CAPS = HostCaps(max_vcpus=8, memory_mib=4096, buses=("ide", "scsi", "virtio", "sata"),
+                iothreads=True, qemu_version=7_002_000)
+
+DOMCAPS = """<domainCapabilities><vcpu max='255'/><iothreads supported='yes'/>
+<devices><disk supported='yes'><enum name='bus'><value>ide</value><value>scsi</value>
+<value>virtio</value><value>usb</value><value>sata</value></enum></disk></devices>
+</domainCapabilities>"""
+
+
+def _problems(**knobs: object) -> list[str]:
+    return validate(knobs_from(knobs, GuestKnobs()), CAPS)
+
+
+def test_defaults_are_valid() -> None:
+    assert _problems() == []
+    assert _problems(cache="none", io="native", iothreads=2, format="qcow2",
+                     preallocation="metadata", bus="scsi", vcpus=2) == []
+
+
+@pytest.mark.parametrize(("knobs", "knob", "why"), [
+    ({"bus": "sata", "iothreads": 1}, "iothreads", "sata"),
+    ({"bus": "sata"}, "bus", "AHCI"),
+    ({"bus": "floppy"}, "bus", "not one of"),
+    ({"cache": "sometimes"}, "cache", "not one of"),
+    ({"io": "posix"}, "io", "not one of"),
+    ({"cache": "writeback", "io": "native"}, "io", "O_DIRECT"),
+    ({"memory_mib": 100_000}, "memory_mib", "available"),
+    ({"memory_mib": 128}, "memory_mib", "too little"),
+    ({"vcpus": 9}, "vcpus", "1..8"),
+    ({"iothreads": 17}, "iothreads", "0..16"),
+    ({"format": "vmdk"}, "format", "not one of"),
+    ({"format": "raw", "preallocation": "metadata"}, "preallocation", "not one of"),
+])
+def test_refusals_name_the_knob(knobs: dict[str, object], knob: str, why: str) -> None:
+    problems = _problems(**knobs)
+    assert any(p.startswith(f"knob {knob}:") and why in p for p in problems), problems
+
+
+def test_io_uring_needs_qemu_5_and_o_direct_needs_the_directory() -> None:
+    old = HostCaps(**{**CAPS.__dict__, "qemu_version": 4_002_000})
+    assert any("QEMU >= 5.0" in p for p in validate(GuestKnobs(io="io_uring"), old))
+    tmpfs = HostCaps(**{**CAPS.__dict__, "o_direct": False, "disk_dir": "/dev/shm/x"})
+    assert any(p.startswith("knob cache:") for p in validate(GuestKnobs(cache="none"), tmpfs))
+    assert validate(GuestKnobs(cache="writeback"), tmpfs) == []
+
+
+def test_caps_from_domcaps() -> None:
+    caps = caps_from_domcaps(DOMCAPS, memory_mib=1000, qemu_version=7_002_000)
+    assert caps.max_vcpus == 255 and caps.iothreads and "sata" in caps.buses
+    assert caps.io_modes == ("native", "threads", "io_uring")
+
+
+def _domain(knobs: GuestKnobs) -> str:
+    base = direct_boot_domain_xml("g", kernel=Path("/k"), initrd=Path("/i"),
+                                  console_log=Path("/c"), memory_mib=knobs.memory_mib,
+                                  devices=disk_devices(knobs, "/d/disk.raw"))
+    return with_vcpus(base, knobs)
+
+
+def test_xml_realises_and_live_xml_reads_back() -> None:
+    knobs = GuestKnobs(vcpus=2, memory_mib=1024, cache="directsync", io="native", iothreads=2)
+    found = verify_live_xml(_domain(knobs), knobs)
+    assert found == {"vcpus": "2", "iothreads": "2", "memory_mib": "1024", "bus": "virtio",
+                     "cache": "directsync", "io": "native", "format": "raw",
+                     "disk_iothread": "1"}
+    scsi = GuestKnobs(bus="scsi", iothreads=1)
+    xml = _domain(scsi)
+    assert "model='virtio-scsi'" in xml
+    assert verify_live_xml(xml, scsi)["disk_iothread"] == "1"
+    assert verify_live_xml(xml, scsi)["bus"] == "scsi"
+
+
+def _argv(cache: dict[str, bool], aio: str, fmt: str = "raw") -> list[str]:
+    return ["qemu-system-x86_64", "-name", "guest=g,debug-threads=on", "-m",
+            json.dumps({"size": 768 << 20}), "-smp", "2,sockets=2,cores=1,threads=1",
+            "-blockdev", json.dumps({"driver": "file", "filename": "/d/disk.raw",
+                                     "node-name": "libvirt-1-storage", "cache": cache,
+                                     "aio": aio}),
+            "-blockdev", json.dumps({"node-name": "libvirt-1-format", "driver": fmt,
+                                     "file": "libvirt-1-storage", "cache": cache}),
+            "-device", '{"driver":"virtio-blk-pci","drive":"libvirt-1-format",'
+                       '"id":"virtio-disk0","write-cache":"on"}']
+
+
+def test_qemu_view_parsed_and_compared() -> None:
+    seen = parse_qemu_disk(_argv({"direct": True, "no-flush": False}, "native"), "/d/disk.raw")
+    assert seen["aio"] == "native" and seen["direct"] is True and seen["smp"] == 2
+    assert seen["memory_mib"] == 768 and seen["format"] == "raw"
+    assert verify_qemu(seen, GuestKnobs(vcpus=2, cache="none", io="native")) == []
+    wrong = verify_qemu(seen, GuestKnobs(vcpus=2, cache="writeback", io="threads"))
+    assert any(w.startswith("aio:") for w in wrong) and any(w.startswith("direct:") for w in wrong)
+    assert any("write cache" in w for w in verify_qemu(seen, GuestKnobs(
+        vcpus=2, cache="directsync", io="native")))
+
+
+def test_guest_view_compared() -> None:
+    good = GuestView(nproc=2, memtotal_mib=700, write_cache="write back", driver="virtio_blk")
+    assert verify_guest(good, GuestKnobs(vcpus=2)) == []
+    wrong = verify_guest(good, GuestKnobs(vcpus=1, cache="writethrough", bus="scsi"))
+    assert [w.split(":")[0] for w in wrong] == ["vcpus", "cache", "bus"]
