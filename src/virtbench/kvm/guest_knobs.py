@@ -126,6 +126,16 @@ def _choice(problems: list[str], knob: str, value: object, allowed: Sequence[str
 def validate(knobs: GuestKnobs, caps: HostCaps) -> list[str]:
     """Every reason the host cannot run ``knobs``, each naming the knob; [] when it can."""
     problems: list[str] = []
+    _check_size(problems, knobs, caps)
+    _check_bus(problems, knobs, caps)
+    _check_cache_and_io(problems, knobs, caps)
+    _check_iothreads(problems, knobs, caps)
+    if _choice(problems, "format", knobs.format, FORMATS):
+        _choice(problems, "preallocation", knobs.preallocation, PREALLOCATION[knobs.format])
+    return problems
+
+
+def _check_size(problems: list[str], knobs: GuestKnobs, caps: HostCaps) -> None:
     if not 1 <= knobs.vcpus <= caps.max_vcpus:
         problems.append(f"knob vcpus: {knobs.vcpus} is outside 1..{caps.max_vcpus} "
                         "(the domain capabilities' vcpu max)")
@@ -135,34 +145,46 @@ def validate(knobs: GuestKnobs, caps: HostCaps) -> list[str]:
     elif knobs.memory_mib > caps.memory_mib:
         problems.append(f"knob memory_mib: {knobs.memory_mib} MiB is more than the host has "
                         f"available ({caps.memory_mib} MiB MemAvailable)")
-    if _choice(problems, "bus", knobs.bus, BUSES):
-        if knobs.bus not in caps.buses:
-            problems.append(f"knob bus: {knobs.bus} is not offered by this host's QEMU/libvirt "
-                            f"(domain capabilities: {', '.join(caps.buses)})")
-        elif knobs.bus not in caps.image_buses:
-            problems.append(f"knob bus: {knobs.bus}: the guest image cannot see such a disk "
-                            f"({caps.image_note})")
+
+
+def _check_bus(problems: list[str], knobs: GuestKnobs, caps: HostCaps) -> None:
+    if not _choice(problems, "bus", knobs.bus, BUSES):
+        return
+    if knobs.bus not in caps.buses:
+        problems.append(f"knob bus: {knobs.bus} is not offered by this host's QEMU/libvirt "
+                        f"(domain capabilities: {', '.join(caps.buses)})")
+    elif knobs.bus not in caps.image_buses:
+        problems.append(f"knob bus: {knobs.bus}: the guest image cannot see such a disk "
+                        f"({caps.image_note})")
+
+
+def _check_cache_and_io(problems: list[str], knobs: GuestKnobs, caps: HostCaps) -> None:
     cache_ok = _choice(problems, "cache", knobs.cache, CACHES)
     if _choice(problems, "io", knobs.io, IO_MODES) and knobs.io not in caps.io_modes:
         problems.append(f"knob io: {knobs.io} needs QEMU >= 5.0 (this host: "
                         f"{caps.qemu_version // 1_000_000}.{caps.qemu_version // 1000 % 1000})")
-    if cache_ok and knobs.io == "native" and not CACHE_FLAGS[knobs.cache][1]:
+    if not cache_ok:
+        return
+    direct = CACHE_FLAGS[knobs.cache][1]
+    if knobs.io == "native" and not direct:
         problems.append(f"knob io: native needs O_DIRECT, i.e. cache none or directsync (QEMU: "
                         f"'aio=native ... requires cache.direct=on'); cache is {knobs.cache}")
-    if cache_ok and CACHE_FLAGS[knobs.cache][1] and not caps.o_direct:
+    if direct and not caps.o_direct:
         problems.append(f"knob cache: {knobs.cache} opens the image with O_DIRECT, which the "
                         f"disk directory {caps.disk_dir} does not support (tmpfs?)")
+
+
+def _check_iothreads(problems: list[str], knobs: GuestKnobs, caps: HostCaps) -> None:
     if not 0 <= knobs.iothreads <= MAX_IOTHREADS:
         problems.append(f"knob iothreads: {knobs.iothreads} is outside 0..{MAX_IOTHREADS}")
-    elif knobs.iothreads:
-        if knobs.bus == "sata":
-            problems.append("knob iothreads: a sata disk cannot be bound to an IOThread "
-                            "(only virtio-blk disks and virtio-scsi controllers can)")
-        if not caps.iothreads:
-            problems.append("knob iothreads: this host's libvirt/QEMU has no IOThread support")
-    if _choice(problems, "format", knobs.format, FORMATS):
-        _choice(problems, "preallocation", knobs.preallocation, PREALLOCATION[knobs.format])
-    return problems
+        return
+    if not knobs.iothreads:
+        return
+    if knobs.bus == "sata":
+        problems.append("knob iothreads: a sata disk cannot be bound to an IOThread "
+                        "(only virtio-blk disks and virtio-scsi controllers can)")
+    if not caps.iothreads:
+        problems.append("knob iothreads: this host's libvirt/QEMU has no IOThread support")
 
 
 def disk_devices(knobs: GuestKnobs, image: str) -> list[str]:
