@@ -13,7 +13,6 @@ import numpy.typing as npt
 from virtbench.decide.runs import experiment_digest, host_fingerprint
 from virtbench.model import Better, Domain, Metric, VirtbenchError
 from virtbench.stats.changepoints import change_points
-from virtbench.stats.distributions import t_ppf_array
 from virtbench.stats.intervals import MIN_INTERVAL_VALUES
 from virtbench.stats.verdict import ratio_verdict
 
@@ -161,13 +160,15 @@ def _points(runs: list[Any], moments: dict[str, tuple[int, float, float]], domai
     ids = [r.id for r in runs if r.id in moments]
     if not ids:
         return []
+    from scipy import special  # the t quantile (scipy.stats.t.ppf calls it)
+
     n = np.array([moments[i][0] for i in ids], dtype=np.float64)
     total = np.array([moments[i][1] for i in ids])
     squares = np.array([moments[i][2] for i in ids])
     mean = total / n
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         var = np.maximum(0.0, (squares - total * mean) / (n - 1))
-        t = t_ppf_array(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
+        t = special.stdtrit(np.maximum(n - 1, 1), 0.5 + CONFIDENCE / 2)
         half = t * np.sqrt(var / n)
         low, high = mean - half, mean + half
         if domain is not Domain.REAL:

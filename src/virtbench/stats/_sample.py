@@ -8,8 +8,6 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from virtbench.stats.distributions import norm_ppf, t_ppf
-
 FloatArray = npt.NDArray[np.float64]
 SampleLike = Sequence[float] | npt.NDArray[np.floating] | npt.NDArray[np.integer]
 
@@ -46,10 +44,13 @@ def sample_var_of_mean(x: FloatArray) -> float:
 def t_quantile(confidence: float, df: float) -> float:
     """The two-sided ``confidence`` quantile of Student's t with ``df`` degrees of freedom:
     scipy.stats.t.ppf(½ + confidence/2, df), or norm.ppf for infinite df (nan for df ≤ 0 or
-    nan, as t.ppf), from stats/distributions.py (scipy's import would cost a report up to a
-    second of start-up)."""
+    nan, as t.ppf). From scipy.special (stdtrit, ndtri: what scipy.stats.t and norm call),
+    imported on the first quantile: scipy.stats' import costs a second, scipy.special's a
+    third, which a command that computes no interval never pays."""
+    from scipy import special
+
     q = 0.5 + confidence / 2.0
-    return norm_ppf(q) if math.isinf(df) else t_ppf(df, q)
+    return float(special.ndtri(q)) if math.isinf(df) else float(special.stdtrit(df, q))
 
 
 def welch_df(parts: Sequence[tuple[float, int]]) -> float:

@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.model import Better
-from virtbench.stats.distributions import norm_ppf
 from virtbench.stats.verdict import LogRatioMoments, worse_threshold
 
 __all__ = ["DEFAULT_PRIOR_RATIO", "prior_sd", "probability_worse"]
@@ -39,7 +38,9 @@ def prior_sd(prior_ratio: float = DEFAULT_PRIOR_RATIO) -> float:
     """The prior's standard deviation on the log scale: log(R) / z_0.975."""
     if not prior_ratio > 1 or not math.isfinite(prior_ratio):
         raise ValueError(f"prior ratio: must be a finite number above 1, got {prior_ratio}")
-    return math.log(prior_ratio) / norm_ppf(0.975)
+    from scipy import special
+
+    return math.log(prior_ratio) / float(special.ndtri(0.975))
 
 
 def _t_log_pdf(z: Array, df: Array) -> Array:

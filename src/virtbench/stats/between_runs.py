@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.model import Better
-from virtbench.stats.distributions import chi2_isf, norm_ppf
 from virtbench.stats.verdict import ALPHA, POWER, worse_threshold
 
 __all__ = ["Scale", "VarianceComponents", "between_sd_interval", "detectable_effect",
@@ -120,9 +119,11 @@ def between_sd_interval(vc: VarianceComponents, confidence: float = 1 - ALPHA
     """A ``confidence`` interval for σ_b (same scale): MSB·(R−1)/(σ_w² + n₀σ_b²) is χ² with
     R − 1 df for balanced runs; the bounds take MSW as σ_w² (it has N − R df, many more than
     MSB's R − 1) and are truncated at 0. Approximate for unbalanced runs."""
+    from scipy import special
+
     df = vc.runs - 1
-    upper_q = chi2_isf(df, (1 - confidence) / 2)  # χ² quantile (1 + c)/2
-    lower_q = chi2_isf(df, (1 + confidence) / 2)  # χ² quantile (1 − c)/2
+    upper_q = float(special.chdtri(df, (1 - confidence) / 2))  # χ² quantile (1 + c)/2
+    lower_q = float(special.chdtri(df, (1 + confidence) / 2))  # χ² quantile (1 − c)/2
     low = (vc.ms_between * df / upper_q - vc.ms_within) / vc.n0
     high = (vc.ms_between * df / lower_q - vc.ms_within) / vc.n0
     return math.sqrt(max(low, 0.0)), math.sqrt(max(high, 0.0))
@@ -130,7 +131,9 @@ def between_sd_interval(vc: VarianceComponents, confidence: float = 1 - ALPHA
 
 def _k(alpha: float, power: float) -> float:
     """z₁₋α + z_power: the one-sided test's distance, in standard errors."""
-    return norm_ppf(1 - alpha) + norm_ppf(power)
+    from scipy import special
+
+    return float(special.ndtri(1 - alpha) + special.ndtri(power))
 
 
 def detectable_effect(between_var: float, within_var: float, n: float, runs_per_side: int = 1,

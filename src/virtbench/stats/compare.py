@@ -1,8 +1,8 @@
 """Comparing two samples: speedup and percent change with CIs, significance tests, Holm.
 
-The distributions (stats/distributions.py) and the rank and normality tests
-(stats/rank_tests.py) are virtbench's own, checked against scipy in the tests: importing scipy
-would cost a report up to a second of start-up."""
+The normal distribution comes from scipy.special (ndtri, ndtr: what scipy.stats.norm calls), the
+rank and normality tests from scipy.stats (mannwhitneyu, shapiro), each imported by the function
+that needs it: a command that compares nothing never imports SciPy."""
 
 from __future__ import annotations
 
@@ -23,9 +23,7 @@ from virtbench.stats._sample import (
     t_quantile,
     welch_df,
 )
-from virtbench.stats.distributions import norm_cdf, norm_ppf
 from virtbench.stats.multiple import holm
-from virtbench.stats.rank_tests import mann_whitney_u, shapiro_wilk
 from virtbench.stats.welch import welch_t_p
 
 __all__ = [
@@ -171,7 +169,9 @@ def _bca_probs(
     share = (np.count_nonzero(boot < r) + np.count_nonzero(boot <= r)) / (2.0 * boot.size)
     if not 0.0 < share < 1.0:
         return None
-    z0 = norm_ppf(share)
+    from scipy import special
+
+    z0 = float(special.ndtri(share))  # norm.ppf
     # acceleration from the jackknife, one sample at a time, as scipy.stats.bootstrap does
     sx, sy, nx, ny = float(np.sum(x)), float(np.sum(y)), x.size, y.size
     jack_x = ((sx - x) / (nx - 1)) / (sy / ny)
@@ -183,9 +183,9 @@ def _bca_probs(
         den += float(np.sum(d**2))
     a = num / (6.0 * den**1.5) if den > 0.0 else 0.0
     probs = []
-    for z_alpha in (norm_ppf(alpha / 2.0), norm_ppf(1.0 - alpha / 2.0)):
+    for z_alpha in (float(special.ndtri(alpha / 2.0)), float(special.ndtri(1.0 - alpha / 2.0))):
         shift = z0 + z_alpha
-        probs.append(norm_cdf(z0 + shift / (1.0 - a * shift)))
+        probs.append(float(special.ndtr(z0 + shift / (1.0 - a * shift))))  # norm.cdf
     if not all(math.isfinite(p) for p in probs):
         return None
     return probs
@@ -294,8 +294,10 @@ def mann_whitney_test(a: SampleLike, b: SampleLike) -> Significance:
     if pair is None:
         return Significance("mann-whitney", math.nan, math.nan)
     x, y = pair
-    u, p = mann_whitney_u(x, y)
-    return Significance("mann-whitney", u, p)
+    from scipy import stats
+
+    res = stats.mannwhitneyu(x, y, alternative="two-sided")
+    return Significance("mann-whitney", float(res.statistic), float(res.pvalue))
 
 
 def looks_normal(values: SampleLike, alpha: float = NORMALITY_ALPHA) -> bool:
@@ -304,7 +306,9 @@ def looks_normal(values: SampleLike, alpha: float = NORMALITY_ALPHA) -> bool:
     x = as_sample(values)
     if x.size < 3 or x.size > SHAPIRO_MAX or np.ptp(x) == 0.0:
         return True
-    return bool(shapiro_wilk(x)[1] >= alpha)
+    from scipy import stats
+
+    return bool(stats.shapiro(x).pvalue >= alpha)
 
 
 def choose_test(a: SampleLike, b: SampleLike) -> Significance:

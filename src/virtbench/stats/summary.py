@@ -10,7 +10,6 @@ import numpy as np
 
 from virtbench.model import Domain
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence
-from virtbench.stats.distributions import binom_cdf, binom_ppf
 from virtbench.stats.intervals import mean_interval
 
 __all__ = ["Summary", "percentile_ci", "summarize"]
@@ -92,10 +91,14 @@ def percentile_ci(
     if n == 0:
         raise ValueError("values: cannot take a quantile of an empty sample")
     alpha = 1.0 - confidence
-    lo_rank = int(binom_ppf(alpha / 2.0, n, q))  # 1-based rank; 0 means unattainable
-    hi_rank = int(binom_ppf(1.0 - alpha / 2.0, n, q)) + 1
+    # scipy.stats, imported here: only a quantile's interval needs it (scipy.special's binomial
+    # quantile, bdtrik, is another algorithm than binom.ppf's)
+    from scipy import stats
+
+    lo_rank = int(stats.binom.ppf(alpha / 2.0, n, q))  # 1-based rank; 0 means unattainable
+    hi_rank = int(stats.binom.ppf(1.0 - alpha / 2.0, n, q)) + 1
     # guard against ppf returning a rank whose cdf is just below α/2 through rounding
-    if lo_rank >= 1 and binom_cdf(lo_rank - 1, n, q) > alpha / 2.0:
+    if lo_rank >= 1 and stats.binom.cdf(lo_rank - 1, n, q) > alpha / 2.0:
         lo_rank -= 1
     estimate = float(np.quantile(x, q))
     kth = [r - 1 for r in (lo_rank, hi_rank) if 1 <= r <= n]

@@ -18,7 +18,6 @@ import numpy.typing as npt
 
 from virtbench.model import Better
 from virtbench.stats._sample import SampleLike, as_sample, check_confidence, t_quantile
-from virtbench.stats.distributions import norm_ppf, t_sf_array
 
 __all__ = [
     "ALPHA",
@@ -113,11 +112,22 @@ def _worse_sign(better: Better) -> float:
     return 1.0 if better is Better.LOWER else -1.0
 
 
+def _t_sf(df: Array, z: Array) -> Array:
+    """P(T > z) for Student's t with ``df`` degrees of freedom elementwise, the normal where df
+    is infinite; z = ±inf gives 0 or 1: scipy.special.stdtr (scipy.stats.t.sf), imported when a
+    comparison is made (scipy.special's import is a third of scipy.stats')."""
+    from scipy import special
+
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.where(np.isinf(df), special.ndtr(-z),
+                                   special.stdtr(np.minimum(df, 1e12), -z)), dtype=np.float64)
+
+
 def worse_p(m: LogRatioMoments, better: Better, fail_pct: float) -> Array:
     """One-sided p-value of H0 "NEW is at most ``fail_pct`` % worse than BASE" (Welch t on the
     log ratio). Small p: the one-sided bound of the interval excludes a change of fail_pct."""
     worse = _worse_sign(better) * m.log_ratio
-    return t_sf_array(m.df, _standardise(worse - worse_threshold(better, fail_pct), m.se))
+    return _t_sf(m.df, _standardise(worse - worse_threshold(better, fail_pct), m.se))
 
 
 def equivalence_p(m: LogRatioMoments, margin_pct: float) -> Array:
@@ -126,14 +136,14 @@ def equivalence_p(m: LogRatioMoments, margin_pct: float) -> Array:
     if not 0 < margin_pct < 100:
         raise ValueError(f"equivalence margin: must be in (0, 100) %, got {margin_pct}")
     low, high = math.log1p(-margin_pct / 100.0), math.log1p(margin_pct / 100.0)
-    p_low = t_sf_array(m.df, _standardise(m.log_ratio - low, m.se))  # H0: ratio ≤ 1 - margin
-    p_high = t_sf_array(m.df, _standardise(high - m.log_ratio, m.se))  # H0: ratio ≥ 1 + margin
+    p_low = _t_sf(m.df, _standardise(m.log_ratio - low, m.se))  # H0: ratio ≤ 1 - margin
+    p_high = _t_sf(m.df, _standardise(high - m.log_ratio, m.se))  # H0: ratio ≥ 1 + margin
     return np.maximum(p_low, p_high)
 
 
 def two_sided_p(m: LogRatioMoments) -> Array:
     z = np.abs(_standardise(m.log_ratio, m.se))
-    return np.minimum(1.0, 2.0 * t_sf_array(m.df, z))
+    return np.minimum(1.0, 2.0 * _t_sf(m.df, z))
 
 
 def more_repetitions(m: LogRatioMoments, n_base: Array, n_new: Array,
@@ -147,15 +157,17 @@ def more_repetitions(m: LogRatioMoments, n_base: Array, n_new: Array,
     With run-to-run drift (``m.between_var`` = σ_b²) more repetitions only shrink the within
     part: n = k² (v_base + v_new) / (δ² − 2 k² σ_b²), inf when δ² ≤ 2 k² σ_b².
     """
-    z_beta = norm_ppf(POWER)
+    from scipy import special
+
+    z_beta = float(special.ndtri(POWER))
     per_sample = m.rel_var_base + m.rel_var_new
     drift = 2.0 * np.asarray(m.between_var, dtype=np.float64)
     high = math.log1p(margin_pct / 100.0)
     low = -math.log1p(-margin_pct / 100.0)
     size = np.abs(m.log_ratio)
     margin = np.where(m.log_ratio >= 0, high, low)
-    k_diff = (norm_ppf(1 - ALPHA / 2) + z_beta) ** 2
-    k_eq = (norm_ppf(1 - ALPHA) + z_beta) ** 2
+    k_diff = (float(special.ndtri(1 - ALPHA / 2)) + z_beta) ** 2
+    k_eq = (float(special.ndtri(1 - ALPHA)) + z_beta) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         room_diff = size**2 - k_diff * drift
         n_diff = np.where(room_diff > 0, k_diff * per_sample / room_diff, np.inf)

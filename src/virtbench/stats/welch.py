@@ -1,6 +1,6 @@
-"""Welch's unequal-variance t-test: the same statistic and two-sided p as
-scipy.stats.ttest_ind(equal_var=False), without importing scipy (up to a second of start-up for
-`report`, `compare` and `history`)."""
+"""Welch's unequal-variance t-test: the statistic and two-sided p of
+scipy.stats.ttest_ind(equal_var=False), the p from scipy.special.stdtr (the t distribution
+ttest_ind uses), so that `history`'s change points import scipy.special, not scipy.stats."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import warnings
 
 import numpy as np
 
-from virtbench.stats.distributions import t_sf
-
 __all__ = ["welch_t_p"]
 
 
 def welch_t_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """(t, two-sided p) of mean(x) − mean(y); nan where scipy gives nan (e.g. no variance)."""
+    from scipy import special
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         vx = np.var(x, ddof=1) / x.size
@@ -22,4 +22,4 @@ def welch_t_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         se2 = vx + vy
         t = (np.mean(x) - np.mean(y)) / np.sqrt(se2)
         df = se2 ** 2 / (vx ** 2 / (x.size - 1) + vy ** 2 / (y.size - 1))
-        return float(t), 2.0 * t_sf(float(df), abs(float(t)))
+        return float(t), float(2.0 * special.stdtr(df, -np.abs(t)))

@@ -117,6 +117,26 @@ def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_pat
     assert out.loaded("pydantic", "virtbench.cli.results") == ["virtbench.cli.results"]
 
 
+def test_runs_imports_no_scipy_and_a_terminal_report_no_matplotlib(
+        started: Callable[..., Started], tmp_path: Path) -> None:
+    """`runs` reads the store and prints a table: no statistics, so no SciPy. A terminal report
+    of two variants × 3 values computes intervals, a speedup and a significance test (SciPy's
+    special functions and tests, imported when evaluated) but draws no chart: no matplotlib."""
+    spec = tmp_path / "cpu.yaml"
+    spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1, "
+                    "loops: 1}}\nrepetitions: 3\nwarmup: 0\nvariants:\n  - {name: a}\n"
+                    "  - {name: b}\n")
+    store = str(tmp_path / "s.db")
+    ran = started("run", str(spec), "--store", store, "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    runs = started("runs", "--store", store)
+    assert runs.returncode == 0 and " cpu " in runs.stdout, runs.stderr
+    assert runs.loaded("scipy", "matplotlib", "virtbench.stats") == []
+    report = started("report", "--store", store)
+    assert report.returncode == 0 and "speedup" in report.stdout, report.stderr
+    assert report.loaded("matplotlib", "virtbench.stats.compare") == ["virtbench.stats.compare"]
+
+
 def test_comparing_two_files_needs_no_pydantic(started: Callable[..., Started],
                                                tmp_path: Path) -> None:
     """compare's number options have parsers of their own (cli.options.number_parser): typer's
