@@ -32,9 +32,9 @@ fi
 # the environment still imports, pip is not asked again (a rerun by scripts/test.sh takes
 # seconds, not a minute). Sources need no reinstall: the install is editable.
 stamp_file=.venv/.virtbench-install-stamp
-stamp=$( { echo "$extras"; python3 --version; cat pyproject.toml src/virtbench/net_qos/_capscan.c \
-  scripts/install.sh scripts/build_capture_kernels.py src/virtbench/net_qos/capture_kernels.py; } \
-  | sha256sum | cut -d' ' -f1)
+# The capture decoder (setup.py: the C extension virtbench.net_qos._capscan) is compiled by pip.
+stamp=$( { echo "$extras"; python3 --version; cat pyproject.toml setup.py \
+  src/virtbench/net_qos/_capscan.c scripts/install.sh; } | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp" ] \
    && .venv/bin/python -c "import virtbench.cli.entry, virtbench.net_qos._capscan" 2>/dev/null; then
   echo "virtbench installed: up to date (.venv/bin/virtbench)"
@@ -47,21 +47,7 @@ else
   python3 -m pip --python .venv/bin/python install -q --no-compile --upgrade pip \
     || .venv/bin/python -m ensurepip --upgrade --default-pip >/dev/null  # python3 without pip
 fi
-# The capture analysis loops become machine code (numba.pycc: no JIT start-up per command;
-# optional, without it they are JIT-compiled on first use). The build needs only numpy, numba
-# and setuptools (pycc's), so they are installed first and the build (about 20 CPU-s on one
-# core) runs beside the rest of the install, which leaves the second core idle (downloads,
-# unpacking). With the pip bootstrap above and fewer files compiled below, the install of a
-# fresh clone took 51-56 s instead of 66-71 s (alternating, two runs each).
-kernel_deps=$(.venv/bin/python -c 'import re, tomllib
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-print(" ".join(d for d in deps if re.match(r"(numpy|numba)\b", d)))')
 # (pip byte-compiles on one core: the environment is compiled below on every core instead)
-# shellcheck disable=SC2086  # the requirements, each one word
-.venv/bin/pip install -q --no-compile $kernel_deps setuptools
-PYTHONPATH=src .venv/bin/python scripts/build_capture_kernels.py >/dev/null 2>&1 &
-kernels=$!
-trap '[ -z "$kernels" ] || kill "$kernels" 2>/dev/null || true' EXIT  # the install failed
 .venv/bin/pip install -q --no-compile -e ".[${extras}]"
 # Byte-code now: where PYTHONDONTWRITEBYTECODE is set, every command would otherwise compile
 # each module it imports (virtbench parse pcap competes with tcpdump -r). Not what nothing
@@ -71,9 +57,6 @@ trap '[ -z "$kernels" ] || kill "$kernels" 2>/dev/null || true' EXIT  # the inst
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 unused='/(tests?|pip|setuptools|pkg_resources|mypyc?)/|/pygments/lexers/'
 .venv/bin/python -m compileall -q -j 0 -x "$unused" "$site" src/virtbench >/dev/null || true
-wait "$kernels" \
-  || echo "note: capture loops not compiled ahead of time; they are JIT-compiled on first use"
-kernels=""
 .venv/bin/virtbench --help >/dev/null
 echo "$stamp" > "$stamp_file"
 echo "virtbench installed: ok (.venv/bin/virtbench)"

@@ -1,14 +1,20 @@
-/* One pass over a capture's bytes: its packets grouped into flows, with each flow's sums.
+/* virtbench's capture decoder: one walk over a capture's bytes (classic pcap, pcapng), the
+ * decoding of each packet's link and IP headers into a 5-tuple, and the sums of every flow.
  *
- * The same walk, link/IP decoding and per-flow sums as the numba loops of
- * virtbench/net_qos/capture_kernels.py (walk_classic, walk_pcapng, _key_of, assign, flow_sums),
- * without the per-packet arrays in between and without numpy, so that `virtbench parse pcap`
- * starts and runs in less time than `tcpdump -r FILE -w /dev/null` (BENCHMARKS.md, "capture
- * analysis speed"). tests/unit/net/test_capscan.py checks that both give the same flows.
+ * The walk hands each packet to one of two sinks:
+ * - scan(): the packet joins its flow's row of a hash table (counts, first/last time, the
+ *   studies' integer sums of gaps), so `virtbench parse pcap` needs no per-packet array and no
+ *   numpy, and starts and runs in less time than `tcpdump -r FILE -w /dev/null` (BENCHMARKS.md,
+ *   "capture analysis speed"); it can also write each packet's flow id into a buffer;
+ * - records(): the packet's timestamp, lengths, offset and interface go into buffers the caller
+ *   made (numpy arrays: virtbench.net_qos.pcap, the labs' per-packet reader).
+ * Checked against tshark on real captures and against hand-built ones in
+ * tests/unit/net_qos/test_pcap.py and tests/unit/net_qos/test_capscan.py.
  *
  * Every read is checked against the end of the buffer first: a damaged file stops the walk
- * (reason codes as in capture_kernels: 1 cut short, 2 impossible record length, 3 malformed
- * pcapng block, 4 unknown interface, 5 unknown byte-order magic), never a read outside it.
+ * (reason codes, worded by virtbench.net_qos.capture_file: 1 cut short, 2 impossible record
+ * length, 3 malformed pcapng block, 4 unknown interface, 5 unknown byte-order magic), never a
+ * read outside it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,7 +56,19 @@ typedef struct {
 
 typedef struct {
     int64_t n, n_if, stop, reason;
+    int32_t *if_link; /* pcapng: each interface's link type and snap length (n_if of them) */
+    int64_t *if_snap;
 } Walk;
+
+/* Where the walk hands each packet: into the flows (scan) or into per-packet arrays (records). */
+typedef struct {
+    Flows *fs;          /* scan: the flows; NULL for records */
+    int32_t *flow_ids;  /* scan, optional: each packet's flow id */
+    int64_t *ts, *orig, *cap, *off; /* records: the per-packet arrays */
+    int32_t *iface;
+    int64_t room; /* packets the arrays hold */
+    int64_t n;    /* packets handed so far */
+} Sink;
 
 static inline int64_t u32(const uint8_t *b, int64_t o, int big) {
     if (big)
@@ -73,7 +91,7 @@ static inline uint64_t be64(const uint8_t *b, int64_t o) {
     return v;
 }
 
-/* capture_kernels._key_of: all zero for a packet that is not IP or is cut before its addresses */
+/* The 5-tuple key: all zero for a packet that is not IP or is cut before its addresses */
 static void key_of(const uint8_t *b, int64_t o, int64_t end, int64_t link, uint64_t key[5]) {
     int64_t ethertype = -1, proto, l4, version;
     int first_fragment;
@@ -228,8 +246,8 @@ static int64_t flow_id(Flows *fs, const uint64_t key[5]) {
     return f;
 }
 
-/* The next timestamp of a flow in time order into Σ gap and Σ |Δ gap| (wrapping, as numba's
- * int64 does in capture_kernels.flow_sums). */
+/* The next timestamp of a flow in time order into Σ gap and Σ |Δ gap| (int64 arithmetic that
+ * wraps, not undefined overflow). */
 static inline void sum_next(Flow *fl, int64_t t) {
     if (fl->summed >= 1) {
         int64_t gap = (int64_t)((uint64_t)t - (uint64_t)fl->prev);
@@ -245,28 +263,28 @@ static inline void sum_next(Flow *fl, int64_t t) {
     fl->summed++;
 }
 
-/* capture_kernels.flow_sums for one packet; in the second pass, keep the timestamps of the
- * spilled flows. */
-static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
-                      int64_t t, int64_t wire) {
+/* One packet into its flow's sums; in the second pass, keep the timestamps of the spilled
+ * flows. Returns the flow id, -1 when out of memory. */
+static int64_t on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
+                         int64_t t, int64_t wire) {
     uint64_t key[5];
     key_of(b, data, data + cap, link, key);
     int64_t f = flow_id(fs, key);
     if (f < 0) {
         fs->failed = 1;
-        return;
+        return -1;
     }
     Flow *fl = &fs->flows[f];
     if (fs->collect) {
         if (fl->times)
             fl->times[fl->n_times++] = t;
-        return;
+        return f;
     }
     fl->bytes += wire;
     fl->packets += 1;
     if (t == NO_TIME) {
         fl->timed = 0;
-        return;
+        return f;
     }
     if (fl->packets == 1) {
         fl->first = t;
@@ -291,6 +309,31 @@ static void on_packet(Flows *fs, const uint8_t *b, int64_t data, int64_t cap, in
     }
     fl->window[pos & (WINDOW - 1)] = t;
     fl->held++;
+    return f;
+}
+
+/* A packet to the sink: stored bytes b[data:data + cap] of interface iface (link type link),
+ * time t (NO_TIME: none), wire length wire. Nonzero: stop the walk (out of memory, or the
+ * arrays are full). */
+static inline int emit(Sink *s, const uint8_t *b, int64_t data, int64_t cap, int64_t link,
+                       int64_t t, int64_t wire, int64_t iface) {
+    if (s->fs) {
+        int64_t f = on_packet(s->fs, b, data, cap, link, t, wire);
+        if (f < 0)
+            return 1;
+        if (s->flow_ids && s->n < s->room)
+            s->flow_ids[s->n] = (int32_t)f;
+    } else {
+        if (s->n >= s->room)
+            return 1;
+        s->ts[s->n] = t;
+        s->orig[s->n] = wire;
+        s->cap[s->n] = cap;
+        s->off[s->n] = data;
+        s->iface[s->n] = (int32_t)iface;
+    }
+    s->n++;
+    return 0;
 }
 
 /* The rest of every flow's window into its sums, once the walk is over. */
@@ -303,7 +346,7 @@ static void flush_windows(Flows *fs) {
 }
 
 static void walk_classic(const uint8_t *b, int64_t size, int big, int64_t hdr, int64_t scale,
-                         int64_t link, Flows *fs, Walk *w) {
+                         int64_t link, Sink *s, Walk *w) {
     int64_t o = 24, n = 0;
     w->reason = 0;
     while (o + hdr <= size) {
@@ -318,9 +361,10 @@ static void walk_classic(const uint8_t *b, int64_t size, int big, int64_t hdr, i
         }
         int64_t ts = (int64_t)((uint64_t)u32(b, o, big) * 1000000000ULL +
                                (uint64_t)u32(b, o + 4, big) * (uint64_t)scale);
-        on_packet(fs, b, o + hdr, c, link, ts, u32(b, o + 12, big));
-        if (fs->failed)
+        if (emit(s, b, o + hdr, c, link, ts, u32(b, o + 12, big), 0)) {
+            w->reason = 1;
             break;
+        }
         n++;
         o += hdr + c;
     }
@@ -338,7 +382,7 @@ static uint64_t pow10_wrapping(int64_t e) {
     return v;
 }
 
-/* capture_kernels._ts_to_ns: res is if_tsresol (MSB set: 2^-x s, else 10^-x s) */
+/* pcapng timestamp units -> ns: res is if_tsresol (MSB set: 2^-x s, else 10^-x s) */
 static int64_t ts_to_ns(int64_t units, int64_t res, int64_t offset_s) {
     if (res & 0x80) {
         int64_t shift = res & 0x7F, whole, frac;
@@ -369,7 +413,7 @@ static int64_t ts_to_ns(int64_t units, int64_t res, int64_t offset_s) {
     return (int64_t)((uint64_t)q + (uint64_t)offset_s * 1000000000ULL);
 }
 
-static int walk_pcapng(const uint8_t *b, int64_t size, Flows *fs, Walk *w) {
+static int walk_pcapng(const uint8_t *b, int64_t size, Sink *s, Walk *w) {
     int32_t *if_link = malloc(MAX_INTERFACES * sizeof(int32_t));
     int64_t *if_snap = malloc(MAX_INTERFACES * sizeof(int64_t));
     int64_t *if_res = malloc(MAX_INTERFACES * sizeof(int64_t));
@@ -452,10 +496,11 @@ static int walk_pcapng(const uint8_t *b, int64_t size, Flows *fs, Walk *w) {
             }
             int64_t units = (int64_t)(((uint64_t)u32(b, body + 4, big) << 32) |
                                       (uint64_t)u32(b, body + 8, big));
-            on_packet(fs, b, body + 20, c, if_link[g], ts_to_ns(units, if_res[g], if_offset[g]),
-                      u32(b, body + 16, big));
-            if (fs->failed)
+            if (emit(s, b, body + 20, c, if_link[g], ts_to_ns(units, if_res[g], if_offset[g]),
+                     u32(b, body + 16, big), g)) {
+                reason = 1;
                 break;
+            }
             n++;
         } else if (btype == 3) { /* simple packet: no timestamp, interface 0 of the section */
             if (blen < 16) {
@@ -470,9 +515,10 @@ static int walk_pcapng(const uint8_t *b, int64_t size, Flows *fs, Walk *w) {
             int64_t c = wire < blen - 16 ? wire : blen - 16;
             if (if_snap[base] > 0 && if_snap[base] < c)
                 c = if_snap[base];
-            on_packet(fs, b, body + 4, c, if_link[base], NO_TIME, wire);
-            if (fs->failed)
+            if (emit(s, b, body + 4, c, if_link[base], NO_TIME, wire, base)) {
+                reason = 1;
                 break;
+            }
             n++;
         }
         o += blen;
@@ -483,19 +529,29 @@ static int walk_pcapng(const uint8_t *b, int64_t size, Flows *fs, Walk *w) {
     w->n_if = n_if;
     w->stop = o;
     w->reason = reason;
-    free(if_link);
-    free(if_snap);
+    w->if_link = if_link;
+    w->if_snap = if_snap;
     free(if_res);
     free(if_offset);
     return 0;
 }
 
+static void free_walk(Walk *w) {
+    free(w->if_link);
+    free(w->if_snap);
+    w->if_link = NULL;
+    w->if_snap = NULL;
+}
+
+/* The walk of a whole capture into the sink; -1 when out of memory. */
 static int walk(const uint8_t *b, int64_t size, int pcapng, int big, int64_t hdr, int64_t scale,
-                int64_t link, Flows *fs, Walk *w) {
-    fs->last_id = -1;
+                int64_t link, Sink *s, Walk *w) {
+    s->n = 0;
+    if (s->fs)
+        s->fs->last_id = -1;
     if (pcapng)
-        return walk_pcapng(b, size, fs, w);
-    walk_classic(b, size, big, hdr, scale, link, fs, w);
+        return walk_pcapng(b, size, s, w);
+    walk_classic(b, size, big, hdr, scale, link, s, w);
     return 0;
 }
 
@@ -540,9 +596,12 @@ static int sort_unordered(const uint8_t *b, int64_t size, int pcapng, int big, i
     }
     if (!any)
         return 0;
-    Walk w;
+    Walk w = {0};
+    Sink sink = {.fs = fs};
     fs->collect = 1;
-    if (walk(b, size, pcapng, big, hdr, scale, link, fs, &w) < 0 || fs->failed)
+    int bad = walk(b, size, pcapng, big, hdr, scale, link, &sink, &w) < 0 || fs->failed;
+    free_walk(&w);
+    if (bad)
         return -1;
     for (int64_t i = 0; i < fs->n_flows; i++) {
         Flow *fl = &fs->flows[i];
@@ -586,7 +645,7 @@ static void free_flows(Flows *fs) {
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(buffer, pcapng, big, record_header, scale, linktype)\n"
+             "scan(buffer, pcapng, big, record_header, scale, linktype, flow_ids=None)\n"
              "--\n\n"
              "Walk a capture held in ``buffer`` (classic pcap after its 24-byte header, with\n"
              "``big`` byte order, records of ``record_header`` bytes, ``scale`` ns per fraction\n"
@@ -595,18 +654,30 @@ PyDoc_STRVAR(scan_doc,
              "else why the walk stopped at the stop byte. flows: in order of first appearance,\n"
              "((src_hi, src_lo, dst_hi, dst_lo, meta), packets, bytes, first ns, last ns,\n"
              "sum of gaps ns, sum of |change of gap| ns, every packet timed), the sums over\n"
-             "the flow's timestamps in time order.");
+             "the flow's timestamps in time order. ``flow_ids``, a writable buffer of int32:\n"
+             "each packet's flow id (its index in flows), for as many packets as it holds.");
 
-static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer view;
+static int check_header(int pcapng, long long hdr) {
+    if (!pcapng && hdr != 16 && hdr != 24) {
+        PyErr_SetString(PyExc_ValueError, "record_header: 16 or 24");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"", "", "", "", "", "", "flow_ids", NULL};
+    Py_buffer view, ids = {0};
     int pcapng, big;
     long long hdr, scale, link;
+    PyObject *ids_obj = Py_None;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*ppLLL", &view, &pcapng, &big, &hdr, &scale, &link))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*ppLLL|O", keywords, &view, &pcapng, &big,
+                                     &hdr, &scale, &link, &ids_obj))
         return NULL;
-    if (!pcapng && hdr != 16 && hdr != 24) {
+    if (check_header(pcapng, hdr) < 0 ||
+        (ids_obj != Py_None && PyObject_GetBuffer(ids_obj, &ids, PyBUF_WRITABLE) < 0)) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "record_header: 16 or 24");
         return NULL;
     }
     Flows fs = {0};
@@ -616,6 +687,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     fs.table = malloc((size_t)fs.table_cap * sizeof(int64_t));
     PyObject *result = NULL;
     Walk w = {0};
+    Sink sink = {.fs = &fs, .flow_ids = ids.buf, .room = (int64_t)ids.len / 4};
     if (!fs.flows || !fs.table) {
         PyErr_NoMemory();
         goto done;
@@ -625,7 +697,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int64_t size = (int64_t)view.len;
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    bad = walk(b, size, pcapng, big, hdr, scale, link, &fs, &w) < 0 || fs.failed;
+    bad = walk(b, size, pcapng, big, hdr, scale, link, &sink, &w) < 0 || fs.failed;
     if (!bad) {
         flush_windows(&fs);
         bad = sort_unordered(b, size, pcapng, big, hdr, scale, link, &fs) < 0;
@@ -640,19 +712,83 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_BuildValue("(LLLLN)", (long long)w.n, (long long)w.n_if, (long long)w.stop,
                                (long long)w.reason, flows);
 done:
+    free_walk(&w);
     free_flows(&fs);
+    if (ids.obj)
+        PyBuffer_Release(&ids);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(records_doc,
+             "records(buffer, pcapng, big, record_header, scale, linktype, ts, orig, cap, off,\n"
+             "        iface)\n"
+             "--\n\n"
+             "The same walk as scan(), each packet into writable buffers: ``ts`` (int64 ns, the\n"
+             "smallest int64 for a packet without a timestamp), ``orig`` (int64 bytes on the\n"
+             "wire), ``cap`` (int64 bytes stored), ``off`` (int64 where the stored bytes start in\n"
+             "``buffer``) and ``iface`` (int32 interface, all sections numbered in turn; 0 in\n"
+             "classic pcap). The walk stops (reason 1) when they are full. Returns (packets,\n"
+             "interfaces, stop byte, reason, [(link type, snap length) of each interface]).");
+
+static PyObject *records(PyObject *self, PyObject *args) {
+    Py_buffer view, bufs[5];
+    int pcapng, big;
+    long long hdr, scale, link;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ppLLLw*w*w*w*w*", &view, &pcapng, &big, &hdr, &scale, &link,
+                          &bufs[0], &bufs[1], &bufs[2], &bufs[3], &bufs[4]))
+        return NULL;
+    PyObject *result = NULL;
+    Walk w = {0};
+    Sink sink = {.ts = bufs[0].buf, .orig = bufs[1].buf, .cap = bufs[2].buf, .off = bufs[3].buf,
+                 .iface = bufs[4].buf, .room = (int64_t)bufs[4].len / 4};
+    for (int i = 0; i < 4; i++)
+        if ((int64_t)bufs[i].len / 8 < sink.room)
+            sink.room = (int64_t)bufs[i].len / 8;
+    if (check_header(pcapng, hdr) < 0)
+        goto done;
+    const uint8_t *b = view.buf;
+    int64_t size = (int64_t)view.len;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    bad = walk(b, size, pcapng, big, hdr, scale, link, &sink, &w) < 0;
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *ifaces = PyList_New((Py_ssize_t)(pcapng ? w.n_if : 1));
+    if (!ifaces)
+        goto done;
+    for (int64_t i = 0; i < PyList_GET_SIZE(ifaces); i++) {
+        PyObject *item = pcapng ? Py_BuildValue("(iL)", (int)w.if_link[i], (long long)w.if_snap[i])
+                                : Py_BuildValue("(Li)", link, 0);
+        if (!item) {
+            Py_DECREF(ifaces);
+            goto done;
+        }
+        PyList_SET_ITEM(ifaces, (Py_ssize_t)i, item);
+    }
+    result = Py_BuildValue("(LLLLN)", (long long)w.n, (long long)w.n_if, (long long)w.stop,
+                           (long long)w.reason, ifaces);
+done:
+    free_walk(&w);
+    for (int i = 0; i < 5; i++)
+        PyBuffer_Release(&bufs[i]);
     PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_VARARGS, scan_doc},
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS, scan_doc},
+    {"records", records, METH_VARARGS, records_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_capscan",
-    "A capture's flows in one pass over its bytes (see _capscan.c).", -1, methods,
+    "virtbench's capture decoder: a capture's flows or per-packet arrays (see _capscan.c).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

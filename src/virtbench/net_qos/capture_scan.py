@@ -1,10 +1,9 @@
-"""A capture's flows in one pass over its bytes (the C scanner `_capscan`), without numpy.
+"""A capture's flows in one pass over its bytes (the C decoder `_capscan`), without numpy.
 
-What `virtbench parse pcap` runs: the scanner walks the records, decodes each packet's 5-tuple
+What `virtbench parse pcap` runs: the decoder walks the records, decodes each packet's 5-tuple
 and sums it into its flow's row of a hash table, so no per-packet array is made and nothing
-heavier than the standard library is imported. Its flows equal those of the per-packet reader
-and its flow analysis (`pcap.read_pcap` + `flows.capture_flows`;
-tests/unit/net_qos/test_capscan.py).
+heavier than the standard library is imported. The per-packet reader (`pcap.read_pcap`) and its
+flows (`flows.capture_flows`) are the same decoder's.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Packets of a capture grouped into flows (5-tuples), with the studies' capture formulas per flow.
 
 Decodes Ethernet (with VLAN tags), Linux cooked SLL and SLL2, raw IP and BSD loopback headers,
-IPv4 and IPv6 (skipping extension headers), and the ports of TCP, UDP, UDP-Lite and SCTP. One
-compiled loop (`virtbench.net_qos.capture_kernels`) assigns every packet a flow id through an
-open-addressing hash table; a second one sums each flow's packets, bytes, first/last time and
-the integer sums behind the studies' delay and jitter (`virtbench.net_qos.study.capture_qos`:
-the same formulas, exact in ns). `virtbench parse pcap` gets the same flows from one pass of C
-over the file (`virtbench.net_qos.capture_scan`); so that it starts fast, this module imports
-numpy (and the per-packet reader) only where the per-packet arrays are used, and its types are
-named tuples (`dataclasses` imports `inspect`, ~10 ms of start-up).
+IPv4 and IPv6 (skipping extension headers), and the ports of TCP, UDP, UDP-Lite and SCTP. The
+decoding is virtbench's capture decoder, in C (`virtbench.net_qos._capscan`): one pass over the
+capture assigns every packet a flow through an open-addressing hash table and sums each flow's
+packets, bytes, first/last time and the integer sums behind the studies' delay and jitter
+(`virtbench.net_qos.study.capture_qos`: the same formulas, exact in ns). This module turns those
+sums into figures; so that `virtbench parse pcap` starts fast, it imports numpy only where
+per-packet arrays are used, and its types are named tuples (`dataclasses` imports `inspect`,
+~10 ms of start-up).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from virtbench.net_qos.pcap import PcapRecords
 
-__all__ = ["Flow", "FlowSpecError", "FlowStats", "capture_flows", "flow_stats", "parse_flow_spec",
-           "select_flows"]
+__all__ = ["Flow", "FlowSpecError", "FlowStats", "capture_flows", "flow_ids", "flow_stats",
+           "parse_flow_spec", "select_flows"]
 
 PROTOCOLS = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 136: "udplite"}
 _BY_NAME = {v: k for k, v in PROTOCOLS.items()}
@@ -74,20 +74,20 @@ class FlowStats(NamedTuple):
 
 def capture_flows(rec: PcapRecords) -> list[FlowStats]:
     """Every flow of the capture, in order of first appearance."""
-    from virtbench.net_qos.compiled import kernels
+    return flow_ids(rec)[0]
 
-    keys, flow_id = _assign_flows(rec)
-    n_flows = keys.shape[0]
-    packets, nbytes, first, last, gap_sum, dgap_sum, ordered, timed = kernels().flow_sums(
-        flow_id, rec.ts_ns, rec.orig_len, n_flows)
-    out = []
-    for i in range(n_flows):
-        if timed[i] and packets[i] >= 3 and not ordered[i]:
-            # a capture on several CPUs: the formulas sort the timestamps
-            gap_sum[i], dgap_sum[i] = _sorted_sums(rec.ts_ns[flow_id == i])
-        out.append(flow_stats(keys[i], int(packets[i]), int(nbytes[i]), int(first[i]),
-                              int(last[i]), int(gap_sum[i]), int(dgap_sum[i]), bool(timed[i])))
-    return out
+
+def flow_ids(rec: PcapRecords) -> tuple[list[FlowStats], npt.NDArray[np.int32]]:
+    """Every flow of the capture (as `capture_flows`) and each packet's flow: its index there."""
+    import numpy as np
+
+    from virtbench.net_qos import _capscan
+
+    fmt = rec.capture
+    ids = np.empty(rec.packets, np.int32)
+    _n, _n_if, _stop, _reason, rows = _capscan.scan(
+        rec.data, fmt.pcapng, fmt.big, fmt.record_header, fmt.scale, fmt.linktype, flow_ids=ids)
+    return [flow_stats(*row) for row in rows], ids
 
 
 def flow_stats(key: Sequence[int] | npt.NDArray[np.int64], packets: int, nbytes: int,
@@ -99,15 +99,6 @@ def flow_stats(key: Sequence[int] | npt.NDArray[np.int64], packets: int, nbytes:
                      last if timed else None, qos)
 
 
-def _sorted_sums(ts: npt.NDArray[np.int64]) -> tuple[int, int]:
-    """Σ gap and Σ |Δ gap| of the sorted timestamps (capture_qos sorts when a gap is negative);
-    timsort ('stable') is linear on the nearly sorted stamps of a multi-CPU capture."""
-    import numpy as np
-
-    gaps = np.diff(np.sort(ts, kind="stable"))
-    return int(gaps.sum()), int(np.abs(np.diff(gaps)).sum())
-
-
 def _qos_from_sums(n: int, nbytes: int, gap_sum: int, dgap_sum: int) -> CaptureQos:
     """capture_qos's formulas from exact integer sums of a flow's gaps in time order."""
     capture_s = gap_sum / 1e9
@@ -116,17 +107,6 @@ def _qos_from_sums(n: int, nbytes: int, gap_sum: int, dgap_sum: int) -> CaptureQ
         jitter_ms=dgap_sum / (n - 2) / 1e6,
         throughput_mbps=capture_throughput_mbps(nbytes, capture_s),
         packets=n, bytes=nbytes, capture_s=capture_s)
-
-
-def _assign_flows(rec: PcapRecords) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
-    import numpy as np
-
-    from virtbench.net_qos.compiled import kernels
-
-    flow_id = np.empty(rec.packets, np.int32)
-    keys = kernels().assign(rec.data, rec.data_off, rec.cap_len, rec.iface, rec.if_linktype,
-                            flow_id)
-    return keys, flow_id
 
 
 def _flow_of(key: Sequence[int] | npt.NDArray[np.int64]) -> Flow:

@@ -3,14 +3,15 @@
 Reads what tcpdump, dumpcap and Wireshark write: classic pcap (µs and ns magic, either byte
 order, Kuznetsov's modified records), pcapng (sections of either byte order, several interfaces
 each with its own `if_tsresol`/`if_tsoffset`, enhanced, simple and obsolete packet blocks),
-plain or compressed with gzip, xz or zstd (`virtbench.compressed`). Walking variable-length
-records is sequential, so the walk is one compiled loop (`virtbench.net_qos.compiled`); counts
-and bytes equal tshark's (`frame.len` is a record's original length).
+plain or compressed with gzip, xz or zstd (`virtbench.compressed`). The walk over the records is
+virtbench's one capture decoder, in C (`virtbench.net_qos._capscan`), filling numpy arrays made
+here; counts and bytes equal tshark's (`frame.len` is a record's original length).
 
 A file cut short or corrupted part-way is read up to the last intact record and marked
 (`PcapRecords.damage` says where and why); a file that is not a capture raises `PcapError`.
 This is the labs' reader (per-packet arrays); `virtbench parse pcap` needs only per-flow sums
-and gets them from one pass of C (`virtbench.net_qos.capture_scan`), without numpy.
+and gets them from the same decoder's flow scan (`virtbench.net_qos.capture_scan`), without
+numpy.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from virtbench.net_qos import _capscan
 from virtbench.net_qos.capture_file import (
     CaptureFormat,
     PcapError,
@@ -30,11 +32,8 @@ from virtbench.net_qos.capture_file import (
     no_section_error,
     read_capture,
 )
-from virtbench.net_qos.compiled import kernels
 
 __all__ = ["PcapError", "PcapRecords", "parse_pcap", "read_pcap"]
-
-_MAX_INTERFACES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -45,8 +44,9 @@ class PcapRecords:
     blocks, which carry none); ``orig_len``: bytes on the wire (tshark's frame.len);
     ``cap_len``: bytes stored; ``data_off``: where the stored bytes start in ``data``;
     ``iface``: index into ``if_linktype`` (one entry per interface, all sections numbered in
-    turn; classic pcap has one). ``damage`` is None for an intact file, else what stopped the
-    walk and at which byte: the arrays then hold every record before it.
+    turn; classic pcap has one). ``capture``: what the file's header says, for the decoder's
+    flow scan of ``data`` (`flows.capture_flows`). ``damage`` is None for an intact file, else
+    what stopped the walk and at which byte: the arrays then hold every record before it.
     """
 
     ts_ns: npt.NDArray[np.int64]
@@ -59,6 +59,7 @@ class PcapRecords:
     linktype: int
     data: npt.NDArray[np.uint8]
     format: str
+    capture: CaptureFormat
     damage: str | None = None
 
     NO_TIME = np.iinfo(np.int64).min
@@ -81,40 +82,24 @@ def parse_pcap(buf: bytes | mmap.mmap) -> PcapRecords:
     """Parse a classic pcap or pcapng capture (possibly gzip/xz/zstd-compressed) held in memory."""
     buf, fmt = capture_format(buf)
     arr = np.frombuffer(buf, dtype=np.uint8)
-    return _pcapng(arr) if fmt.pcapng else _classic(arr, fmt)
-
-
-def _classic(arr: npt.NDArray[np.uint8], fmt: CaptureFormat) -> PcapRecords:
-    ts, orig, cap, off = _arrays((arr.size - 24) // fmt.record_header + 1)
-    n, end, reason = kernels().walk_classic(arr, fmt.big, fmt.record_header, True, ts, orig, cap,
-                                            off, fmt.scale)
-    ts, orig, cap, off = ts[:n], orig[:n], cap[:n], off[:n]
-    return PcapRecords(
-        ts_ns=ts, orig_len=orig, cap_len=cap, data_off=off, iface=np.zeros(n, np.int32),
-        if_linktype=np.array([fmt.linktype], np.int32), snaplen=fmt.snaplen,
-        linktype=fmt.linktype, data=arr, format=fmt.name, damage=damage_text(reason, end))
-
-
-def _arrays(most: int) -> tuple[npt.NDArray[np.int64], ...]:
-    """Four arrays for at most ``most`` packets, filled in one walk and then cut to size: the
-    operating system backs only the pages written, so the unused tail costs no memory."""
-    return tuple(np.empty(most, np.int64) for _ in range(4))
-
-
-def _pcapng(arr: npt.NDArray[np.uint8]) -> PcapRecords:
-    if_link = np.zeros(_MAX_INTERFACES, np.int32)
-    if_snap = np.zeros(_MAX_INTERFACES, np.int64)
-    most = arr.size // 16 + 1  # the smallest packet block has 16 bytes
-    ts, orig, cap, off = _arrays(most)
+    # At most this many packets (the smallest pcapng packet block has 16 bytes): the arrays are
+    # filled in one walk and then cut to size; the operating system backs only the pages
+    # written, so the unused tail costs no memory.
+    most = arr.size // 16 + 1 if fmt.pcapng else (arr.size - 24) // fmt.record_header + 1
+    ts, orig, cap, off = (np.empty(most, np.int64) for _ in range(4))
     iface = np.empty(most, np.int32)
-    n, n_if, end, reason = kernels().walk_pcapng(arr, True, if_link, if_snap, ts, orig, cap, off,
-                                                 iface)
-    ts, orig, cap, off, iface = ts[:n], orig[:n], cap[:n], off[:n], iface[:n]
-    if n_if == 0 and n == 0 and reason != 0:
-        raise no_section_error(reason, end)
-    links = if_link[:n_if].copy()
+    n, n_if, stop, reason, interfaces = _capscan.records(
+        arr, fmt.pcapng, fmt.big, fmt.record_header, fmt.scale, fmt.linktype, ts, orig, cap, off,
+        iface)
+    if fmt.pcapng and n_if == 0 and n == 0 and reason != 0:
+        raise no_section_error(reason, stop)
+    links = np.array([link for link, _snap in interfaces], np.int32)
+    if fmt.pcapng:
+        snaplen = max((snap for _link, snap in interfaces), default=0)
+        linktype = int(links[0]) if n_if else -1
+    else:
+        snaplen, linktype = fmt.snaplen, fmt.linktype
     return PcapRecords(
-        ts_ns=ts, orig_len=orig, cap_len=cap, data_off=off, iface=iface, if_linktype=links,
-        snaplen=int(if_snap[:n_if].max()) if n_if else 0,
-        linktype=int(links[0]) if n_if else -1, data=arr, format="pcapng",
-        damage=damage_text(reason, end))
+        ts_ns=ts[:n], orig_len=orig[:n], cap_len=cap[:n], data_off=off[:n], iface=iface[:n],
+        if_linktype=links, snaplen=snaplen, linktype=linktype, data=arr, format=fmt.name,
+        capture=fmt, damage=damage_text(reason, stop))

@@ -10,7 +10,6 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -19,11 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from virtbench.net_qos.capture_report import analyse_capture, flow_measurements
-from virtbench.net_qos.compiled import EXPORTED, kernels
 from virtbench.net_qos.flows import (
     FlowSpecError,
-    _assign_flows,
     capture_flows,
+    flow_ids,
     parse_flow_spec,
     select_flows,
 )
@@ -85,8 +83,9 @@ def test_flow_selection_matches_tshark_filter(spec: str, display_filter: str,
 def test_flow_formulas_equal_capture_qos(name: str) -> None:
     """The per-flow integer sums give what capture_qos gives on the flow's own packets."""
     records = read_pcap(DATA / name)
-    _keys, flow_id = _assign_flows(records)
-    for i, f in enumerate(capture_flows(records)):  # flows come in id order
+    flows, flow_id = flow_ids(records)
+    assert flows == capture_flows(records)
+    for i, f in enumerate(flows):  # flows come in id order
         if f.qos is None:
             assert f.packets < 3
             continue
@@ -318,49 +317,6 @@ def test_command_json_and_clear_errors(tmp_path: Path) -> None:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and proc.stderr.startswith("error:")
-
-
-def _is_ahead_of_time() -> bool:
-    return str(getattr(kernels(), "__name__", "")).startswith("virtbench.net_qos._capture_aot_")
-
-
-@pytest.mark.skipif(not _is_ahead_of_time(),
-                    reason="no ahead-of-time module built: every test here ran the JIT loops")
-@pytest.mark.parametrize("name", ["two_flows.pcapng", "two_flows_sll.pcap"])
-def test_ahead_of_time_loops_equal_their_source(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The reference is the loops' Python source run by the interpreter: what both compilers
-    # (numba.pycc at install, the JIT fallback) are given. Compiling the JIT here cost 80 s.
-    from virtbench.net_qos import capture_kernels as source
-
-    assert not any(hasattr(getattr(source, n), "py_func") for n in source.HELPERS), \
-        "the source's helpers were replaced by JIT dispatchers in this process"
-    aot_records = read_pcap(DATA / name)
-    aot_flows = capture_flows(aot_records)
-    interpreted = SimpleNamespace(**{n: getattr(source, n) for n in EXPORTED})
-    monkeypatch.setattr("virtbench.net_qos.pcap.kernels", lambda: interpreted)
-    monkeypatch.setattr("virtbench.net_qos.compiled.kernels", lambda: interpreted)  # flows
-    with np.errstate(over="ignore"):  # the flow hash wraps on purpose, as machine code does
-        source_records = read_pcap(DATA / name)
-        source_flows = capture_flows(source_records)
-    for field in ("ts_ns", "orig_len", "cap_len", "data_off", "iface", "if_linktype"):
-        assert np.array_equal(getattr(aot_records, field), getattr(source_records, field))
-    assert source_flows == aot_flows
-
-
-def test_without_a_module_of_the_sources_hash_the_loops_are_jit_dispatchers(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # An edited capture_kernels.py never runs stale machine code. numba compiles a dispatcher on
-    # its first call only, so nothing is compiled here.
-    import virtbench.net_qos.compiled as compiled
-
-    made: list[object] = []
-    monkeypatch.setattr(compiled, "aot_module_name", lambda: "_capture_aot_000000000000")
-    monkeypatch.setattr(compiled, "jit_kernels", lambda: made.append("jit") or "dispatchers")
-    compiled.kernels.cache_clear()
-    try:
-        assert compiled.kernels() == "dispatchers" and made == ["jit"]
-    finally:
-        compiled.kernels.cache_clear()
 
 
 def test_a_flow_whose_clock_steps_back_is_sorted_as_capture_qos_does() -> None:
