@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,7 @@ from virtbench.analysis.model import Analysis, FirstVsRest, MetricRow, Series, V
 from virtbench.analysis.noise import summarise_noise
 from virtbench.model import Domain, Metric, VirtbenchError
 from virtbench.stats import (
+    MainEffect,
     choose_test,
     holm,
     mad_outliers,
@@ -20,7 +23,7 @@ from virtbench.stats import (
     speedup_ci,
     summarize,
 )
-from virtbench.store.reading import StoreReader
+from virtbench.store.reading import RunInfo, StoreReader
 
 __all__ = ["analyse"]
 
@@ -47,67 +50,130 @@ def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
     knob, set to the baseline's value (OVS-DPDK at 100 Mbit/s against OVS at 100 Mbit/s).
     """
     runs = [store.run(ref) for ref in run_refs]
-    several = len(runs) > 1
-    variants: list[VariantInfo] = []
-    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    metric_defs: dict[tuple[str, str], Metric] = {}
-    workloads: dict[str, tuple[str, str, dict[str, Any]]] = {}
-    realisations: list[dict[str, Any]] = []
-    facts: list[tuple[str, str, dict[str, Any]]] = []
-    unmeasured: dict[tuple[str, str, str], dict[str, int]] = defaultdict(dict)
-    trial_counts: dict[str, tuple[int, int]] = {}
-    failures: list[dict[str, Any]] = []
-    series: list[Series] = []
-    per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]] = defaultdict(dict)
-    notes: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(dict)
-    labels = _run_labels(runs) if several else {runs[0].id: ""}
-    stored_trials: list[tuple[str, dict[str, Any]]] = []
+    data = _gather(store, runs)
+    baseline = baseline or data.key(runs[0].id, runs[0].baseline)
+    variants = _marked_baseline(data.variants, baseline)
+    rows = _metric_rows(data, variants, confidence)
 
-    def key(run_id: str, variant: str) -> str:
-        return f"{labels[run_id]}/{variant}" if several else variant
+    noise = summarise_noise(data.stored_trials, data.facts, data.key)
+    for row in rows:
+        row.noisy = len(noise.marked.get((row.variant, row.workload_id), []))
 
-    for run in runs:
+    compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
+    reference = _references(variants, baseline, compare_by)
+    if compare_by:
+        variants = [VariantInfo(v.name, v.knobs, reference.get(v.name) is None, v.run_id)
+                    for v in variants]
+    _compare_with_references(rows, reference, data.values, confidence, seed)
+
+    factor_knob = _factor_knob(variants)
+    return Analysis(runs=runs, baseline=baseline, variants=variants,
+                    workloads=list(data.workloads.values()), rows=rows,
+                    main_effects=_factor_effects(data, variants, factor_knob, confidence, seed),
+                    best=_best_variants(data, variants), realisations=data.realisations,
+                    facts=data.facts, trial_counts=data.trial_counts, failures=data.failures,
+                    factor_knob=factor_knob, confidence=confidence, series=data.series,
+                    per_repetition=_few_repetitions(data.per_rep),
+                    first_vs_rest=_first_vs_rest(data.per_rep, confidence, data.metric_defs),
+                    notes=dict(data.notes),
+                    values={k: _array(v) for k, v in data.values.items()},
+                    compare_knob=compare_by, metric_defs=data.metric_defs, noise=noise)
+
+
+MAX_NOTE_VALUES = 20  # distinct values kept of one trial note per (variant, workload)
+
+
+@dataclass
+class _Gathered:
+    """Everything read from the store for the analysed runs, variants under their keys."""
+
+    runs: list[RunInfo]
+    labels: dict[str, str]
+    variants: list[VariantInfo] = field(default_factory=list)
+    values: defaultdict[tuple[str, str, str], list[float]] = field(
+        default_factory=lambda: defaultdict(list))
+    metric_defs: dict[tuple[str, str], Metric] = field(default_factory=dict)
+    workloads: dict[str, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
+    realisations: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    unmeasured: defaultdict[tuple[str, str, str], dict[str, int]] = field(
+        default_factory=lambda: defaultdict(dict))
+    trial_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    per_rep: defaultdict[tuple[str, str], dict[str, list[tuple[int, float]]]] = field(
+        default_factory=lambda: defaultdict(dict))
+    notes: defaultdict[tuple[str, str], dict[str, list[str]]] = field(
+        default_factory=lambda: defaultdict(dict))
+    stored_trials: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def key(self, run_id: str, variant: str) -> str:
+        """A variant's name in the analysis: prefixed by its run's label when several."""
+        return f"{self.labels[run_id]}/{variant}" if len(self.runs) > 1 else variant
+
+    def add_run(self, store: StoreReader, run: RunInfo) -> None:
+        key = partial(self.key, run.id)
         for name, knobs, is_baseline in store.variants(run.id):
-            variants.append(VariantInfo(key(run.id, name), knobs,
-                                        is_baseline and run is runs[0], run.id))
+            self.variants.append(VariantInfo(key(name), knobs,
+                                             is_baseline and run is self.runs[0], run.id))
         for wid, name, params in store.workloads(run.id):
-            workloads.setdefault(wid, (wid, name, params))
+            self.workloads.setdefault(wid, (wid, name, params))
         for (wid, mname), metric in store.metrics(run.id).items():
-            metric_defs.setdefault((wid, mname), metric)
-        names = {name: key(run.id, name) for name, _knobs, _b in store.variants(run.id)}
-        _collect(store, run.id, names, values, unmeasured, per_rep)
-        for item in store.realisations(run.id):
-            realisations.append(item | {"variant": key(run.id, item["variant"])})
-        facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
-        series += _series(store, run.id, lambda v, r=run.id: key(r, v))
-        trials = store.trials(run.id)
-        stored_trials += [(run.id, t) for t in trials]
-        for trial in trials:
-            if trial["status"] != "ok" or trial["warmup"]:
-                continue
-            bucket = notes[(key(run.id, trial["variant"]), trial["workload_id"])]
-            for name, value in trial["notes"].items():
-                seen = bucket.setdefault(name, [])
-                if value not in seen and len(seen) < 20:
-                    seen.append(value)
-        ok = sum(1 for t in trials if t["status"] == "ok" and not t["warmup"])
-        bad = [t for t in trials if t["status"] != "ok"]
-        trial_counts[run.id] = (ok, len(bad))
-        failures += [{"run_id": run.id, "variant": key(run.id, t["variant"]),
-                      "workload_id": t["workload_id"], "repetition": t["repetition"],
-                      "error": t["error"]} for t in bad]
+            self.metric_defs.setdefault((wid, mname), metric)
+        names = {name: key(name) for name, _knobs, _b in store.variants(run.id)}
+        _collect(store, run.id, names, self.values, self.unmeasured, self.per_rep)
+        self.realisations += [item | {"variant": key(item["variant"])}
+                              for item in store.realisations(run.id)]
+        self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
+        self.series += _series(store, run.id, key)
+        self.add_trials(run.id, store.trials(run.id))
 
-    baseline = baseline or key(runs[0].id, runs[0].baseline)
+    def add_trials(self, run_id: str, trials: list[dict[str, Any]]) -> None:
+        """The run's trials: their notes, counts of measured and failed, the failures."""
+        self.stored_trials += [(run_id, t) for t in trials]
+        measured = [t for t in trials if t["status"] == "ok" and not t["warmup"]]
+        for trial in measured:
+            _add_notes(self.notes[(self.key(run_id, trial["variant"]), trial["workload_id"])],
+                       trial["notes"])
+        bad = [t for t in trials if t["status"] != "ok"]
+        self.trial_counts[run_id] = (len(measured), len(bad))
+        self.failures += [{"run_id": run_id, "variant": self.key(run_id, t["variant"]),
+                           "workload_id": t["workload_id"], "repetition": t["repetition"],
+                           "error": t["error"]} for t in bad]
+
+
+def _gather(store: StoreReader, runs: list[RunInfo]) -> _Gathered:
+    data = _Gathered(runs, _run_labels(runs) if len(runs) > 1 else {runs[0].id: ""})
+    for run in runs:
+        data.add_run(store, run)
+    return data
+
+
+def _add_notes(bucket: dict[str, list[str]], notes: dict[str, str]) -> None:
+    """Add a trial's notes to the distinct values seen of each (at most MAX_NOTE_VALUES)."""
+    for name, value in notes.items():
+        seen = bucket.setdefault(name, [])
+        if value not in seen and len(seen) < MAX_NOTE_VALUES:
+            seen.append(value)
+
+
+def _marked_baseline(variants: list[VariantInfo], baseline: str) -> list[VariantInfo]:
+    """The variants with ``baseline`` (which must be one of them) marked as the baseline."""
     if baseline not in {v.name for v in variants}:
         raise VirtbenchError(f"baseline {baseline!r} is not a variant of the analysed runs; "
                              f"variants: {', '.join(v.name for v in variants)}")
-    variants = [VariantInfo(v.name, v.knobs, v.name == baseline, v.run_id) for v in variants]
-    wl_name = {wid: name for wid, name, _ in workloads.values()}
+    return [VariantInfo(v.name, v.knobs, v.name == baseline, v.run_id) for v in variants]
+
+
+def _metric_rows(data: _Gathered, variants: list[VariantInfo],
+                 confidence: float) -> list[MetricRow]:
+    """One row per (variant, workload, metric) measured or with unmeasured trials."""
+    wl_name = {wid: name for wid, name, _ in data.workloads.values()}
     rows: list[MetricRow] = []
     for info in variants:
-        for (wid, mname), metric in metric_defs.items():
-            sample = _array(values.get((info.name, wid, mname), []))
-            missing = unmeasured.get((info.name, wid, mname), {})
+        for (wid, mname), metric in data.metric_defs.items():
+            sample = _array(data.values.get((info.name, wid, mname), []))
+            missing = data.unmeasured.get((info.name, wid, mname), {})
             if sample.size == 0 and not missing:
                 continue
             rows.append(MetricRow(
@@ -117,18 +183,14 @@ def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
                 else None,
                 outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
                 unmeasured=dict(missing)))
+    return rows
 
-    noise = summarise_noise(stored_trials, facts, key)
-    for row in rows:
-        row.noisy = len(noise.marked.get((row.variant, row.workload_id), []))
 
-    compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
-    reference = _references(variants, baseline, compare_by)
-    if compare_by:
-        variants = [VariantInfo(v.name, v.knobs, reference.get(v.name) is None, v.run_id)
-                    for v in variants]
-
-    # Comparisons with the reference; Holm's correction within each (workload, metric) family.
+def _compare_with_references(rows: list[MetricRow], reference: dict[str, str | None],
+                             values: dict[tuple[str, str, str], list[float]],
+                             confidence: float, seed: int) -> None:
+    """Each row's speedup and test against its reference variant; Holm's correction within
+    each (workload, metric) family."""
     families: dict[tuple[str, str], list[MetricRow]] = defaultdict(list)
     for row in rows:
         families[(row.workload_id, row.metric.name)].append(row)
@@ -141,51 +203,65 @@ def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
                 continue
             base = _array(values.get((ref, wid, mname), []))
             sample = _array(values.get((row.variant, wid, mname), []))
-            if sample.size < 2 or base.size < 2:
-                continue
-            # A baseline mean of 0 (no loss at all) has no ratio: nan, without a warning.
-            with np.errstate(divide="ignore", invalid="ignore"):
-                row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
-            with warnings.catch_warnings():
-                # scipy warns about precision loss for near-constant groups; the p-value it
-                # returns is still the right one to report.
-                warnings.simplefilter("ignore", RuntimeWarning)
-                row.significance = choose_test(base, sample)
-            compared.append(row)
+            if sample.size >= 2 and base.size >= 2:
+                _compare_row(row, base, sample, confidence, seed)
+                compared.append(row)
         adjusted = holm([r.significance.p_value for r in compared if r.significance])
         for row, p in zip(compared, adjusted, strict=True):
             row.p_holm = p
 
-    factor_knob = _factor_knob(variants)
-    effects = {}
+
+def _compare_row(row: MetricRow, base: npt.NDArray[np.float64],
+                 sample: npt.NDArray[np.float64], confidence: float, seed: int) -> None:
+    # A baseline mean of 0 (no loss at all) has no ratio: nan, without a warning.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
+    with warnings.catch_warnings():
+        # scipy warns about precision loss for near-constant groups; the p-value it
+        # returns is still the right one to report.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        row.significance = choose_test(base, sample)
+
+
+def _measured(data: _Gathered, variants: list[VariantInfo], wid: str,
+              mname: str) -> list[VariantInfo]:
+    return [v for v in variants if data.values.get((v.name, wid, mname))]
+
+
+def _factor_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: str | None,
+                    confidence: float, seed: int) -> dict[tuple[str, str], list[MainEffect]]:
+    """Main effects of the factorial sweep's factors, per (workload, metric)."""
+    effects: dict[tuple[str, str], list[MainEffect]] = {}
+    if not factor_knob:
+        return effects
+    for (wid, mname), metric in data.metric_defs.items():
+        present = _measured(data, variants, wid, mname)
+        if len(present) < 2:
+            continue
+        groups = {frozenset(map(str, v.knobs[factor_knob])): data.values[(v.name, wid, mname)]
+                  for v in present}
+        if len(groups) != len(present):
+            continue
+        measured = [e for e in main_effects(groups, metric.better, confidence, seed=seed)
+                    if e.pairs > 0]
+        if measured:  # a factor never toggled alone has no main effect to show
+            effects[(wid, mname)] = measured
+    return effects
+
+
+def _best_variants(data: _Gathered, variants: list[VariantInfo]
+                   ) -> dict[tuple[str, str], tuple[str, float]]:
+    """The variant with the best mean of each (workload, metric), and that mean."""
     best = {}
-    for (wid, mname), metric in metric_defs.items():
-        present = [v for v in variants if values.get((v.name, wid, mname))]
+    for (wid, mname), metric in data.metric_defs.items():
+        present = _measured(data, variants, wid, mname)
         if not present:
             continue
-        if factor_knob and len(present) >= 2:
-            groups = {frozenset(map(str, v.knobs[factor_knob])): values[(v.name, wid, mname)]
-                      for v in present}
-            if len(groups) == len(present):
-                measured = [e for e in main_effects(groups, metric.better, confidence,
-                                                    seed=seed) if e.pairs > 0]
-                if measured:  # a factor never toggled alone has no main effect to show
-                    effects[(wid, mname)] = measured
-        means = {v.name: float(np.mean(values[(v.name, wid, mname)])) for v in present}
+        means = {v.name: float(np.mean(data.values[(v.name, wid, mname)])) for v in present}
         pick = min if metric.better.value == "lower" else max
         name = pick(means, key=lambda n: means[n])
         best[(wid, mname)] = (name, means[name])
-
-    return Analysis(runs=runs, baseline=baseline, variants=variants,
-                    workloads=list(workloads.values()), rows=rows, main_effects=effects,
-                    best=best, realisations=realisations, facts=facts,
-                    trial_counts=trial_counts, failures=failures, factor_knob=factor_knob,
-                    confidence=confidence, series=series,
-                    per_repetition=_few_repetitions(per_rep),
-                    first_vs_rest=_first_vs_rest(per_rep, confidence, metric_defs),
-                    notes=dict(notes),
-                    values={k: _array(v) for k, v in values.items()}, compare_knob=compare_by,
-                    metric_defs=metric_defs, noise=noise)
+    return best
 
 
 def _spec_compare_by(spec_yaml: str) -> str | None:

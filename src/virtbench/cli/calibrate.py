@@ -21,6 +21,10 @@ from virtbench.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parse
 from virtbench.model import RunFailed, VirtbenchError
 
 if TYPE_CHECKING:
+    from virtbench.preflight import NoiseWatch
+    from virtbench.runner import Runner, RunRecord
+    from virtbench.runner.blocks import BlocksOutcome
+    from virtbench.spec import ResolvedExperiment
     from virtbench.spec.models import Experiment
     from virtbench.store import RunInfo, Store
 
@@ -108,163 +112,256 @@ def calibrate(
     interleaved in blocks, estimate per workload · metric how much results vary within a run
     and drift between runs, store that noise profile for this host and experiment file
     (`compare` uses it), and show the smallest regression the gate can detect."""
-    from virtbench.cli.progress import RichProgress
-    from virtbench.decide.calibration import build_profile, plan_document
-    from virtbench.decide.runs import experiment_digest, load_run
-    from virtbench.preflight import NoiseWatch
-    from virtbench.runner import Runner, RunRecord, build_plan
-    from virtbench.runner.blocks import run_in_blocks
-    from virtbench.runner.record import refuse_if_running, sigterm_as_interrupt
     from virtbench.spec import load_resolved
 
-    err = consoles.err
     resolved, text = load_resolved(experiment)  # judged once; each run is its baseline only
-    exp = resolved.experiment
-    st = open_store(store, create=True)
-    command = f"virtbench calibrate {experiment}"
-
-    def runner(index: int, total: int, record: RunRecord,
-               noise: NoiseWatch | None = None) -> Runner:
-        # The file was judged once (load_resolved); each run is its baseline variant only.
-        reduced = dataclasses.replace(
-            resolved, experiment=calibration_experiment(exp, index, total))
-        return Runner(build_plan(reduced), record, progress=RichProgress(err, quiet),
-                      noise=noise)
-
+    cal = _Calibration(open_store(store, create=True), resolved, text, experiment,
+                       block_rounds, quiet)
     if resume is not None:
-        calibration, infos = calibration_runs(st, exp, resume)
-        if experiment_digest(infos[0].spec_yaml) != experiment_digest(text):
-            raise VirtbenchError(f"calibration {calibration} was started from a different "
-                                 "experiment file; resume needs the same file")
-        if runs is not None and runs != len(infos):
-            raise VirtbenchError(f"--runs {runs}: calibration {calibration} has "
-                                 f"{len(infos)} runs")
-        run_ids = [r.id for r in infos]
-        for info in infos:
-            refuse_if_running(info)
-        first_block = _blocks_done(st, run_ids) + 1
+        cal.resume(resume, runs)
     else:
-        total = runs or 5
-        calibration = f"cal-{uuid.uuid4().hex[:8]}"
-        run_ids = [f"{calibration}-{index}" for index in range(1, total + 1)]
-        # Target, tools and knobs are checked before anything is stored (exit 2 on bad input).
-        runner(1, total, RunRecord.new(st, text, str(experiment))).check()
-        try:  # every run opened first, so an interrupted calibration is resumed whole
-            for index, run_id in enumerate(run_ids, 1):
-                runner(index, total, RunRecord.new(
-                    st, text, str(experiment), run_id=run_id, calibration=calibration)
-                ).open_run(f"opened; `{command} --resume {calibration}` measures it")
-        except BaseException:  # nothing measured yet: no half-opened calibration stays
-            for run_id in run_ids:
-                if st.has_run(run_id):
-                    st.delete_run(run_id)
-            raise
-        first_block = 1
-    total = len(run_ids)
-    index_of = {run_id: index for index, run_id in enumerate(run_ids, 1)}
-    unfinished = [r for r in run_ids if st.run(r).status != "complete"]
-    err.print(safetext.text(
-        f"calibration {calibration}: {total} runs of variant {exp.baseline_name} "
-        f"({', '.join(run_ids)}), {block_rounds} round(s) per run and block"
-        + (f"; {len(unfinished)} unfinished, from block {first_block}" if resume else "")),
-        highlight=False)
-
-    started = time.monotonic()
-    durations: list[float] = []
-    block_started = [started]
-
-    def before_block(block: int, order: list[str]) -> str:
-        now = time.monotonic()
-        if block > first_block:
-            durations.append(now - block_started[0])
-        block_started[0] = now
-        elapsed = now - started
-        # Never before every run measured two rounds: a within-run variance needs two values.
-        if budget is not None and durations and (block - 1) * block_rounds >= 2:
-            expected = sum(durations) / len(durations)
-            if elapsed + expected > budget:
-                return (f"--budget {budget:g} s: stopped after {len(durations)} block(s) "
-                        f"({elapsed:.0f} s so far; the next would take about "
-                        f"{expected:.0f} s more)")
-        positions = [index_of[r] for r in order]
-        for position, run_id in enumerate(order, 1):  # the order, recorded with each run
-            st.add_facts(run_id, f"{BLOCK_PHASE}{block}", {
-                "calibration": calibration, "block": block, "position": position,
-                "order": positions, "rounds": block_rounds})
-        err.print(safetext.text(f"calibration block {block}: runs "
-                                f"{', '.join(map(str, positions))}"), highlight=False)
-        return ""
-
-    # The target's facts, collected once for every block of every run: the blocks follow
-    # each other within minutes on one host (each run still stores them, and its last block
-    # its "after" facts). Collecting them per block cost two collections per run and block.
-    shared_facts: list[dict[str, Any]] = []
-
-    def step(run_id: str) -> bool:
-        index = index_of[run_id]
-        noise = NoiseWatch()
-        block_runner = runner(index, total, RunRecord.resume(
-            st, run_id, text, str(experiment), calibration=calibration), noise=noise)
-        if not shared_facts:
-            from virtbench.facts import collect_facts
-
-            shared_facts.append(collect_facts(block_runner.target))
-        try:
-            with noise.registered(exp.name):
-                outcome = block_runner.run(rounds=block_rounds, facts=shared_facts[0])
-        except RunFailed as exc:
-            raise RunFailed(f"calibration run {index} of {total} ({run_id}) failed, no profile "
-                            f"stored: {exc}; `{command} --resume {calibration}` retries "
-                            "it") from exc
-        if outcome.paused:
-            st.set_run_status(run_id, "interrupted",
-                              f"calibration {calibration}: paused between blocks; "
-                              f"`{command} --resume {calibration}` continues it")
-            return False
-        err.print(safetext.text(f"calibration run {index}/{total}: {run_id} complete "
-                                f"({outcome.stop_reason})"), highlight=False)
-        return True
-
-    try:
-        with sigterm_as_interrupt():  # also between two runs' blocks, not only inside one
-            done = run_in_blocks(unfinished, step, seed=exp.seed, salt=calibration,
-                                 first_block=first_block, before_block=before_block)
-    except KeyboardInterrupt as exc:
-        for run_id in run_ids:  # the runner marked the one it ran; the others say how too
-            info = st.run(run_id)
-            if info.status != "complete":
-                st.set_run_status(run_id, "interrupted",
-                                  f"calibration {calibration} interrupted; `{command} "
-                                  f"--resume {calibration}` continues it")
-        err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'}); no profile "
-                  f"stored; the samples so far stay in the store: continue with "
-                  f"`{safetext.markup(command)} --resume {calibration}`", highlight=False)
-        raise typer.Exit(130) from exc
-    stopped = done.stopped
-    if stopped:
-        err.print(f"[yellow]{safetext.markup(stopped)}[/]", highlight=False)
-        for run_id in run_ids:  # ended by the budget, as an adaptive run's time budget ends it
-            if st.run(run_id).status != "complete":
-                st.set_run_status(run_id, "complete", f"calibration {calibration}: {stopped}")
-    profile = build_profile([load_run(r, lambda: st) for r in run_ids])
-    profile.id = st.add_noise_profile(
-        fingerprint=profile.fingerprint, experiment_hash=profile.experiment_hash,
-        experiment=profile.experiment, host=profile.host, variant=profile.variant,
-        run_ids=profile.run_ids, data=profile.data(), version=__version__)
-    err.print(safetext.text(f"noise profile {profile.id} stored in {store} for host "
-                            f"{profile.host} (fingerprint {profile.fingerprint}) and experiment "
-                            f"file {profile.experiment_hash}"), highlight=False)
-    document = plan_document(profile, _repetitions(exp), detect, stopped)
-    document["calibration"] = {
-        "id": calibration, "block_rounds": block_rounds,
-        "blocks_run": [{"block": number, "runs": [index_of[r] for r in order]}
-                       for number, order in done.blocks],
-        "blocks_run_definition": "the blocks this invocation ran (a resumed calibration's "
-                                 "earlier ones are in each run's facts, phase 'calibration "
-                                 "block N'): runs by their index 1..K, in the order they ran"}
+        cal.open(runs or 5)
+    cal.announce(resumed=resume is not None)
+    done = cal.measure(budget)
+    if done.stopped:
+        cal.end_by_budget(done.stopped)
+    document = cal.store_profile(store, detect, done)
     if as_json:
         sys.stdout.write(safetext.dumps(document, indent=2) + "\n")
         return
     from virtbench.report.decide_text import render_calibration
 
     render_calibration(document, consoles.console)
+
+
+class _BudgetClock:
+    """The durations of the blocks so far: stop before a block that would end past --budget."""
+
+    def __init__(self, budget: float | None, first_block: int, block_rounds: int) -> None:
+        self.budget = budget
+        self.first_block = first_block
+        self.block_rounds = block_rounds
+        self.started = time.monotonic()
+        self.block_started = self.started
+        self.durations: list[float] = []
+
+    def block_starts(self, block: int) -> str:
+        """Note that ``block`` starts now; why not to start it ('' to start it)."""
+        now = time.monotonic()
+        if block > self.first_block:
+            self.durations.append(now - self.block_started)
+        self.block_started = now
+        elapsed = now - self.started
+        # Never before every run measured two rounds: a within-run variance needs two values.
+        if self.budget is None or not self.durations or (block - 1) * self.block_rounds < 2:
+            return ""
+        expected = sum(self.durations) / len(self.durations)
+        if elapsed + expected <= self.budget:
+            return ""
+        return (f"--budget {self.budget:g} s: stopped after {len(self.durations)} block(s) "
+                f"({elapsed:.0f} s so far; the next would take about {expected:.0f} s more)")
+
+
+class _Calibration:
+    """One calibration: its K stored runs of the baseline variant, measured block by block."""
+
+    def __init__(self, st: Store, resolved: ResolvedExperiment, text: str, experiment: Path,
+                 block_rounds: int, quiet: bool) -> None:
+        self.st = st
+        self.resolved = resolved
+        self.exp = resolved.experiment
+        self.text = text
+        self.experiment = experiment
+        self.command = f"virtbench calibrate {experiment}"
+        self.block_rounds = block_rounds
+        self.quiet = quiet
+        self.id = ""
+        self.run_ids: list[str] = []
+        self.index_of: dict[str, int] = {}
+        self.first_block = 1
+        # The target's facts, collected once for every block of every run: the blocks follow
+        # each other within minutes on one host (each run still stores them, and its last
+        # block its "after" facts). Collecting them per block cost two collections per run
+        # and block.
+        self.shared_facts: dict[str, Any] | None = None
+
+    def runner(self, index: int, total: int, record: RunRecord,
+               noise: NoiseWatch | None = None) -> Runner:
+        from virtbench.cli.progress import RichProgress
+        from virtbench.runner import Runner, build_plan
+
+        # The file was judged once (load_resolved); each run is its baseline variant only.
+        reduced = dataclasses.replace(
+            self.resolved, experiment=calibration_experiment(self.exp, index, total))
+        return Runner(build_plan(reduced), record,
+                      progress=RichProgress(consoles.err, self.quiet), noise=noise)
+
+    def new_record(self, run_id: str | None = None) -> RunRecord:
+        from virtbench.runner import RunRecord
+
+        return RunRecord.new(self.st, self.text, str(self.experiment), run_id=run_id,
+                             calibration=self.id if run_id else None)
+
+    def _set_runs(self, calibration: str, run_ids: list[str]) -> None:
+        self.id = calibration
+        self.run_ids = run_ids
+        self.index_of = {run_id: index for index, run_id in enumerate(run_ids, 1)}
+
+    @property
+    def resume_hint(self) -> str:
+        return f"`{self.command} --resume {self.id}`"
+
+    def resume(self, ref: str, runs: int | None) -> None:
+        """Continue calibration ``ref``: same experiment file, same number of runs, none of
+        them running now; from the block after the last one recorded."""
+        from virtbench.decide.runs import experiment_digest
+        from virtbench.runner.record import refuse_if_running
+
+        calibration, infos = calibration_runs(self.st, self.exp, ref)
+        if experiment_digest(infos[0].spec_yaml) != experiment_digest(self.text):
+            raise VirtbenchError(f"calibration {calibration} was started from a different "
+                                 "experiment file; resume needs the same file")
+        if runs is not None and runs != len(infos):
+            raise VirtbenchError(f"--runs {runs}: calibration {calibration} has "
+                                 f"{len(infos)} runs")
+        self._set_runs(calibration, [r.id for r in infos])
+        for info in infos:
+            refuse_if_running(info)
+        self.first_block = _blocks_done(self.st, self.run_ids) + 1
+
+    def open(self, total: int) -> None:
+        """A new calibration of ``total`` runs, every one stored before any is measured (so an
+        interrupted calibration is resumed whole)."""
+        calibration = f"cal-{uuid.uuid4().hex[:8]}"
+        self._set_runs(calibration,
+                       [f"{calibration}-{index}" for index in range(1, total + 1)])
+        # Target, tools and knobs are checked before anything is stored (exit 2 on bad input).
+        self.runner(1, total, self.new_record()).check()
+        try:
+            for index, run_id in enumerate(self.run_ids, 1):
+                self.runner(index, total, self.new_record(run_id)).open_run(
+                    f"opened; {self.resume_hint} measures it")
+        except BaseException:  # nothing measured yet: no half-opened calibration stays
+            for run_id in self.run_ids:
+                if self.st.has_run(run_id):
+                    self.st.delete_run(run_id)
+            raise
+
+    def unfinished(self) -> list[str]:
+        return [r for r in self.run_ids if self.st.run(r).status != "complete"]
+
+    def announce(self, *, resumed: bool) -> None:
+        unfinished = self.unfinished()
+        consoles.err.print(safetext.text(
+            f"calibration {self.id}: {len(self.run_ids)} runs of variant "
+            f"{self.exp.baseline_name} ({', '.join(self.run_ids)}), {self.block_rounds} "
+            "round(s) per run and block"
+            + (f"; {len(unfinished)} unfinished, from block {self.first_block}" if resumed
+               else "")), highlight=False)
+
+    def measure(self, budget: float | None) -> BlocksOutcome:
+        """Run the unfinished runs in interleaved blocks until each is complete or --budget
+        stops them; Ctrl-C (or SIGTERM) marks every unfinished run interrupted: exit 130."""
+        from virtbench.runner.blocks import run_in_blocks
+        from virtbench.runner.record import sigterm_as_interrupt
+
+        unfinished = self.unfinished()
+        clock = _BudgetClock(budget, self.first_block, self.block_rounds)
+
+        def before_block(block: int, order: list[str]) -> str:
+            stop = clock.block_starts(block)
+            if not stop:
+                self._record_block(block, order)
+            return stop
+
+        try:
+            with sigterm_as_interrupt():  # also between two runs' blocks, not only inside one
+                return run_in_blocks(unfinished, self._step, seed=self.exp.seed, salt=self.id,
+                                     first_block=self.first_block, before_block=before_block)
+        except KeyboardInterrupt as exc:
+            self._mark_interrupted(exc)
+            raise typer.Exit(130) from exc
+
+    def _record_block(self, block: int, order: list[str]) -> None:
+        """The block's order, recorded with each run, and shown."""
+        positions = [self.index_of[r] for r in order]
+        for position, run_id in enumerate(order, 1):
+            self.st.add_facts(run_id, f"{BLOCK_PHASE}{block}", {
+                "calibration": self.id, "block": block, "position": position,
+                "order": positions, "rounds": self.block_rounds})
+        consoles.err.print(safetext.text(f"calibration block {block}: runs "
+                                         f"{', '.join(map(str, positions))}"), highlight=False)
+
+    def _step(self, run_id: str) -> bool:
+        """One block's rounds of one run; False when it paused (the calibration stops)."""
+        from virtbench.preflight import NoiseWatch
+
+        index, total = self.index_of[run_id], len(self.run_ids)
+        noise = NoiseWatch()
+        from virtbench.runner import RunRecord
+
+        record = RunRecord.resume(self.st, run_id, self.text, str(self.experiment),
+                                  calibration=self.id)
+        block_runner = self.runner(index, total, record, noise=noise)
+        if self.shared_facts is None:
+            from virtbench.facts import collect_facts
+
+            self.shared_facts = collect_facts(block_runner.target)
+        try:
+            with noise.registered(self.exp.name):
+                outcome = block_runner.run(rounds=self.block_rounds,
+                                           facts=self.shared_facts)
+        except RunFailed as exc:
+            raise RunFailed(f"calibration run {index} of {total} ({run_id}) failed, no profile "
+                            f"stored: {exc}; {self.resume_hint} retries it") from exc
+        if outcome.paused:
+            self.st.set_run_status(run_id, "interrupted",
+                                   f"calibration {self.id}: paused between blocks; "
+                                   f"{self.resume_hint} continues it")
+            return False
+        consoles.err.print(safetext.text(f"calibration run {index}/{total}: {run_id} complete "
+                                         f"({outcome.stop_reason})"), highlight=False)
+        return True
+
+    def _mark_interrupted(self, exc: KeyboardInterrupt) -> None:
+        for run_id in self.unfinished():  # the runner marked the one it ran; the others too
+            self.st.set_run_status(run_id, "interrupted",
+                                   f"calibration {self.id} interrupted; {self.resume_hint} "
+                                   "continues it")
+        consoles.err.print(
+            f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'}); no profile stored; "
+            f"the samples so far stay in the store: continue with "
+            f"`{safetext.markup(self.command)} --resume {self.id}`", highlight=False)
+
+    def end_by_budget(self, stopped: str) -> None:
+        """Mark the unfinished runs complete, as an adaptive run's time budget ends it."""
+        consoles.err.print(f"[yellow]{safetext.markup(stopped)}[/]", highlight=False)
+        for run_id in self.unfinished():
+            self.st.set_run_status(run_id, "complete", f"calibration {self.id}: {stopped}")
+
+    def store_profile(self, store: str, detect: float | None,
+                      done: BlocksOutcome) -> dict[str, Any]:
+        """Build the noise profile of the runs, store it, and return the plan document."""
+        from virtbench.decide.calibration import build_profile, plan_document
+        from virtbench.decide.runs import load_run
+
+        st = self.st
+        profile = build_profile([load_run(r, lambda: st) for r in self.run_ids])
+        profile.id = st.add_noise_profile(
+            fingerprint=profile.fingerprint, experiment_hash=profile.experiment_hash,
+            experiment=profile.experiment, host=profile.host, variant=profile.variant,
+            run_ids=profile.run_ids, data=profile.data(), version=__version__)
+        consoles.err.print(safetext.text(
+            f"noise profile {profile.id} stored in {store} for host {profile.host} "
+            f"(fingerprint {profile.fingerprint}) and experiment file "
+            f"{profile.experiment_hash}"), highlight=False)
+        document = plan_document(profile, _repetitions(self.exp), detect, done.stopped)
+        document["calibration"] = {
+            "id": self.id, "block_rounds": self.block_rounds,
+            "blocks_run": [{"block": number, "runs": [self.index_of[r] for r in order]}
+                           for number, order in done.blocks],
+            "blocks_run_definition": "the blocks this invocation ran (a resumed calibration's "
+                                     "earlier ones are in each run's facts, phase "
+                                     "'calibration block N'): runs by their index 1..K, in "
+                                     "the order they ran"}
+        return document

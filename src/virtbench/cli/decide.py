@@ -5,6 +5,7 @@ regression or a row the gate cannot judge, 2 bad input."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,91 +134,173 @@ def compare(
         runs, sides = [sides[0][0], sides[1][0]], None  # `compare BASE -- NEW`: one per side
     if len(runs) < 2:
         raise VirtbenchError("compare needs two runs (BASE NEW), or more for a report")
-    # markdown of more runs, or with --baseline, stays the side-by-side report
-    gate_format = (format in GATE_FORMATS and (len(runs) == 2 or sides is not None)
-                   and baseline is None)
-    if sides is not None and (not gate_format and (format != "table" or baseline is not None
-                                                   or output is not None)):
-        raise VirtbenchError("BASE... -- NEW... gives verdicts: --format table (default), "
-                             "--json or a CI format (junit, github, gitlab, markdown), without "
-                             "--baseline")
-    if (format in GATE_FORMATS and format != "markdown" and not gate_format) or (
-            gate_format and as_json):
-        raise VirtbenchError(f"--format {format} gives the verdicts of exactly two runs (BASE "
-                             "NEW) or of BASE... -- NEW..., without --baseline or --json")
-    explain = explain or explain_dir is not None or explain_scope is not None
-    if explain_scope is not None and explain_scope not in ("workload", "system"):
-        raise VirtbenchError(f"--explain-scope must be workload or system, got "
-                             f"{explain_scope!r}")
-    if explain and (sides is not None or len(runs) != 2 or gate_format or format != "table"
-                    or output is not None or baseline is not None):
-        raise VirtbenchError("--explain compares exactly two runs (BASE NEW) in the terminal "
-                             "table or --json, without --format, --output or --baseline")
-    if sides is None and not gate_format and (len(runs) > 2 or format != "table"
-                                              or output is not None or baseline is not None):
-        if (fail_if_worse is not None or as_json or metric or allow_unjudged
-                or probability is not None):
+    ask = _CompareAsk(
+        runs=runs, sides=sides, store=store, format=format, output=output, baseline=baseline,
+        as_json=as_json, metric=metric, fail_if_worse=fail_if_worse, equivalence=equivalence,
+        strict=strict, allow_unjudged=allow_unjudged, probability=probability,
+        prior_ratio=prior_ratio, no_profile=no_profile,
+        explain=explain or explain_dir is not None or explain_scope is not None,
+        explain_dir=explain_dir, explain_scope=explain_scope)
+    ask.refuse_conflicts()
+    if ask.side_by_side:
+        _report(ask)
+        return
+    open_store = _opener(store)
+    explained: tuple[list[Any], str] | None = None
+    if ask.sides is not None:
+        result = _compare_sides(ask, open_store, ask.sides)
+    else:
+        result, explained = _compare_two(ask, open_store)
+    _print_verdicts(ask, result, explained)
+    if result.regressions or (result.unjudged and not allow_unjudged):
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _CompareAsk:
+    """What one `compare` invocation asks for: its runs and options."""
+
+    runs: list[str]
+    sides: tuple[list[str], list[str]] | None
+    store: str
+    format: str
+    output: Path | None
+    baseline: str | None
+    as_json: bool
+    metric: list[str] | None
+    fail_if_worse: float | None
+    equivalence: float
+    strict: bool
+    allow_unjudged: bool
+    probability: float | None
+    prior_ratio: float
+    no_profile: bool
+    explain: bool
+    explain_dir: Path | None
+    explain_scope: str | None
+
+    @property
+    def gate_format(self) -> bool:
+        """The verdicts in a CI format (markdown of more runs, or with --baseline, stays the
+        side-by-side report)."""
+        return (self.format in GATE_FORMATS and (len(self.runs) == 2 or self.sides is not None)
+                and self.baseline is None)
+
+    @property
+    def plain_table(self) -> bool:
+        """The terminal table: no --format, --output or --baseline."""
+        return self.format == "table" and self.output is None and self.baseline is None
+
+    @property
+    def side_by_side(self) -> bool:
+        """A report of the runs side by side, not verdicts."""
+        return (self.sides is None and not self.gate_format
+                and (len(self.runs) > 2 or not self.plain_table))
+
+    def refuse_conflicts(self) -> None:
+        """Refuse (VirtbenchError) options that do not go together."""
+        if self.sides is not None and not self.gate_format and not self.plain_table:
+            raise VirtbenchError("BASE... -- NEW... gives verdicts: --format table (default), "
+                                 "--json or a CI format (junit, github, gitlab, markdown), "
+                                 "without --baseline")
+        if (self.format in GATE_FORMATS and self.format != "markdown"
+                and not self.gate_format) or (self.gate_format and self.as_json):
+            raise VirtbenchError(f"--format {self.format} gives the verdicts of exactly two "
+                                 "runs (BASE NEW) or of BASE... -- NEW..., without --baseline "
+                                 "or --json")
+        self._refuse_explain_conflicts()
+        if self.side_by_side and (self.fail_if_worse is not None or self.as_json or self.metric
+                                  or self.allow_unjudged or self.probability is not None):
             raise VirtbenchError("--fail-if-worse, --allow-unjudged, --json, --metric and "
                                  "--probability compare exactly two runs (BASE NEW) and print "
                                  "verdicts, not a report")
-        from virtbench.cli.reporting import differences_from_first, report_runs
 
-        if strict:
-            first, by_run = differences_from_first(store_at(store), runs)
-            for run_id, diffs in by_run.items():
-                _refuse_strict(diffs, f"runs {first} and {run_id}")
-        report_runs(runs, store, format, output, baseline, False, None)
-        return
-    from virtbench.decide.compare import compare_run_sets, compare_runs
+    def _refuse_explain_conflicts(self) -> None:
+        if self.explain_scope is not None and self.explain_scope not in ("workload", "system"):
+            raise VirtbenchError(f"--explain-scope must be workload or system, got "
+                                 f"{self.explain_scope!r}")
+        if self.explain and (self.sides is not None or len(self.runs) != 2 or self.gate_format
+                             or not self.plain_table):
+            raise VirtbenchError("--explain compares exactly two runs (BASE NEW) in the "
+                                 "terminal table or --json, without --format, --output or "
+                                 "--baseline")
+
+
+def _report(ask: _CompareAsk) -> None:
+    """The side-by-side report of the runs (--strict: of runs that differ in nothing it
+    refuses)."""
+    from virtbench.cli.reporting import differences_from_first, report_runs
+
+    if ask.strict:
+        first, by_run = differences_from_first(store_at(ask.store), ask.runs)
+        for run_id, diffs in by_run.items():
+            _refuse_strict(diffs, f"runs {first} and {run_id}")
+    report_runs(ask.runs, ask.store, ask.format, ask.output, ask.baseline, False, None)
+
+
+def _compare_sides(ask: _CompareAsk, open_store: Any,
+                   sides: tuple[list[str], list[str]]) -> Any:
+    """BASE... -- NEW...: verdicts on run means."""
+    from virtbench.decide.compare import compare_run_sets
     from virtbench.decide.runs import load_run
 
-    open_store = _opener(store)
-    if sides is not None:
-        bases = [load_run(ref, open_store) for ref in sides[0]]
-        news = [load_run(ref, open_store) for ref in sides[1]]
-        result = compare_run_sets(bases, news, equivalence_pct=equivalence,
-                                  fail_pct=fail_if_worse, metrics=metric,
-                                  probability_pct=probability, prior_ratio=prior_ratio)
-    else:
-        base, new = (load_run(ref, open_store) for ref in runs)
-        profile = None if no_profile else _profile(open_store, new)
-        result = compare_runs(base, new, equivalence_pct=equivalence, fail_pct=fail_if_worse,
-                              metrics=metric, profile=profile,
-                              no_profile_reason="--no-profile" if no_profile else "",
-                              probability_pct=probability, prior_ratio=prior_ratio)
-    if strict and sides is not None:
+    bases = [load_run(ref, open_store) for ref in sides[0]]
+    news = [load_run(ref, open_store) for ref in sides[1]]
+    result = compare_run_sets(bases, news, equivalence_pct=ask.equivalence,
+                              fail_pct=ask.fail_if_worse, metrics=ask.metric,
+                              probability_pct=ask.probability, prior_ratio=ask.prior_ratio)
+    if ask.strict:
         from virtbench.decide.comparability import differences_many
 
         for run_id, diffs in differences_many([*bases, *news]).items():
             _refuse_strict(diffs, f"runs {bases[0].id} and {run_id}")
-    elif strict:
+    return result
+
+
+def _compare_two(ask: _CompareAsk, open_store: Any) -> tuple[Any, tuple[list[Any], str] | None]:
+    """BASE NEW: the verdicts (with NEW's noise profile unless --no-profile) and, with
+    --explain, the explanations and why there are none."""
+    from virtbench.decide.compare import compare_runs
+    from virtbench.decide.runs import load_run
+
+    base, new = (load_run(ref, open_store) for ref in ask.runs)
+    profile = None if ask.no_profile else _profile(open_store, new)
+    result = compare_runs(base, new, equivalence_pct=ask.equivalence,
+                          fail_pct=ask.fail_if_worse, metrics=ask.metric, profile=profile,
+                          no_profile_reason="--no-profile" if ask.no_profile else "",
+                          probability_pct=ask.probability, prior_ratio=ask.prior_ratio)
+    if ask.strict:
         _refuse_strict(result.differences, "BASE and NEW")
-    explained: tuple[list[Any], str] | None = None
-    if explain:
-        explained = _explain(open_store, base, new, profile, equivalence,
-                             explain_scope or "workload")
-        if explain_dir is not None:
-            _write_flame_graphs(explain_dir, explained[0])
-    if as_json:
+    if not ask.explain:
+        return result, None
+    explained = _explain(open_store, base, new, profile, ask.equivalence,
+                         ask.explain_scope or "workload")
+    if ask.explain_dir is not None:
+        _write_flame_graphs(ask.explain_dir, explained[0])
+    return result, explained
+
+
+def _print_verdicts(ask: _CompareAsk, result: Any,
+                    explained: tuple[list[Any], str] | None) -> None:
+    """The verdicts as JSON, in a CI format or as the terminal table (with explanations)."""
+    if ask.as_json:
         document = result.as_dict()
         if explained is not None:
             document["explain"] = {"explanations": [e.as_dict() for e in explained[0]],
                                    "note": explained[1] or None}
         sys.stdout.write(_dumps(document))
-    elif gate_format:
-        _write_gate(result, format, output, allow_unjudged, runs[0])
+    elif ask.gate_format:
+        _write_gate(result, ask.format, ask.output, ask.allow_unjudged, ask.runs[0])
     else:
         from virtbench.report.decide_text import render_comparison
 
-        render_comparison(result, consoles.console, allow_unjudged=allow_unjudged)
+        render_comparison(result, consoles.console, allow_unjudged=ask.allow_unjudged)
         if explained is not None:
             from virtbench.report.explain_text import render_explanations
 
             render_explanations(explained[0], consoles.console)
     if explained is not None and explained[1]:
         consoles.err.print(safetext.text(f"--explain: {explained[1]}"), highlight=False)
-    if result.regressions or (result.unjudged and not allow_unjudged):
-        raise typer.Exit(1)
 
 
 def _explain(open_store: Any, base: Any, new: Any, profile: Any, equivalence: float,

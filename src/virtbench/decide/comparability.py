@@ -68,9 +68,8 @@ def _flag_diff(base: list[str], new: list[str]) -> Difference | None:
                       f"only here: {named(only_new)}" if only_new else "–")
 
 
-def _facts_diffs(base: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
+def _cpu_diffs(bc: dict[str, Any], nc: dict[str, Any]) -> list[Difference]:
     out: list[Difference] = []
-    bc, nc = base.get("cpu", {}) or {}, new.get("cpu", {}) or {}
     if bc.get("model") != nc.get("model"):
         out.append(Difference("CPU model", _text(bc.get("model")), _text(nc.get("model")),
                               strict=True))
@@ -80,22 +79,29 @@ def _facts_diffs(base: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
     flags = _flag_diff(list(bc.get("flags", [])), list(nc.get("flags", [])))
     if flags is not None:
         out.append(flags)
+    return out
+
+
+def _mapping_diffs(label: str, base: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
+    """'LABEL KEY' for each key whose value differs (or is on one side only), by key."""
+    return [Difference(f"{label} {key}", _text(base.get(key)), _text(new.get(key)))
+            for key in sorted(set(base) | set(new)) if base.get(key) != new.get(key)]
+
+
+def _facts_diffs(base: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
+    def section(facts: dict[str, Any], name: str) -> dict[str, Any]:
+        return facts.get(name, {}) or {}
+
+    out = _cpu_diffs(section(base, "cpu"), section(new, "cpu"))
     for key, label in (("kernel", "kernel"), ("os", "OS")):
         if base.get(key) != new.get(key):
             out.append(Difference(label, _text(base.get(key)), _text(new.get(key))))
-    bh, nh = base.get("hypervisor", {}) or {}, new.get("hypervisor", {}) or {}
-    for key in sorted(set(bh) | set(nh)):
-        if bh.get(key) != nh.get(key):
-            out.append(Difference(f"hypervisor {key}", _text(bh.get(key)), _text(nh.get(key))))
-    bm = (base.get("memory", {}) or {}).get("MemTotal")
-    nm = (new.get("memory", {}) or {}).get("MemTotal")
+    out += _mapping_diffs("hypervisor", section(base, "hypervisor"), section(new, "hypervisor"))
+    bm, nm = section(base, "memory").get("MemTotal"), section(new, "memory").get("MemTotal")
     if bm != nm:
         out.append(Difference("memory", _text(bm), _text(nm)))
-    for section, label in (("tools", "tool"), ("python_packages", "Python package")):
-        bt, nt = base.get(section, {}) or {}, new.get(section, {}) or {}
-        for key in sorted(set(bt) | set(nt)):
-            if bt.get(key) != nt.get(key):
-                out.append(Difference(f"{label} {key}", _text(bt.get(key)), _text(nt.get(key))))
+    for name, label in (("tools", "tool"), ("python_packages", "Python package")):
+        out += _mapping_diffs(label, section(base, name), section(new, name))
     return out
 
 

@@ -224,17 +224,7 @@ def _parse_ini(text: str, source: str) -> dict[str, _Group]:
         if not line or line.startswith(("#", ";")):
             continue
         if line.startswith("["):
-            if not line.endswith("]"):
-                raise InventoryError(f"{source}:{number}: unclosed section header {line!r}")
-            header = line[1:-1].strip()
-            section, _, kind = header.partition(":")
-            kind = kind or "hosts"
-            if kind not in ("hosts", "vars", "children"):
-                raise InventoryError(f"{source}:{number}: [{header}]: expected [group], "
-                                     "[group:vars] or [group:children]")
-            group = groups.setdefault(section, _Group(section))
-            if section != "all" and section not in groups["all"].children:
-                groups["all"].children.append(section)
+            section, kind = _ini_header(line, f"{source}:{number}", groups)
             continue
         group = groups[section]
         try:
@@ -250,17 +240,40 @@ def _parse_ini(text: str, source: str) -> dict[str, _Group]:
                 raise InventoryError(f"{source}:{number}: [{section}:vars] expects key=value")
             group.variables[key.strip()] = value.strip().strip("'\"")
         else:
-            variables = {}
-            for word in words[1:]:
-                key, sep, value = word.partition("=")
-                if not sep:
-                    raise InventoryError(f"{source}:{number}: host {words[0]!r}: expected "
-                                         f"key=value, got {word!r}")
-                variables[key] = value
+            variables = _ini_host_variables(words, f"{source}:{number}")
             for host in hosts.expand(words[0], number):
                 group.hosts.setdefault(host, {}).update(variables)
                 group.lines[host] = number
     return groups
+
+
+def _ini_header(line: str, where: str, groups: dict[str, _Group]) -> tuple[str, str]:
+    """A section header's group (added to the groups, and to 'all') and its kind: hosts,
+    vars or children."""
+    if not line.endswith("]"):
+        raise InventoryError(f"{where}: unclosed section header {line!r}")
+    header = line[1:-1].strip()
+    section, _, kind = header.partition(":")
+    kind = kind or "hosts"
+    if kind not in ("hosts", "vars", "children"):
+        raise InventoryError(f"{where}: [{header}]: expected [group], "
+                             "[group:vars] or [group:children]")
+    groups.setdefault(section, _Group(section))
+    if section != "all" and section not in groups["all"].children:
+        groups["all"].children.append(section)
+    return section, kind
+
+
+def _ini_host_variables(words: list[str], where: str) -> dict[str, str]:
+    """The key=value words after a host line's host pattern."""
+    variables = {}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise InventoryError(f"{where}: host {words[0]!r}: expected key=value, "
+                                 f"got {word!r}")
+        variables[key] = value
+    return variables
 
 
 # ---- resolving variables -----------------------------------------------------------------------

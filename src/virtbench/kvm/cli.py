@@ -15,8 +15,14 @@ from virtbench.kvm.apply import DomainTuner, state_key
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CpuChange, domain_type
 from virtbench.kvm.flags import parse_flag_list
-from virtbench.kvm.hostcpu import read_host_cpu
-from virtbench.kvm.inventory import migration_note, missing_flags, read_guest_cpu
+from virtbench.kvm.hostcpu import HostCpu, read_host_cpu
+from virtbench.kvm.inventory import (
+    GuestCpu,
+    MissingFlag,
+    migration_note,
+    missing_flags,
+    read_guest_cpu,
+)
 from virtbench.kvm.plan import make_plan
 from virtbench.kvm.probes import serial_log_path
 from virtbench.kvm.sandbox_cli import app as sandbox_app
@@ -74,38 +80,60 @@ def inventory(
         raise _fail(exc) from exc
     missing = missing_flags(host.flags, guest.flags) if guest else []
     if as_json:
-        data: dict[str, Any] = {
-            "uri": host.uri, "host": {
-                "arch": host.arch, "model": host.model, "vendor": host.vendor,
-                "flags": sorted(host.flags),
-                "cpuinfo_flags": sorted(host.cpuinfo) if host.cpuinfo is not None else None,
-                "virttype": host.virttype,
-                "host_model": host.host_model.summary() if host.host_model else None,
-                "host_model_flags": sorted(host.host_model_flags),
-                "host_passthrough_supported": host.passthrough_supported,
-                "notes": host.notes},
-            "this_machine_is_a_guest": host.runs_in_guest,
-        }
-        if guest:
-            data["guest"] = {"domain": guest.domain, "cpu": guest.config.summary(),
-                             "source": guest.source, "flags": sorted(guest.flags),
-                             "notes": guest.notes,
-                             "missing": [m.__dict__ for m in missing],
-                             "migration_note": migration_note(guest.config)}
-        typer.echo(safetext.dumps(data, indent=1))
+        typer.echo(safetext.dumps(_inventory_document(host, guest, missing), indent=1))
         return
+    _echo_host(host)
+    if guest is None:
+        _echo("\nhost flags: " + " ".join(sorted(host.flags)))
+        return
+    _echo(f"\nguest {guest.domain}: {guest.config.summary()} (resolved from {guest.source}"
+          f" XML), {len(guest.flags)} flags")
+    for note in guest.notes:
+        _echo(f"note: {note}")
+    _echo(f"\nflags the host has and {guest.domain} lacks ({len(missing)}):")
+    for item in missing:
+        _echo(f"  {item.flag:<16} {item.use}" if item.use else f"  {item.flag}")
+    _echo(f"\nmigration: {migration_note(guest.config)}")
+
+
+def _inventory_document(host: HostCpu, guest: GuestCpu | None,
+                        missing: list[MissingFlag]) -> dict[str, Any]:
+    """`kvm inventory --json`."""
+    data: dict[str, Any] = {
+        "uri": host.uri, "host": {
+            "arch": host.arch, "model": host.model, "vendor": host.vendor,
+            "flags": sorted(host.flags),
+            "cpuinfo_flags": sorted(host.cpuinfo) if host.cpuinfo is not None else None,
+            "virttype": host.virttype,
+            "host_model": host.host_model.summary() if host.host_model else None,
+            "host_model_flags": sorted(host.host_model_flags),
+            "host_passthrough_supported": host.passthrough_supported,
+            "notes": host.notes},
+        "this_machine_is_a_guest": host.runs_in_guest,
+    }
+    if guest:
+        data["guest"] = {"domain": guest.domain, "cpu": guest.config.summary(),
+                         "source": guest.source, "flags": sorted(guest.flags),
+                         "notes": guest.notes,
+                         "missing": [m.__dict__ for m in missing],
+                         "migration_note": migration_note(guest.config)}
+    return data
+
+
+def _echo_host(host: HostCpu) -> None:
+    """The host CPU as libvirt and /proc/cpuinfo see it, for the terminal."""
     _echo(f"libvirt: {host.uri}")
     _echo(f"host CPU: {host.vendor or '?'} {host.model or '?'} ({host.arch}), "
-               f"{len(host.flags)} flags (libvirt capabilities)")
+          f"{len(host.flags)} flags (libvirt capabilities)")
     if host.cpuinfo is not None:
         _echo(f"/proc/cpuinfo of this machine: {len(host.cpuinfo)} flags"
-                   + ("; this machine is itself a guest (hypervisor flag)"
-                      if host.runs_in_guest else ""))
+              + ("; this machine is itself a guest (hypervisor flag)"
+                 if host.runs_in_guest else ""))
     if host.host_model:
         _echo(f"host-model for {host.virttype}: {host.host_model.summary()}")
     if host.passthrough_supported is not None:
         _echo(f"host-passthrough for {host.virttype}: "
-                   f"{'supported' if host.passthrough_supported else 'NOT supported'}")
+              f"{'supported' if host.passthrough_supported else 'NOT supported'}")
     for note in host.notes:
         _echo(f"note: {note}")
     if host.runs_in_guest and host.cpuinfo is not None:
@@ -113,17 +141,6 @@ def inventory(
         _echo("flags visible to virtbench here: " + " ".join(sorted(host.cpuinfo)))
         if hidden:
             _echo("in libvirt's host view but not in /proc/cpuinfo: " + " ".join(hidden))
-    if guest is None:
-        _echo("\nhost flags: " + " ".join(sorted(host.flags)))
-        return
-    _echo(f"\nguest {guest.domain}: {guest.config.summary()} (resolved from {guest.source}"
-               f" XML), {len(guest.flags)} flags")
-    for note in guest.notes:
-        _echo(f"note: {note}")
-    _echo(f"\nflags the host has and {guest.domain} lacks ({len(missing)}):")
-    for item in missing:
-        _echo(f"  {item.flag:<16} {item.use}" if item.use else f"  {item.flag}")
-    _echo(f"\nmigration: {migration_note(guest.config)}")
 
 
 @app.command()

@@ -126,16 +126,43 @@ def read_cpu(xml: str) -> CpuConfig:
 
 def _new_cpu_element(old: ET.Element | None, change: CpuChange) -> ET.Element:
     current = _config_from_element(old)
+    mode = _new_mode(current, change)
+    mode_changed = mode != (current.mode if current.mode != "default" else "custom")
     cpu = ET.Element("cpu")
+    _set_cpu_attributes(cpu, mode, current, mode_changed)
+    if mode == "custom":
+        model = ET.SubElement(cpu, "model")
+        model.set("fallback", current.fallback or "allow")
+        model.text = change.model or current.model or DEFAULT_MODEL
+    elif mode == "host-model":
+        ET.SubElement(cpu, "model").set("fallback", "allow")
+    # Keep everything else the old <cpu> had (topology, cache, numa, vendor for custom).
+    for child in old if old is not None else ():
+        if child.tag not in ("model", "feature") and (child.tag != "vendor" or mode == "custom"):
+            cpu.append(child)
+    features: dict[str, str] = {} if mode_changed else dict(current.features)
+    features |= dict.fromkeys(change.disable, "disable")
+    features |= dict.fromkeys(change.require, "require")
+    _add_features(cpu, features)
+    return cpu
+
+
+def _new_mode(current: CpuConfig, change: CpuChange) -> str:
+    """The mode of the changed ``<cpu>`` (the hypervisor's default becomes 'custom')."""
     mode = change.mode or current.mode
     if mode not in (*CPU_MODES, "default"):
         raise VirtbenchError(f"cpu mode '{mode}' is not one of {', '.join(CPU_MODES)}")
     if mode == "default":
         # Features need a model; the hypervisor's default model makes the intent explicit.
         mode = "custom"
-    mode_changed = mode != (current.mode if current.mode != "default" else "custom")
     if change.model and mode != "custom":
         raise VirtbenchError(f"--model/cpu_model needs mode 'custom', not '{mode}'")
+    return mode
+
+
+def _set_cpu_attributes(cpu: ET.Element, mode: str, current: CpuConfig,
+                        mode_changed: bool) -> None:
+    """``mode``, ``match`` (custom) and ``check`` (the old one while the mode stays)."""
     cpu.set("mode", mode)
     if mode == "custom":
         cpu.set("match", current.match or "exact")
@@ -146,34 +173,18 @@ def _new_cpu_element(old: ET.Element | None, change: CpuChange) -> ET.Element:
         cpu.set("check", "partial" if mode == "host-model" else "none")
     elif mode == "host-passthrough":
         cpu.set("check", "none")
-    if mode == "custom":
-        model = ET.SubElement(cpu, "model")
-        model.set("fallback", current.fallback or "allow")
-        model.text = change.model or current.model or DEFAULT_MODEL
-    elif mode == "host-model":
-        ET.SubElement(cpu, "model").set("fallback", "allow")
-    # Keep everything else the old <cpu> had (topology, cache, numa, vendor for custom).
-    keep_features: dict[str, str] = {} if mode_changed else dict(current.features)
-    for flag in change.disable:
-        keep_features[flag] = "disable"
-    for flag in change.require:
-        keep_features[flag] = "require"
-    if old is not None:
-        for child in old:
-            if child.tag in ("model", "feature"):
-                continue
-            if child.tag == "vendor" and mode != "custom":
-                continue
-            cpu.append(child)
-    for flag, policy in keep_features.items():
+
+
+def _add_features(cpu: ET.Element, features: dict[str, str]) -> None:
+    """A ``<feature>`` per flag and policy, before ``<numa>`` as libvirt lists them (a readable
+    diff)."""
+    for flag, policy in features.items():
         el = ET.Element("feature", {"policy": policy, "name": flag})
-        # libvirt lists features before <numa>; keep that order for a readable diff.
         numa = cpu.find("numa")
         if numa is not None:
             cpu.insert(list(cpu).index(numa), el)
         else:
             cpu.append(el)
-    return cpu
 
 
 def render_element(el: ET.Element, indent: str, step: str = "  ") -> str:

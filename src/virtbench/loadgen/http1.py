@@ -160,13 +160,7 @@ class Http1Connection(asyncio.Protocol):
                 record.bytes += n - pos
                 return
             if state == _CHUNK_DATA:
-                take = min(self._remaining, n - pos)
-                # _remaining counts the chunk's data and then its CRLF; only data is body.
-                record.bytes += min(take, max(0, self._remaining - 2))
-                self._remaining -= take
-                pos += take
-                if self._remaining == 0:
-                    self._state = _CHUNK_SIZE
+                pos = self._chunk_data(record, data, pos, n)
                 if pos >= n:
                     return
                 continue
@@ -178,22 +172,39 @@ class Http1Connection(asyncio.Protocol):
                 self._head(data[pos:end])
                 pos = end + 4
                 continue
-            eol = data.find(b"\r\n", pos)
-            if eol < 0:
-                self._keep(data[pos:], 4096)
+            pos = self._chunked_line(data, pos)
+            if pos < 0:
                 return
-            line = data[pos:eol]
-            pos = eol + 2
-            if state == _CHUNK_SIZE:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-                if size == 0:
-                    self._state = _TRAILER
-                else:
-                    self._state = _CHUNK_DATA
-                    self._remaining = size + 2
-            elif line == b"":  # the empty line that ends the trailers
-                self._finish()
-                return
+
+    def _chunk_data(self, record: RequestRecord, data: bytes, pos: int, n: int) -> int:
+        """Take what ``data[pos:n]`` has of the current chunk; the position after it."""
+        take = min(self._remaining, n - pos)
+        # _remaining counts the chunk's data and then its CRLF; only data is body.
+        record.bytes += min(take, max(0, self._remaining - 2))
+        self._remaining -= take
+        if self._remaining == 0:
+            self._state = _CHUNK_SIZE
+        return pos + take
+
+    def _chunked_line(self, data: bytes, pos: int) -> int:
+        """Read a chunk-size or trailer line at ``pos``; the position after it, or -1 when
+        there is nothing more to read now (a partial line kept, or the response complete)."""
+        eol = data.find(b"\r\n", pos)
+        if eol < 0:
+            self._keep(data[pos:], 4096)
+            return -1
+        line = data[pos:eol]
+        if self._state == _CHUNK_SIZE:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+            if size == 0:
+                self._state = _TRAILER
+            else:
+                self._state = _CHUNK_DATA
+                self._remaining = size + 2
+        elif line == b"":  # the empty line that ends the trailers
+            self._finish()
+            return -1
+        return eol + 2
 
     def _keep(self, rest: bytes, limit: int) -> None:
         self._buf += rest
@@ -208,11 +219,28 @@ class Http1Connection(asyncio.Protocol):
         if len(status_line) < 2 or not status_line[0].startswith(b"HTTP/1."):
             raise ValueError("not an HTTP/1.x response")
         record.status = int(status_line[1])
+        self.keep_alive = status_line[0] == b"HTTP/1.1"
+        length, chunked = self._scan_headers(record, head)
+        if record.status in (204, 304) or 100 <= record.status < 200:
+            self._finish()
+        elif chunked:
+            self._state = _CHUNK_SIZE
+        elif length >= 0:
+            self._state = _LENGTH
+            self._remaining = length
+            if length == 0:
+                self._finish()
+        else:
+            self._state = _UNTIL_CLOSE
+            self.keep_alive = False
+
+    def _scan_headers(self, record: RequestRecord, head: bytes) -> tuple[int, bool]:
+        """The body's Content-Length (-1: none) and whether it is chunked; Connection, the
+        cache verdict (X-Varnish) and Age noted on the way."""
         # One C-level scan for the few headers we use instead of splitting every line: this
         # runs once per response and, at thousands of responses a second, per-line work shows.
         length = -1
         chunked = False
-        self.keep_alive = status_line[0] == b"HTTP/1.1"
         for match in _WANTED_HEADERS.finditer(head.lower()):
             key = match.group(1)
             value = head[match.start(2):match.end(2)].strip()
@@ -230,16 +258,5 @@ class Http1Connection(asyncio.Protocol):
             else:
                 with contextlib.suppress(ValueError):
                     record.age_s = int(value)
-        if record.status in (204, 304) or 100 <= record.status < 200:
-            self._finish()
-        elif chunked:
-            self._state = _CHUNK_SIZE
-        elif length >= 0:
-            self._state = _LENGTH
-            self._remaining = length
-            if length == 0:
-                self._finish()
-        else:
-            self._state = _UNTIL_CLOSE
-            self.keep_alive = False
+        return length, chunked
 

@@ -150,15 +150,59 @@ def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = 
     within a sample the leaf frame first, as perf prints it). ``window``: keep only the
     samples whose time (perf's clock, seconds) is within it; a sample without a time is kept.
     Task events are read whatever their time: the process tree needs every fork."""
-    folded = Folded()
-    comm: str | None = None
-    pid = -1
-    when: float | None = None
-    frames: list[tuple[str, str | None]] = []  # (folded name, DSO when perf did not resolve it)
+    reader = _ScriptReader(window)
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line.strip():
+            reader.end_sample()
+        elif not line.startswith("#"):
+            reader.read_line(line)
+    reader.end_sample()
+    return reader.folded
 
-    def flush() -> None:
+
+class _ScriptReader:
+    """The sample being read from perf script's output, added to ``folded`` when it ends."""
+
+    def __init__(self, window: tuple[float, float] | None) -> None:
+        self.folded = Folded()
+        self.window = window
+        self.comm: str | None = None
+        self.pid = -1
+        self.when: float | None = None
+        # (folded name, DSO when perf did not resolve it)
+        self.frames: list[tuple[str, str | None]] = []
+
+    def read_line(self, line: str) -> None:
+        """A frame of the current sample, a task event or a sample's header line."""
+        frame = _FRAME.match(line) if line[0] in " \t" else None
+        if frame is not None and self.comm is not None:
+            addr = int(frame["addr"], 16)
+            name, resolved = _frame_name(frame["sym"], frame["dso"], addr)
+            self.frames.append((name, None if resolved else frame["dso"] or "[unknown]"))
+            return
+        task = _TASK.match(line)
+        if task is not None:  # --show-task-events: one line, no call chain
+            self.end_sample()
+            fork = _FORK.match(task["rest"]) if task["kind"] == "FORK" else None
+            # header 0/0: a record perf synthesised from /proc at its start, not a fork
+            if fork is not None and int(task["pid"]) != 0 and fork["pid"] != fork["ppid"]:
+                self.folded.forks.append((int(fork["ppid"]), int(fork["pid"])))
+            return
+        header = _HEADER.match(line)
+        if header is not None:
+            self.end_sample()  # a sample without call chain ends where the next header starts
+            self.comm = header["comm"].strip() or "[unknown]"
+            self.pid = int(header["pid"])
+            self.when = float(header["time"]) if header["time"] else None
+
+    def end_sample(self) -> None:
+        """Add the sample read so far (unless outside the window) and start none."""
+        comm, frames, when, window = self.comm, self.frames, self.when, self.window
+        self.comm, self.frames = None, []
         if comm is None:
             return
+        folded = self.folded
         if window is not None and when is not None and not window[0] <= when <= window[1]:
             folded.outside_window += 1
             return
@@ -171,36 +215,4 @@ def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = 
         stack = ";".join([comm.replace(";", ":").replace(" ", "_"),
                           *(name for name, _ in reversed(frames))])
         folded.stacks[stack] += 1
-        folded.pid_stacks[(pid, stack)] += 1
-
-    for raw in lines:
-        line = raw.rstrip("\n")
-        if not line.strip():
-            flush()
-            comm, frames = None, []
-            continue
-        if line.startswith("#"):
-            continue
-        frame = _FRAME.match(line) if line[0] in " \t" else None
-        if frame is not None and comm is not None:
-            addr = int(frame["addr"], 16)
-            name, resolved = _frame_name(frame["sym"], frame["dso"], addr)
-            frames.append((name, None if resolved else frame["dso"] or "[unknown]"))
-            continue
-        task = _TASK.match(line)
-        if task is not None:  # --show-task-events: one line, no call chain
-            flush()
-            comm, frames = None, []
-            fork = _FORK.match(task["rest"]) if task["kind"] == "FORK" else None
-            # header 0/0: a record perf synthesised from /proc at its start, not a fork
-            if fork is not None and int(task["pid"]) != 0 and fork["pid"] != fork["ppid"]:
-                folded.forks.append((int(fork["ppid"]), int(fork["pid"])))
-            continue
-        header = _HEADER.match(line)
-        if header is not None:
-            flush()  # a sample without call chain ends where the next header starts
-            comm, frames = header["comm"].strip() or "[unknown]", []
-            pid = int(header["pid"])
-            when = float(header["time"]) if header["time"] else None
-    flush()
-    return folded
+        folded.pid_stacks[(self.pid, stack)] += 1

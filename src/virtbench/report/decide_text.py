@@ -108,7 +108,25 @@ def render_comparison(comparison: Comparison, console: Console, *,
                   highlight=False)
     render_differences(comparison.differences, console, "differences")
     several = len({row.variant for row in comparison.rows}) > 1
+    console.print(_comparison_table(comparison, several))
+    if not several and comparison.rows:
+        console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
+    chance = comparison.probability_pct
+    if chance is not None:
+        r = comparison.prior_ratio
+        console.print(f"P(≥{chance:g} % worse): posterior probability that NEW is at least "
+                      f"{chance:g} % worse than BASE, from the same log-ratio likelihood the gate "
+                      f"uses and a prior of no change, 95 % of it on ratios within "
+                      f"[1/{r:g}, {r:g}] (docs/statistics.md)", highlight=False)
+    if comparison.fail_pct is not None:
+        _render_gate(comparison, console, several, allow_unjudged)
+
+
+def _comparison_table(comparison: Comparison, several: bool) -> Table:
+    """One row per workload · metric (· variant when several): ratio, verdict, the gate's
+    outcome (--fail-if-worse) and the probability of being worse (--probability)."""
     gate = comparison.fail_pct is not None
+    chance = comparison.probability_pct
     what = "run means" if comparison.per_run_means else "means"
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
                   title=f"NEW/BASE ratio of {what}, 95 % CI; equivalent = within "
@@ -122,7 +140,6 @@ def render_comparison(comparison: Comparison, console: Console, *,
     table.add_column("verdict", overflow="fold", min_width=12)
     if gate:
         table.add_column("gate", overflow="fold", min_width=4)
-    chance = comparison.probability_pct
     if chance is not None:
         # two short header lines: the table still fits 80 columns
         table.add_column(f"P(≥{chance:g} %\nworse)", no_wrap=True, justify="right")
@@ -140,38 +157,35 @@ def render_comparison(comparison: Comparison, console: Console, *,
             cells.append("–" if math.isnan(row.probability_worse)
                          else _probability_text(row.probability_worse))
         table.add_row(*cells)
-    console.print(table)
-    if not several and comparison.rows:
-        console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
-    if chance is not None:
-        r = comparison.prior_ratio
-        console.print(f"P(≥{chance:g} % worse): posterior probability that NEW is at least "
-                      f"{chance:g} % worse than BASE, from the same log-ratio likelihood the gate "
-                      f"uses and a prior of no change, 95 % of it on ratios within "
-                      f"[1/{r:g}, {r:g}] (docs/statistics.md)", highlight=False)
-    if gate:
-        bad = comparison.regressions
-        pct = f"{comparison.fail_pct:g} %"
-        if bad:
-            console.print(f"[red]regression[/]: NEW worse than BASE by more than {pct} "
-                          f"(one-sided α = 5 %, Holm over {len(comparison.rows)} metrics) on "
-                          + safetext.markup("; ".join(
-                              f"{r.workload_id} · {r.metric.name}"
-                              + (f" ({r.variant})" if several else "")
-                              + f", p = {r.p_worse_holm:.2g}" for r in bad)),
-                          highlight=False)
-        else:
-            console.print(f"no regression beyond {pct} shown (one-sided α = 5 %, Holm over "
-                          f"{len(comparison.rows)} metrics)", highlight=False)
-        unjudged = comparison.unjudged
-        if unjudged:
-            verdict = ("passed (--allow-unjudged)" if allow_unjudged
-                       else "[red]fails the gate[/] (--allow-unjudged to pass it)")
-            console.print(f"cannot judge {len(unjudged)} of {len(comparison.rows)}, {verdict}: "
-                          + safetext.markup("; ".join(
-                              f"{r.workload_id} · {r.metric.name}"
-                              + (f" ({r.variant})" if several else "") + f": {r.unjudged}"
-                              for r in unjudged)), highlight=False)
+    return table
+
+
+def _row_name(row: ComparisonRow, several: bool) -> str:
+    return f"{row.workload_id} · {row.metric.name}" + (f" ({row.variant})" if several else "")
+
+
+def _render_gate(comparison: Comparison, console: Console, several: bool,
+                 allow_unjudged: bool) -> None:
+    """The gate's outcome: the regressions (or none) and the rows it cannot judge."""
+    bad = comparison.regressions
+    pct = f"{comparison.fail_pct:g} %"
+    if bad:
+        console.print(f"[red]regression[/]: NEW worse than BASE by more than {pct} "
+                      f"(one-sided α = 5 %, Holm over {len(comparison.rows)} metrics) on "
+                      + safetext.markup("; ".join(
+                          f"{_row_name(r, several)}, p = {r.p_worse_holm:.2g}" for r in bad)),
+                      highlight=False)
+    else:
+        console.print(f"no regression beyond {pct} shown (one-sided α = 5 %, Holm over "
+                      f"{len(comparison.rows)} metrics)", highlight=False)
+    unjudged = comparison.unjudged
+    if unjudged:
+        verdict = ("passed (--allow-unjudged)" if allow_unjudged
+                   else "[red]fails the gate[/] (--allow-unjudged to pass it)")
+        console.print(f"cannot judge {len(unjudged)} of {len(comparison.rows)}, {verdict}: "
+                      + safetext.markup("; ".join(
+                          f"{_row_name(r, several)}: {r.unjudged}" for r in unjudged)),
+                      highlight=False)
 
 
 def _relative_ci(mean: float, low: float, high: float) -> str:

@@ -60,40 +60,55 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
     console = console or safetext.console()
     for line in _header(analysis):
         console.print(safetext.text(line), highlight=False)
-    wl_names = {w[0]: w[1] for w in analysis.workloads}
     identity = identity_of(analysis.variants)
     for wid, _name, _params in analysis.workloads:
         for metric in analysis.metrics_of(wid):
             rows = [r for r in analysis.rows
                     if r.workload_id == wid and r.metric.name == metric.name]
-            if not rows:
-                continue
-            for table in metric_tables(analysis, console.width, rows, metric, identity):
-                console.print(table)
-            effects = analysis.main_effects.get((wid, metric.name))
-            if effects:
-                lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
-                         f"{fmt_num(e.ci_high, 3)}] over {e.pairs} pairs" for e in effects]
-                console.print(Group(safetext.text(f"main effect of each "
-                                                  f"{analysis.factor_knob} flag on "
-                                                  f"{metric.name} (speedup with vs without):"),
-                                    *map(safetext.text, lines)))
-            best = analysis.best.get((wid, metric.name), (None, 0))[0]
-            if best:
-                console.print(safetext.text(f"best configuration for {metric.name}: {best}"),
-                              highlight=False)
-            if details:
-                _details(analysis, console, wid, metric, identity)
+            if rows:
+                _render_metric(analysis, console, rows, metric, identity)
+                if details:
+                    _details(analysis, console, wid, metric, identity)
     for section in sections:
-        # Section text is data, not rich markup: a "[x]" in it must print as written.
-        console.print(Text("\n") + safetext.text(section.title, style="bold"))
-        for paragraph in section.paragraphs:
-            console.print(safetext.text(paragraph))
-        if section.columns:
-            for table in section_tables(section.columns, section.rows, console.width):
-                console.print(table)
-        for warning in section.warnings:
-            console.print(Text("warning: ", style="yellow") + safetext.text(warning))
+        _render_section(console, section)
+    _render_limits_and_failures(analysis, console)
+
+
+def _render_metric(analysis: Analysis, console: Console, rows: list[MetricRow], metric: Metric,
+                   identity: Identity) -> None:
+    """A metric's tables, its factors' main effects and its best configuration."""
+    wid = rows[0].workload_id
+    for table in metric_tables(analysis, console.width, rows, metric, identity):
+        console.print(table)
+    effects = analysis.main_effects.get((wid, metric.name))
+    if effects:
+        lines = [f"  {e.factor}: ×{fmt_num(e.speedup, 3)} [{fmt_num(e.ci_low, 3)}, "
+                 f"{fmt_num(e.ci_high, 3)}] over {e.pairs} pairs" for e in effects]
+        console.print(Group(safetext.text(f"main effect of each "
+                                          f"{analysis.factor_knob} flag on "
+                                          f"{metric.name} (speedup with vs without):"),
+                            *map(safetext.text, lines)))
+    best = analysis.best.get((wid, metric.name), (None, 0))[0]
+    if best:
+        console.print(safetext.text(f"best configuration for {metric.name}: {best}"),
+                      highlight=False)
+
+
+def _render_section(console: Console, section: Section) -> None:
+    # Section text is data, not rich markup: a "[x]" in it must print as written.
+    console.print(Text("\n") + safetext.text(section.title, style="bold"))
+    for paragraph in section.paragraphs:
+        console.print(safetext.text(paragraph))
+    if section.columns:
+        for table in section_tables(section.columns, section.rows, console.width):
+            console.print(table)
+    for warning in section.warnings:
+        console.print(Text("warning: ", style="yellow") + safetext.text(warning))
+
+
+def _render_limits_and_failures(analysis: Analysis, console: Console) -> None:
+    """What the variants could not express, and the first failed trials."""
+    wl_names = {w[0]: w[1] for w in analysis.workloads}
     limits = [(r["variant"], r["workload_id"], item) for r in analysis.realisations
               for item in r["limitations"]]
     if limits:

@@ -8,7 +8,7 @@ to its tighter goal. Only the last phase's trials make the result.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from virtbench.model import VirtbenchError
@@ -132,6 +132,10 @@ def _search(plan: SearchPlan) -> Verdicts:
     return lo, hi
 
 
+_Trial = Callable[[float], Generator[Step, bool, bool]]
+"""One trial at a load (of the phase's duration): whether it passed."""
+
+
 def _phase(plan: SearchPlan, phase: int, duration: float, lo_hint: float | None,
            hi_hint: float | None) -> Verdicts:
     """One phase: confirm or move the hinted bounds at ``duration``, then bisect to the goal."""
@@ -139,43 +143,55 @@ def _phase(plan: SearchPlan, phase: int, duration: float, lo_hint: float | None,
     def trial(load: float) -> Generator[Step, bool, bool]:
         return (yield Step(load, duration, phase))
 
-    lower, upper = plan.lower, plan.upper
-    lo_hint = lower if lo_hint is None else lo_hint
-    hi_hint = upper if hi_hint is None else hi_hint
+    lo_hint = plan.lower if lo_hint is None else lo_hint
+    hi_hint = plan.upper if hi_hint is None else hi_hint
     width = max(hi_hint / lo_hint, plan.goal_ratio(phase))
-    lo: float | None = None
-    hi: float | None = None
     # Upper side: the hinted failure must fail at this duration too, or move up.
     if (yield from trial(hi_hint)):
-        lo = hi_hint
-        while hi is None:
-            if lo >= upper:
-                return lo, None
-            width *= width
-            load = _outward(plan, lo, lo * width)
-            if (yield from trial(load)):
-                lo = load
-            else:
-                hi = load
-    else:
-        hi = hi_hint
+        lo, hi = yield from _move_up(plan, trial, hi_hint, width)
+        if hi is None:
+            return lo, None
     # Lower side: the hinted pass must pass at this duration too, or move down.
-    if lo is None:
-        # lo_hint >= hi only when an earlier phase found even the lower bound failing.
-        if lo_hint < hi and (yield from trial(lo_hint)):
-            lo = lo_hint
-        else:
-            hi = min(hi, lo_hint)
-            while lo is None:
-                if hi <= lower:
-                    return None, hi
-                width *= width
-                load = _outward(plan, hi, hi / width)
-                if (yield from trial(load)):
-                    lo = load
-                else:
-                    hi = load
-    goal = plan.goal_ratio(phase)
+    # lo_hint >= hi_hint only when an earlier phase found even the lower bound failing.
+    elif lo_hint < hi_hint and (yield from trial(lo_hint)):
+        lo, hi = lo_hint, hi_hint
+    else:
+        low, hi = yield from _move_down(plan, trial, min(hi_hint, lo_hint), width)
+        if low is None:
+            return None, hi
+        lo = low
+    return (yield from _bisect(plan, trial, lo, hi, plan.goal_ratio(phase)))
+
+
+def _move_up(plan: SearchPlan, trial: _Trial, lo: float, width: float
+             ) -> Generator[Step, bool, tuple[float, float | None]]:
+    """From a passing ``lo``, outward (the step squared each time) until a load fails; that
+    pass and failure, or (the last pass, None) at the plan's upper bound."""
+    while lo < plan.upper:
+        width *= width
+        load = _outward(plan, lo, lo * width)
+        if not (yield from trial(load)):
+            return lo, load
+        lo = load
+    return lo, None
+
+
+def _move_down(plan: SearchPlan, trial: _Trial, hi: float, width: float
+               ) -> Generator[Step, bool, tuple[float | None, float]]:
+    """From a failing ``hi``, outward (the step squared each time) until a load passes; that
+    pass and failure, or (None, the last failure) at the plan's lower bound."""
+    while hi > plan.lower:
+        width *= width
+        load = _outward(plan, hi, hi / width)
+        if (yield from trial(load)):
+            return load, hi
+        hi = load
+    return None, hi
+
+
+def _bisect(plan: SearchPlan, trial: _Trial, lo: float, hi: float,
+            goal: float) -> Verdicts:
+    """Halve [lo, hi] (geometrically) until hi / lo is within the goal."""
     while hi / lo > goal:
         load = _round(plan, math.sqrt(lo * hi))
         if not lo < load < hi:  # whole-number loads: nothing left between them

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -176,7 +176,20 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
     """The ASGI app over ``store`` (open it read-only: the app never writes). It answers
     requests for loopback names, ``bind_host`` and ``allowed_hosts`` (docs/serve.md)."""
     site = _Site(store)
-    stylesheet = site.env.get_template("site.css.j2").render()
+    routes = [
+        Route("/", lambda _request: RedirectResponse("/runs")),
+        *_runs_routes(site), *_run_routes(site), *_compare_routes(site),
+        *_history_routes(site), *_static_routes(site),
+    ]
+    hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]
+    app = Starlette(routes=routes, exception_handlers=_error_handlers(site),
+                    middleware=[Middleware(RequestGuard, allowed_hosts=hosts)])
+    app.state.reports = site.reports  # tests read its cache counters
+    return app
+
+
+def _runs_routes(site: _Site) -> list[Route]:
+    """/runs: the filtered list of runs, a page at a time, and its downloads."""
 
     def runs_page(request: Request) -> Response:
         chosen, everything, matched = _filtered(site, request)
@@ -199,6 +212,12 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         counts = site.counts(matched)
         rows = [run_row(r, counts.get(r.id, 0)) for r in matched]
         return downloads.table(rows, request.path_params["fmt"], "runs")
+
+    return [Route("/runs", runs_page), Route("/runs.{fmt:str}", runs_download)]
+
+
+def _run_routes(site: _Site) -> list[Route]:
+    """/runs/ID: one run's report (live while it runs), its parts, progress and downloads."""
 
     def run_page(request: Request) -> Response:
         run = site.canonical_run(request)
@@ -227,6 +246,18 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         parts = site.reports.parts([run])
         return downloads.report(parts.analysis, fmt, run.id, parts.explain)
 
+    return [
+        Route("/runs/{run_id:str}", run_page),
+        Route("/runs/{run_id:str}/body", run_part),
+        Route("/runs/{run_id:str}/toc", run_part),
+        Route("/runs/{run_id:str}/progress", run_progress),
+        Route("/runs/{run_id:str}/download/{fmt:str}", run_download),
+    ]
+
+
+def _compare_routes(site: _Site) -> list[Route]:
+    """/compare: the selected runs' report and the verdicts of each against the first."""
+
     def compare_page(request: Request) -> Response:
         runs = site.selected(request)
         parts = site.reports.parts(runs)
@@ -250,6 +281,12 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
             return downloads.table(decided.comparison_rows(items), fmt, name)
         return downloads.report(site.reports.parts(runs).analysis, fmt, name)
 
+    return [Route("/compare", compare_page), Route("/compare.{fmt:str}", compare_download)]
+
+
+def _history_routes(site: _Site) -> list[Route]:
+    """/history: one experiment's runs over time, and its downloads."""
+
     def history_page(request: Request) -> Response:
         result = site.history(request)
         everything = site.all_runs()
@@ -269,6 +306,35 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
             return downloads.document(result.as_dict(), name)
         return downloads.table(decided.history_rows(result), fmt, name)
 
+    return [Route("/history", history_page), Route("/history.{fmt:str}", history_download)]
+
+
+def _static_routes(site: _Site) -> list[Route | Mount]:
+    """The stylesheet (rendered once), the flame graphs' script and the static files."""
+    stylesheet = site.env.get_template("site.css.j2").render()
+
+    def css(_request: Request) -> Response:
+        return Response(stylesheet, media_type="text/css; charset=utf-8")
+
+    flame_script = search_script()  # the report's own file: one copy of the search
+
+    def flame_js(_request: Request) -> Response:
+        return Response(flame_script, media_type="text/javascript; charset=utf-8")
+
+    return [
+        Route("/static/virtbench.css", css),
+        Route("/static/flamegraph.js", flame_js),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+
+_Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def _error_handlers(site: _Site) -> dict[Any, _Handler]:
+    """HTTP errors as the site's error page, the redirect to a run's canonical URL, and a
+    plain 500 for a bug."""
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         return site.page("error.html.j2", status=exc.status_code, title="Error",
@@ -284,36 +350,5 @@ def create_app(store: Store, allowed_hosts: Iterable[str] = (),
         return PlainTextResponse("500: internal error (a bug in virtbench; the server log has "
                                  "the details)\n", 500, headers=SECURITY_HEADERS)
 
-    def css(_request: Request) -> Response:
-        return Response(stylesheet, media_type="text/css; charset=utf-8")
-
-    flame_script = search_script()  # the report's own file: one copy of the search
-
-    def flame_js(_request: Request) -> Response:
-        return Response(flame_script, media_type="text/javascript; charset=utf-8")
-
-    routes = [
-        Route("/", lambda _request: RedirectResponse("/runs")),
-        Route("/runs", runs_page),
-        Route("/runs.{fmt:str}", runs_download),
-        Route("/runs/{run_id:str}", run_page),
-        Route("/runs/{run_id:str}/body", run_part),
-        Route("/runs/{run_id:str}/toc", run_part),
-        Route("/runs/{run_id:str}/progress", run_progress),
-        Route("/runs/{run_id:str}/download/{fmt:str}", run_download),
-        Route("/compare", compare_page),
-        Route("/compare.{fmt:str}", compare_download),
-        Route("/history", history_page),
-        Route("/history.{fmt:str}", history_download),
-        Route("/static/virtbench.css", css),
-        Route("/static/flamegraph.js", flame_js),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
-    hosts = [*allowed_hosts, *([bind_host] if bind_host else [])]
-    app = Starlette(routes=routes,
-                    exception_handlers={HTTPException: http_error, _Canonical: canonical,
-                                        Exception: server_error},
-                    middleware=[Middleware(RequestGuard, allowed_hosts=hosts)])
-    app.state.reports = site.reports  # tests read its cache counters
-    return app
+    return {HTTPException: http_error, _Canonical: canonical, Exception: server_error}
 

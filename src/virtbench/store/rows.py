@@ -15,6 +15,7 @@ import functools
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
@@ -399,37 +400,68 @@ _PATTERNS = {
 
 def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
     """Every row belongs to the one run; every name a row refers to exists in the file."""
-    run = tables["runs"][0]
-    run_id = run["id"]
+    _check_run_ids(tables)
+    names = _Names.of(tables)
+    _check_catalogue(tables, names)
+    _check_samples(tables, names)
+    _check_artifacts(tables, names.trials)
+
+
+def _check_run_ids(tables: dict[str, list[dict[str, Any]]]) -> None:
+    run_id = tables["runs"][0]["id"]
     for table in TABLES[1:]:
         if {row["run_id"] for row in tables[table]} <= {run_id}:
             continue
         for index, row in enumerate(tables[table]):
             if row["run_id"] != run_id:
                 raise ImportInvalid(f"{table}[{index}].run_id: must be the run's id {run_id!r}")
-    variants = _unique(tables, "variants", lambda r: r["name"])
-    workloads = _unique(tables, "workloads", lambda r: r["workload_id"])
-    metrics = _unique(tables, "metrics", lambda r: (r["workload_id"], r["name"]))
-    units = {(r["workload_id"], r["name"]): r["unit"] for r in tables["metrics"]}
-    facts = _unique(tables, "facts", lambda r: r["id"])
-    _unique(tables, "realisations", lambda r: (r["variant"], r["workload_id"]))
-    trials = {r["id"]: r for r in tables["trials"]}
-    _unique(tables, "trials", lambda r: r["id"])
+
+
+@dataclass(frozen=True)
+class _Names:
+    """What rows of a portable file may refer to, each checked to be unique."""
+
+    variants: set[Any]
+    workloads: set[Any]
+    metrics: set[Any]
+    units: dict[tuple[Any, Any], Any]
+    facts: set[Any]
+    trials: dict[Any, dict[str, Any]]
+
+    @classmethod
+    def of(cls, tables: dict[str, list[dict[str, Any]]]) -> _Names:
+        variants = _unique(tables, "variants", lambda r: r["name"])
+        workloads = _unique(tables, "workloads", lambda r: r["workload_id"])
+        metrics = _unique(tables, "metrics", lambda r: (r["workload_id"], r["name"]))
+        facts = _unique(tables, "facts", lambda r: r["id"])
+        _unique(tables, "realisations", lambda r: (r["variant"], r["workload_id"]))
+        _unique(tables, "trials", lambda r: r["id"])
+        return cls(variants, workloads, metrics,
+                   {(r["workload_id"], r["name"]): r["unit"] for r in tables["metrics"]},
+                   facts, {r["id"]: r for r in tables["trials"]})
+
+
+def _check_catalogue(tables: dict[str, list[dict[str, Any]]], names: _Names) -> None:
+    run = tables["runs"][0]
     # Every reading of a run (report, compare, history) starts from its baseline: a run with
     # variants and no baseline among them could be imported but never read.
-    if variants and run["baseline"] not in variants:
+    if names.variants and run["baseline"] not in names.variants:
         raise ImportInvalid(f"runs[0].baseline: {run['baseline']!r} is not a variant of the run "
-                            f"(variants: {', '.join(sorted(variants)[:5])})")
+                            f"(variants: {', '.join(sorted(names.variants)[:5])})")
     for index, row in enumerate(tables["metrics"]):
-        _refers(row["workload_id"] in workloads, "metrics", index, "workload_id")
+        _refers(row["workload_id"] in names.workloads, "metrics", index, "workload_id")
     for index, row in enumerate(tables["realisations"]):
-        _refers(row["variant"] in variants, "realisations", index, "variant")
-        _refers(row["workload_id"] in workloads, "realisations", index, "workload_id")
+        _refers(row["variant"] in names.variants, "realisations", index, "variant")
+        _refers(row["workload_id"] in names.workloads, "realisations", index, "workload_id")
     for index, row in enumerate(tables["trials"]):
-        _refers(row["variant"] in variants, "trials", index, "variant")
-        _refers(row["workload_id"] in workloads, "trials", index, "workload_id")
-        _refers(row["facts_id"] is None or row["facts_id"] in facts, "trials", index, "facts_id")
-    samples = tables["samples"]
+        _refers(row["variant"] in names.variants, "trials", index, "variant")
+        _refers(row["workload_id"] in names.workloads, "trials", index, "workload_id")
+        _refers(row["facts_id"] is None or row["facts_id"] in names.facts, "trials", index,
+                "facts_id")
+
+
+def _check_samples(tables: dict[str, list[dict[str, Any]]], names: _Names) -> None:
+    samples, trials, units = tables["samples"], names.trials, names.units
     # Distinct combinations first (one per trial and metric, not per sample): a row-by-row
     # search only when one of them is wrong, to name the first such row.
     by_trial = {(r["trial_id"], r["variant"], r["workload_id"]) for r in samples}
@@ -438,8 +470,8 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
     if (all(t in trials and (trials[t]["variant"], trials[t]["workload_id"]) == (v, w)
             for t, v, w in by_trial)
             and all(units.get((w, m)) == u for w, m, u in by_metric)
-            and facts_ids <= facts | {None}):
-        return _check_artifacts(tables, trials)
+            and facts_ids <= names.facts | {None}):
+        return
     for index, row in enumerate(samples):
         trial = trials.get(row["trial_id"])
         _refers(trial is not None, "samples", index, "trial_id")
@@ -449,13 +481,12 @@ def _check_references(tables: dict[str, list[dict[str, Any]]]) -> None:
                 raise ImportInvalid(f"samples[{index}].{field}: differs from its trial's "
                                     f"({trial[field]!r})")
         key = (row["workload_id"], row["metric"])
-        _refers(key in metrics, "samples", index, "metric")
+        _refers(key in names.metrics, "samples", index, "metric")
         if row["unit"] != units[key]:
             raise ImportInvalid(f"samples[{index}].unit: {row['unit']!r} differs from the "
                                 f"metric's unit {units[key]!r}")
-        _refers(row["facts_id"] is None or row["facts_id"] in facts, "samples", index,
+        _refers(row["facts_id"] is None or row["facts_id"] in names.facts, "samples", index,
                 "facts_id")
-    _check_artifacts(tables, trials)
 
 
 def _check_artifacts(tables: dict[str, list[dict[str, Any]]],

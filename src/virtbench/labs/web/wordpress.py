@@ -16,9 +16,11 @@ import socket
 import struct
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -147,20 +149,47 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
     ``spawn(what, argv, log)`` starts a server and records its PID in the lab's manifest.
     nginx is started by the caller (it is the origin server the tests stop and start).
     """
-    t = time.monotonic()
     wp = private / "wp"
-    _run(target, ["cp", "-rL", str(WORDPRESS_TREE), str(wp)], "copying /usr/share/wordpress")
-    db_password = secrets.token_hex(12)
     db = private / "mysql"
-    db.mkdir()
     db_socket = db / "mysqld.sock"
+    db_password = secrets.token_hex(12)
+    with _timed(timings, "wordpress_copy"):
+        _copy_wordpress(target, wp, spec, db, db_socket, db_password)
+    with _timed(timings, "mariadb"):
+        _start_mariadb(target, spawn, db, db_socket, db_password)
+    with _timed(timings, "wordpress_install"):
+        created = _install_sites(target, wp, private / "setup", spec)
+    if spec.media_bytes > 0:
+        with _timed(timings, "media"):
+            _write_media(wp / "wp-content" / "vb-media", created, spec)
+    with _timed(timings, "php_fpm"):
+        _start_php_fpm(spawn, private / "php-fpm", spec)
+    return page_paths(spec.sites, spec.pages_per_site)
+
+
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    """``timings[name]``: the seconds the block took (not set when it raises)."""
+    t = time.monotonic()
+    yield
+    timings[name] = time.monotonic() - t
+
+
+def _copy_wordpress(target: Target, wp: Path, spec: WordPressSpec, db: Path, db_socket: Path,
+                    db_password: str) -> None:
+    """Debian's WordPress tree copied to ``wp``, configured for the database at
+    ``db_socket``, with the lab's media plugin."""
+    _run(target, ["cp", "-rL", str(WORDPRESS_TREE), str(wp)], "copying /usr/share/wordpress")
+    db.mkdir()
     (wp / "wp-config.php").write_text(wpconfig.wp_config(
         db_socket=db_socket, db_password=db_password, seed=spec.seed))
     (wp / "wp-content" / "mu-plugins").mkdir(exist_ok=True)
     (wp / "wp-content" / "mu-plugins" / "vb-media.php").write_text(wpconfig.MEDIA_PLUGIN)
-    timings["wordpress_copy"] = time.monotonic() - t
 
-    t = time.monotonic()
+
+def _start_mariadb(target: Target, spawn: Spawn, db: Path, db_socket: Path,
+                   db_password: str) -> None:
+    """A MariaDB server of its own under ``db``, with WordPress's database and user."""
     _run(target, wpconfig.mariadb_install_argv(db / "data"), "mariadb-install-db")
     log = db / "mariadbd.log"
     proc = spawn("mariadbd", wpconfig.mariadbd_argv(
@@ -172,10 +201,12 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
            f"GRANT ALL ON {wpconfig.DB_NAME}.* TO '{wpconfig.DB_USER}'@'localhost';")
     _run(target, ["mariadb", "--no-defaults", f"--socket={db_socket}", "-u", "root", "-e", sql],
          "creating the WordPress database")
-    timings["mariadb"] = time.monotonic() - t
 
-    t = time.monotonic()
-    setup = private / "setup"
+
+def _install_sites(target: Target, wp: Path, setup: Path,
+                   spec: WordPressSpec) -> list[dict[str, Any]]:
+    """Install WordPress as a multisite network and create its sites and pages; what the
+    populate script created (each site's blog_id and pages)."""
     setup.mkdir()
     (wp / "vb-install.php").write_text(wpconfig.WP_INSTALL_PHP)
     (wp / "vb-populate.php").write_text(wpconfig.WP_POPULATE_PHP)
@@ -192,26 +223,26 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
     out = _run(target, ["php", "vb-populate.php", str(setup / "populate.json")],
                "WordPress sites and pages", cwd=wp, timeout=600)
     try:
-        created = json.loads(out.strip().splitlines()[-1])
+        created: list[dict[str, Any]] = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise VirtbenchError("lab web: WordPress sites and pages: unexpected output: "
                              + out.strip()[-600:]) from None
     for name in ("vb-install.php", "vb-populate.php"):  # not reachable over HTTP afterwards
         (wp / name).unlink()
-    timings["wordpress_install"] = time.monotonic() - t
+    return created
 
-    if spec.media_bytes > 0:
-        t = time.monotonic()
-        media = wp / "wp-content" / "vb-media"
-        media.mkdir()
-        for s, site in enumerate(created, start=1):
-            for p, page in enumerate(site["pages"], start=1):
-                (media / f"{site['blog_id']}-{page['id']}.html").write_text(
-                    inline_png(spec.seed, s, p, spec.media_bytes))
-        timings["media"] = time.monotonic() - t
 
-    t = time.monotonic()
-    fpm = private / "php-fpm"
+def _write_media(media: Path, created: list[dict[str, Any]], spec: WordPressSpec) -> None:
+    """Each page's inline image of ``spec.media_bytes``, by blog and page id."""
+    media.mkdir()
+    for s, site in enumerate(created, start=1):
+        for p, page in enumerate(site["pages"], start=1):
+            (media / f"{site['blog_id']}-{page['id']}.html").write_text(
+                inline_png(spec.seed, s, p, spec.media_bytes))
+
+
+def _start_php_fpm(spawn: Spawn, fpm: Path, spec: WordPressSpec) -> None:
+    """The php-fpm pool of ``spec.php_children`` on a socket under ``fpm``."""
     fpm.mkdir()
     fpm_socket = fpm / "php-fpm.sock"
     conf = fpm / "php-fpm.conf"
@@ -220,8 +251,6 @@ def start_wordpress(private: Path, spec: WordPressSpec, target: Target,
     log = fpm / "php-fpm.stderr"
     proc = spawn("php-fpm", wpconfig.php_fpm_argv(conf), log)
     proc.wait_for_file(fpm_socket)
-    timings["php_fpm"] = time.monotonic() - t
-    return page_paths(spec.sites, spec.pages_per_site)
 
 
 def start_nginx(private: Path, spec: WordPressSpec,

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.analysis import Analysis, VariantInfo
-from virtbench.model import Better
+from virtbench.model import Better, Metric
 from virtbench.net_qos import aggregate as qos_aggregate
 from virtbench.net_qos.aggregate import Cell, qos_improvement
 from virtbench.net_qos.grading import (
@@ -303,81 +303,97 @@ def _definition() -> str:
 
 def qos_improvement_sections(analysis: Analysis) -> list[Section]:
     sections = []
-    ci = f"[{analysis.confidence:.0%} CI]"
-    level = f"{analysis.confidence:.0%}"
     for wid in workload_ids(analysis, WORKLOAD):
         metrics = [m for name in AGGREGATE_METRICS if (m := metric_of(analysis, wid, name))]
         if not metrics:
             continue
-        direction = {m.name: m.better is Better.HIGHER for m in metrics}
         for block in _blocks(analysis):
-            switches = ordered_unique(c.switch for c in block.cells
-                                      if c.switch != block.base_switch)
-            summary_rows: list[list[str]] = []
-            cell_rows: list[list[str]] = []
-            warnings: list[str] = []
-            for switch in switches:
-                base_cells: dict[Cell, npt.NDArray[np.float64]] = {}
-                var_cells: dict[Cell, npt.NDArray[np.float64]] = {}
-                for cell in block.cells:
-                    ref = block.reference(cell)
-                    if cell.switch != switch or ref is None:
-                        continue
-                    rate = cell.rate if cell.rate is not None else math.nan
-                    for metric in metrics:
-                        b = analysis.values.get((ref.info.name, wid, metric.name))
-                        v = analysis.values.get((cell.info.name, wid, metric.name))
-                        if b is not None and v is not None and b.size and v.size:
-                            base_cells[(metric.name, rate)] = b
-                            var_cells[(metric.name, rate)] = v
-                try:
-                    # The point estimate, per-cell values and skipped cells come from the
-                    # definition itself; one resample keeps its slow CI loop out of the way.
-                    result = qos_improvement({k: v.tolist() for k, v in base_cells.items()},
-                                             {k: v.tolist() for k, v in var_cells.items()},
-                                             direction, resamples=1,
-                                             confidence=analysis.confidence)
-                except ValueError as exc:
-                    warnings.append(f"{switch}: no aggregate ({exc})")
-                    continue
-                low, high = aggregate_ci(base_cells, var_cells, list(result.per_cell), direction,
-                                         analysis.confidence)
-                summary_rows.append([
-                    switch, "all cells", f"{len(result.per_cell)} cells averaged",
-                    f"{result.percent:+.3g} % [{low:+.3g}, {high:+.3g}]"])
-                for (name, rate), pct in sorted(result.per_cell.items(),
-                                                key=lambda kv: (kv[0][1], kv[0][0])):
-                    unit = next(m.unit for m in metrics if m.name == name)
-                    cell_rows.append([
-                        switch, f"{name} @ {fmt_num(rate)} Mbit/s",
-                        f"{fmt_value(float(np.mean(base_cells[(name, rate)])), unit)} → "
-                        f"{fmt_value(float(np.mean(var_cells[(name, rate)])), unit)}",
-                        f"{pct:+.3g} %"])
-                if result.skipped:
-                    warnings.append(
-                        f"{switch}: cells left out because the baseline mean is 0 (a relative "
-                        "improvement is undefined): " + ", ".join(
-                            f"{n} @ {fmt_num(r)} Mbit/s" for n, r in result.skipped))
-            if not summary_rows and not warnings:
-                continue
-            sections.append(Section(
-                key=block.key("net-qos-improvement", wid),
-                title=block.title(f"{wid}: aggregate QoS improvement vs {block.base_switch}"),
-                paragraphs=[
-                    "The studies' headline 'DPDK improves QoS by 22 %' has no stated "
-                    "definition; this is the explicit one (virtbench.net_qos.aggregate): "
-                    + _definition(),
-                    f"Metrics averaged: {', '.join(m.name for m in metrics)} "
-                    "(throughput higher is better, the rest lower is better). First line per "
-                    f"switch: the aggregate in % with its {level} bootstrap CI; then each cell's "
-                    "relative improvement in % (positive = better than the baseline switch), "
-                    "with the baseline and switch means of the cell."],
-                columns=["switch", "cell (metric @ background)", "baseline mean → mean",
-                         f"improvement % {ci}"],
-                rows=[r for s in summary_rows
-                      for r in [s, *(c for c in cell_rows if c[0] == s[0])]],
-                warnings=warnings))
+            section = _improvement_section(analysis, wid, metrics, block)
+            if section is not None:
+                sections.append(section)
     return sections
+
+
+_Values = dict[Cell, npt.NDArray[np.float64]]
+
+
+def _switch_cells(analysis: Analysis, block: _Block, switch: str, wid: str,
+                  metrics: list[Metric]) -> tuple[_Values, _Values]:
+    """The baseline switch's and ``switch``'s values of each measured (metric, rate) cell."""
+    base_cells: _Values = {}
+    var_cells: _Values = {}
+    for cell in block.cells:
+        ref = block.reference(cell)
+        if cell.switch != switch or ref is None:
+            continue
+        rate = cell.rate if cell.rate is not None else math.nan
+        for metric in metrics:
+            b = analysis.values.get((ref.info.name, wid, metric.name))
+            v = analysis.values.get((cell.info.name, wid, metric.name))
+            if b is not None and v is not None and b.size and v.size:
+                base_cells[(metric.name, rate)] = b
+                var_cells[(metric.name, rate)] = v
+    return base_cells, var_cells
+
+
+def _improvement_section(analysis: Analysis, wid: str, metrics: list[Metric],
+                         block: _Block) -> Section | None:
+    """The aggregate QoS improvement of each switch of the block over its baseline switch,
+    with each cell's; None when no switch has one nor a warning."""
+    direction = {m.name: m.better is Better.HIGHER for m in metrics}
+    switches = ordered_unique(c.switch for c in block.cells if c.switch != block.base_switch)
+    summary_rows: list[list[str]] = []
+    cell_rows: list[list[str]] = []
+    warnings: list[str] = []
+    for switch in switches:
+        base_cells, var_cells = _switch_cells(analysis, block, switch, wid, metrics)
+        try:
+            # The point estimate, per-cell values and skipped cells come from the
+            # definition itself; one resample keeps its slow CI loop out of the way.
+            result = qos_improvement({k: v.tolist() for k, v in base_cells.items()},
+                                     {k: v.tolist() for k, v in var_cells.items()},
+                                     direction, resamples=1,
+                                     confidence=analysis.confidence)
+        except ValueError as exc:
+            warnings.append(f"{switch}: no aggregate ({exc})")
+            continue
+        low, high = aggregate_ci(base_cells, var_cells, list(result.per_cell), direction,
+                                 analysis.confidence)
+        summary_rows.append([
+            switch, "all cells", f"{len(result.per_cell)} cells averaged",
+            f"{result.percent:+.3g} % [{low:+.3g}, {high:+.3g}]"])
+        for (name, rate), pct in sorted(result.per_cell.items(),
+                                        key=lambda kv: (kv[0][1], kv[0][0])):
+            unit = next(m.unit for m in metrics if m.name == name)
+            cell_rows.append([
+                switch, f"{name} @ {fmt_num(rate)} Mbit/s",
+                f"{fmt_value(float(np.mean(base_cells[(name, rate)])), unit)} → "
+                f"{fmt_value(float(np.mean(var_cells[(name, rate)])), unit)}",
+                f"{pct:+.3g} %"])
+        if result.skipped:
+            warnings.append(
+                f"{switch}: cells left out because the baseline mean is 0 (a relative "
+                "improvement is undefined): " + ", ".join(
+                    f"{n} @ {fmt_num(r)} Mbit/s" for n, r in result.skipped))
+    if not summary_rows and not warnings:
+        return None
+    return Section(
+        key=block.key("net-qos-improvement", wid),
+        title=block.title(f"{wid}: aggregate QoS improvement vs {block.base_switch}"),
+        paragraphs=[
+            "The studies' headline 'DPDK improves QoS by 22 %' has no stated "
+            "definition; this is the explicit one (virtbench.net_qos.aggregate): "
+            + _definition(),
+            f"Metrics averaged: {', '.join(m.name for m in metrics)} "
+            "(throughput higher is better, the rest lower is better). First line per "
+            f"switch: the aggregate in % with its {analysis.confidence:.0%} bootstrap CI; then "
+            "each cell's relative improvement in % (positive = better than the baseline "
+            "switch), with the baseline and switch means of the cell."],
+        columns=["switch", "cell (metric @ background)", "baseline mean → mean",
+                 f"improvement % [{analysis.confidence:.0%} CI]"],
+        rows=[r for s in summary_rows
+              for r in [s, *(c for c in cell_rows if c[0] == s[0])]],
+        warnings=warnings)
 
 
 def qos_sections(analysis: Analysis) -> list[Section]:
