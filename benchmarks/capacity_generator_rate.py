@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.record import record
 from virtbench.packetgen import frame_mix, parse_gnu_time, parse_trafgen, trafgen_config
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams
+from virtbench.workloads.workload_contract import TrialContext
 
 ROUNDS = 5
 FRAMES = 3_000_000

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import linux_bridge_lab
 from benchmarks.record import record
-from virtbench.labs.base import LabState
+from virtbench.labs.lab_contract import LabState
 from virtbench.parsers.iperf3 import parse_iperf3_json
 from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.net.capture import Capture, CaptureTool

@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._common import linux_bridge_lab
 from benchmarks.record import record
 from virtbench.stats import percent_change_ci
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_transfer import QosTransfer
+from virtbench.workloads.workload_contract import TrialContext
 
 PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 24
 DURATION_S = 5

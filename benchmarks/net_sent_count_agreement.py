@@ -19,10 +19,10 @@ from benchmarks.record import record
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.net_qos.pcap import read_pcap
 from virtbench.targets.local import LocalTarget, NetnsTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net import capture as capture_module
 from virtbench.workloads.net.counters import tx_packets
 from virtbench.workloads.net.qos_transfer import QosTransfer
+from virtbench.workloads.workload_contract import TrialContext
 
 DURATION_S = 3
 

@@ -7,7 +7,7 @@ reference, timed in the same run and alternated with it, is the least any reader
 the same bytes: decompress and ``json.loads`` (JSON files) or split into lines (tables, CSV).
 
 A third loop, alternated with both, parses with every parser's figure check (finite, in its
-metric's domain: ``parsers.base.check_figures``) replaced by a pass-through: what the input
+metric's domain: ``parsers.parser_contract.check_figures``) replaced by a pass-through: what the input
 validation of the harden issue costs a parse, as a share of the parse (not a speed figure).
 """
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
 from tests.unit.parsers.corpus import all_corpus
-from virtbench.parsers import base as parser_base
+from virtbench.parsers import parser_contract as parser_base
 from virtbench.plugins import get_parser
 
 COUNT = 10_000

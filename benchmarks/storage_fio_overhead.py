@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
-from virtbench.labs.storage import StorageLab, StorageParams
+from virtbench.labs.storage_lab import StorageLab, StorageParams
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage.fio import FioWorkload
+from virtbench.workloads.workload_contract import TrialContext
 
 PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 FLOOR = 0.05

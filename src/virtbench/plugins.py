@@ -23,10 +23,10 @@ from virtbench.model import VirtbenchError
 
 if TYPE_CHECKING:
     from virtbench.analysis import Analysis
-    from virtbench.labs.base import Lab
-    from virtbench.parsers.base import Parser
+    from virtbench.labs.lab_contract import Lab
+    from virtbench.parsers.parser_contract import Parser
     from virtbench.report.sections import Section, SectionPlugin
-    from virtbench.workloads.base import Workload
+    from virtbench.workloads.workload_contract import Workload
 
 __all__ = ["all_labs", "all_parsers", "all_sections", "all_workloads", "build_sections",
            "clear_cache", "get_lab", "get_parser", "get_workload"]
@@ -51,11 +51,11 @@ def _builtin_workloads() -> tuple[tuple[object, str], ...]:
 
 @cache
 def _builtin_labs() -> tuple[tuple[object, str], ...]:
-    from virtbench.labs import assess_probes, guest, host, kvm, storage, web
-    from virtbench.labs.net import crosshost, router, vswitch
+    from virtbench.labs import assess_scratch, guest, host, kvm, storage_lab, web
+    from virtbench.labs.net import crosshost, router_lab, vswitch
 
-    return _exported("LABS", (storage, assess_probes, host, kvm, guest, crosshost, router,
-                              vswitch, web))
+    return _exported("LABS", (storage_lab, assess_scratch, host, kvm, guest, crosshost,
+                              router_lab, vswitch, web))
 
 
 @cache
@@ -73,20 +73,20 @@ def _builtin_sections() -> tuple[tuple[object, str], ...]:
 
 
 def all_workloads() -> dict[str, type[Workload]]:
-    from virtbench.workloads.base import Workload
+    from virtbench.workloads.workload_contract import Workload
 
     return registry.classes(Workload, _builtin_workloads(),  # type: ignore[type-abstract]
                             lambda cls: cls.name)
 
 
 def all_labs() -> dict[str, type[Lab]]:
-    from virtbench.labs.base import Lab
+    from virtbench.labs.lab_contract import Lab
 
     return registry.classes(Lab, _builtin_labs(), lambda cls: cls.name)  # type: ignore[type-abstract]
 
 
 def all_parsers() -> dict[str, Parser]:
-    from virtbench.parsers.base import Parser
+    from virtbench.parsers.parser_contract import Parser
 
     return registry.instances(Parser, _builtin_parsers(), lambda parser: parser.tool)
 

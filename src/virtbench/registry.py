@@ -32,9 +32,9 @@ ENTRY_POINT_GROUP = "virtbench.plugins"
 # The kinds a plugin may be, as (module, class) of its base: a plugin that derives from none of
 # them is refused by name. Read from the plugin's own classes, so checking imports nothing.
 KINDS = (
-    ("virtbench.workloads.base", "Workload"),
-    ("virtbench.labs.base", "Lab"),
-    ("virtbench.parsers.base", "Parser"),
+    ("virtbench.workloads.workload_contract", "Workload"),
+    ("virtbench.labs.lab_contract", "Lab"),
+    ("virtbench.parsers.parser_contract", "Parser"),
     ("virtbench.report.sections", "SectionPlugin"),
 )
 

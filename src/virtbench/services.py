@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = [
     "ClientServerPath",

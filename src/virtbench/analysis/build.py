@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from virtbench.analysis.model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
 from virtbench.analysis.noise import summarise_noise
+from virtbench.analysis.report_model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
 from virtbench.model import Domain, Metric, VirtbenchError
 from virtbench.stats import (
     MainEffect,

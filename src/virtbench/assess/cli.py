@@ -12,7 +12,7 @@ from virtbench.model import VirtbenchError
 from virtbench.safetext import visible
 
 if TYPE_CHECKING:
-    from virtbench.assess.engine import Assessment
+    from virtbench.assess.assessment import Assessment
 
 __all__ = ["assess", "parse_budget"]
 
@@ -62,8 +62,8 @@ def assess(
     seconds = parse_budget(budget)
     # Imported here, not with the module: every other command's start-up would pay for the
     # assessment's statistics (scipy), store and runner.
-    from virtbench.assess.engine import assess_domain, assess_machine
-    from virtbench.assess.render import findings_section, render_json, render_text
+    from virtbench.assess.assessment import assess_domain, assess_machine
+    from virtbench.assess.assessment_output import findings_section, render_json, render_text
     from virtbench.kvm.access import parse_ssh_spec
     from virtbench.runner.engine import ProgressHook
     from virtbench.store import Store

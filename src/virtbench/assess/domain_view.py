@@ -9,8 +9,8 @@ from typing import Any
 from virtbench.assess.domain_rules import DomainView
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import domain_type
+from virtbench.kvm.flag_inventory import read_guest_cpu
 from virtbench.kvm.hostcpu import HostCpu, read_host_cpu
-from virtbench.kvm.inventory import read_guest_cpu
 from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_connection import libvirt_module
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from virtbench.assess.system_rules import SYSTEM_FILES, SystemView
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["fetch_system_tree"]
 

@@ -13,9 +13,9 @@ import typer
 
 from virtbench import safetext
 from virtbench.cli import consoles
+from virtbench.cli.option_values import PlainValuesCommand
 from virtbench.cli.options import DEFAULT_STORE, JsonOpt, OutputOpt, StoreOpt, number_parser
 from virtbench.cli.options import open_reader as store_at
-from virtbench.cli.values import PlainValuesCommand
 from virtbench.model import VirtbenchError
 
 __all__ = ["SIDES", "SidesCommand", "app", "compare", "history"]

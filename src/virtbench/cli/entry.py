@@ -81,7 +81,7 @@ def plain_parse(args: Sequence[str], debug_env: str) -> PlainParse | None:
 
 
 def _run(call: PlainParse) -> int:
-    """The exit code, failures reported as the app reports them (virtbench.cli.errors)."""
+    """The exit code, failures reported as the app reports them (virtbench.cli.failures)."""
     try:
         from virtbench.cli.parsing import parse_command
 
@@ -90,7 +90,7 @@ def _run(call: PlainParse) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the rest of the exit
         return 1
     except (Exception, KeyboardInterrupt) as exc:
-        from virtbench.cli.errors import report
+        from virtbench.cli.failures import report
 
         return report(exc, call.debug)
     return 0

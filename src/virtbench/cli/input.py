@@ -19,7 +19,7 @@ def read_input_bytes(path: Path, kind: str = "tool output") -> bytes:
     """The bytes of ``path`` ('-' is stdin), as saved, within the parsers' bound (256 MiB,
     compressed or not: virtbench.inputs.files refuses what is not a file and cuts a stream)."""
     from virtbench.inputs.files import read_input
-    from virtbench.parsers.base import MAX_OUTPUT_BYTES
+    from virtbench.parsers.parser_contract import MAX_OUTPUT_BYTES
 
     return read_input(path, kind, MAX_OUTPUT_BYTES)
 

@@ -8,7 +8,7 @@ command's options, and the modules bring their libraries. The top-level group
 its name and help are known without importing anything (the top-level help lists it), and the
 first use — running it, or asking for its help — imports its module, builds the real command
 (that one alone: :func:`command_of`; its plain option values are checked without pydantic,
-virtbench.cli.values) and hands over to it.
+virtbench.cli.option_values) and hands over to it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo, DefaultPlaceholder
 
-from virtbench.cli.errors import ErrorReportingGroup
-from virtbench.cli.values import (
+from virtbench.cli.failures import ErrorReportingGroup
+from virtbench.cli.option_values import (
     FlagsGroup,
     PlainValuesCommand,
     check_plain_values,
@@ -41,8 +41,8 @@ def _as_ours(cls: Any, typers: type, ours: type) -> Any:
 
 
 def _command_info(info: CommandInfo) -> CommandInfo:
-    """``info`` built as a :class:`~virtbench.cli.values.PlainValuesCommand` unless it names a
-    class of its own (a copy: the app stays as declared)."""
+    """``info`` built as a :class:`~virtbench.cli.option_values.PlainValuesCommand` unless it
+    names a class of its own (a copy: the app stays as declared)."""
     info = copy.copy(info)
     info.cls = _as_ours(info.cls, TyperCommand, PlainValuesCommand)
     return info
@@ -69,7 +69,7 @@ def _with_our_classes(app: typer.Typer) -> typer.Typer:
 
 def command_of(app: typer.Typer, name: str) -> Any:
     """The command ``name`` of ``app``, built alone (building an app builds every command), as a
-    :class:`~virtbench.cli.values.PlainValuesCommand` unless it names its own class."""
+    :class:`~virtbench.cli.option_values.PlainValuesCommand` unless it names its own class."""
     for info in app.registered_commands:
         callback = info.callback
         declared = info.name or (typer.main.get_command_name(callback.__name__)

@@ -20,7 +20,7 @@ __all__ = ["measurement_json", "parse_command", "print_notes"]
 def parse_command(tool: str, file: Path, as_json: bool, flow: str | None) -> None:
     """``virtbench parse TOOL FILE [--json] [--flow SPEC]`` (options: virtbench.cli.parse)."""
     if tool == "pcap":
-        from virtbench.cli.pcap import parse_pcap_command
+        from virtbench.cli.parse_pcap import parse_pcap_command
 
         parse_pcap_command(file, flow, as_json)
         return

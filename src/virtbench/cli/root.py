@@ -5,14 +5,14 @@ help alone and imported from its module when it is used (virtbench.cli.lazy).
 |---|---|
 | assess | virtbench.assess.cli |
 | run | virtbench.cli.run |
-| preflight, facts | virtbench.cli.host |
+| preflight, facts | virtbench.cli.host_commands |
 | report, runs, export, import | virtbench.cli.results |
 | workloads, labs | virtbench.cli.catalog |
 | parse | virtbench.cli.parse (what it does: virtbench.cli.parsing) |
 | compare, history | virtbench.cli.decide |
 | calibrate | virtbench.cli.calibrate |
 | serve | virtbench.cli.serve |
-| lab ... | virtbench.cli.lab |
+| lab ... | virtbench.cli.lab_commands |
 | kvm ... | virtbench.kvm.cli |
 | hosts ... | virtbench.fleet.cli |
 
@@ -61,7 +61,7 @@ def _run() -> typer.Typer:
 
 
 def _host() -> typer.Typer:
-    from virtbench.cli.host import app as commands
+    from virtbench.cli.host_commands import app as commands
 
     return commands
 
@@ -103,7 +103,7 @@ def _serve() -> typer.Typer:
 
 
 def _lab() -> typer.Typer:
-    from virtbench.cli.lab import app as commands
+    from virtbench.cli.lab_commands import app as commands
 
     return commands
 
@@ -190,7 +190,7 @@ def _global_options(
 
 def main() -> None:
     keep_ignoring_sigint_but_not_in_children()
-    # Every failure of a command is reported by ErrorReportingGroup (virtbench.cli.errors).
+    # Every failure of a command is reported by ErrorReportingGroup (virtbench.cli.failures).
     app()
 
 

@@ -109,7 +109,7 @@ def _run_fleet(resolved: ResolvedExperiment, text: str, experiment: Path, store:
 
 def _check_here(plan: Plan) -> int:
     """`run --check`: the plan and its problems; the exit code."""
-    from virtbench.cli.plan import print_plan
+    from virtbench.cli.check_report import print_plan
     from virtbench.runner import check_experiment
 
     problems = check_experiment(plan)

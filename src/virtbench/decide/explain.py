@@ -1,6 +1,6 @@
 """Why BASE and NEW differ: which functions' share of the profile samples changed, with CIs.
 
-Per profiled trial (a `profile.folded` artifact, virtbench.decide.folded), a function's
+Per profiled trial (a `profile.folded` artifact, virtbench.decide.stack_shares), a function's
 **total share** is the fraction of the trial's samples with the function anywhere on the stack
 (counted once per sample, however often it recurs), its **self share** the fraction with it as
 the leaf. The process name (each stack's first frame) is not a function and is not ranked.
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from virtbench.decide.folded import (
+from virtbench.decide.stack_shares import (
     Frame,
     FrameKind,
     Profile,

@@ -13,7 +13,7 @@ from typing import Any
 
 from virtbench.facts.python_packages import PROBE, Remembered, parse_probe
 from virtbench.facts.version_cache import load_boot, load_versions, save_boot, save_versions
-from virtbench.targets.base import Gathered, ProcResult, Target
+from virtbench.targets.target_contract import Gathered, ProcResult, Target
 
 __all__ = ["TOOL_VERSION_COMMANDS", "collect_facts", "parse_cpuinfo", "parse_meminfo"]
 

@@ -16,7 +16,7 @@ from virtbench.facts.version_cache import load_python, save_python
 __all__ = ["PROBE", "Remembered", "parse_probe"]
 
 # Prints {"packages": {name: version}, "identity": {path: stat}}: the identity of the
-# interpreter and of each directory on its path, as targets.base.PATH_STAT prints it.
+# interpreter and of each directory on its path, as targets.target_contract.PATH_STAT prints it.
 PROBE = """\
 import importlib.metadata as m, importlib.util as u, json, os, sys
 def stat(path):

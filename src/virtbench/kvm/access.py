@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.kvm.apply import GuestProbe
-from virtbench.kvm.probes import ConsoleLogProbe, TargetProbe
+from virtbench.kvm.flag_probes import ConsoleLogProbe, TargetProbe
 from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 from virtbench.targets.ssh import SSHTarget

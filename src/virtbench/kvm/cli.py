@@ -14,19 +14,19 @@ from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, state_key
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CpuChange, domain_type
-from virtbench.kvm.flags import parse_flag_list
-from virtbench.kvm.hostcpu import HostCpu, read_host_cpu
-from virtbench.kvm.inventory import (
+from virtbench.kvm.flag_inventory import (
     GuestCpu,
     MissingFlag,
     migration_note,
     missing_flags,
     read_guest_cpu,
 )
-from virtbench.kvm.plan import make_plan
-from virtbench.kvm.probes import serial_log_path
+from virtbench.kvm.flag_probes import serial_log_path
+from virtbench.kvm.flags import parse_flag_list
+from virtbench.kvm.hostcpu import HostCpu, read_host_cpu
 from virtbench.kvm.sandbox_cli import app as sandbox_app
 from virtbench.kvm.state import default_state
+from virtbench.kvm.tuning_plan import make_plan
 from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
 

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from virtbench.kvm.flag_probes import CONSOLE_END
 from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
-from virtbench.kvm.probes import CONSOLE_END
 from virtbench.kvm.sandbox_image import GuestInstance, build_debian_guest, make_instance
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd
 from virtbench.model import VirtbenchError

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+from virtbench.kvm.flag_probes import CONSOLE_BEGIN, CONSOLE_END
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.daemon import free_port
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import CommandFailed
 
 __all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debian_guest",
            "download_deb", "kernel_package", "make_instance", "pack_cpio", "pack_tree",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.model import VirtbenchError
 from virtbench.targets.cgroup import kill_members
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from virtbench.labs.base import RENAMED_LABS, Lab, Manifest, lab_root
+from virtbench.labs.lab_contract import RENAMED_LABS, Lab, Manifest, lab_root
 
 __all__ = ["CleanEvent", "CleanSummary", "clean_leftovers"]
 

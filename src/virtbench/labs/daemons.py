@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-from virtbench.labs.base import Manifest
-from virtbench.targets.base import Target
+from virtbench.labs.lab_contract import Manifest
 from virtbench.targets.daemon import Daemon, start_daemon, stop_pid
+from virtbench.targets.target_contract import Target
 
 __all__ = ["clean_recorded", "start_recorded"]
 

@@ -50,11 +50,11 @@ from virtbench.kvm.guest_knobs import (
 from virtbench.kvm.sandbox import wait_ssh
 from virtbench.kvm.sandbox_image import GuestInstance, make_instance
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
 from virtbench.services import FilesystemService
-from virtbench.targets.base import Target
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
+from virtbench.targets.target_contract import Target
 
 __all__ = ["LABS", "GuestLab"]
 

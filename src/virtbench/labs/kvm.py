@@ -19,15 +19,15 @@ from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.apply import DomainTuner, GuestProbe
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CPU_MODES, CpuChange, cpu_diff, domain_type
+from virtbench.kvm.flag_probes import TargetProbe
 from virtbench.kvm.flags import parse_flag_list
 from virtbench.kvm.hostcpu import read_host_cpu
-from virtbench.kvm.plan import make_plan
-from virtbench.kvm.probes import TargetProbe
 from virtbench.kvm.state import default_state
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
+from virtbench.kvm.tuning_plan import make_plan
+from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
 from virtbench.targets.libvirt_connection import default_uri, open_connection
+from virtbench.targets.target_contract import Target
 
 __all__ = ["LABS", "KvmGuestLab"]
 

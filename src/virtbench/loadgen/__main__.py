@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from virtbench.loadgen.config import LoadConfig
-from virtbench.loadgen.engine import run_load
+from virtbench.loadgen.load_models import run_load
 from virtbench.loadgen.records import summarise, write_records
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.records import Summary
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["MARKER", "PERCENTILES", "lua_script", "parse_wrk_output", "run_wrk", "summary_from_wrk",
            "wrk_argv", "wrk_threads"]

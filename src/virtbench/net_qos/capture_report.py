@@ -76,7 +76,8 @@ def flow_measurements(report: CaptureReport) -> list[CaptureRow]:
                 labels: dict[str, str] = labels) -> CaptureRow:
             if value is not None and not 0.0 <= value < math.inf:
                 # Every capture figure counts or times something: a time before 1970 (a
-                # pcapng if_tsoffset) is no measurement (parsers.base.INVALID, same rule).
+                # pcapng if_tsoffset) is no measurement (parsers.parser_contract.INVALID, same
+                # rule).
                 value, status = None, "invalid"
             return CaptureRow(metric, value, labels,
                               "partial" if partial and status == "ok" else status)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import Parsed, ParseError, Parser, checked
+from virtbench.parsers.parser_contract import Parsed, ParseError, Parser, checked
 
 __all__ = [
     "BONNIE_METRICS", "BONNIE_TESTS", "PARSERS", "BonnieTest", "parse_bonnie", "parse_bonnie_full",

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, Parser, checked
 from virtbench.parsers.jsontext import find_json
+from virtbench.parsers.parser_contract import NOT_MEASURED, Parsed, ParseError, Parser, checked
 
 __all__ = ["FIO_METRICS", "FIO_SERIES", "PARSERS", "fio_series", "parse_fio", "parse_fio_full"]
 

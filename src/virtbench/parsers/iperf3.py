@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from virtbench.model import Better, Domain, Measurement, Metric
-from virtbench.parsers.base import (
+from virtbench.parsers.jsontext import find_json, loads
+from virtbench.parsers.parser_contract import (
     NOT_MEASURED,
     Parsed,
     ParseError,
@@ -28,7 +29,6 @@ from virtbench.parsers.base import (
     check_figures,
     checked,
 )
-from virtbench.parsers.jsontext import find_json, loads
 
 __all__ = [
     "IPERF3_DETAIL_METRICS", "IPERF3_METRICS", "PARSERS", "Iperf3Result", "iperf3_measurements",

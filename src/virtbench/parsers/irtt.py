@@ -18,7 +18,8 @@ from typing import Any
 
 from virtbench.model import Better, Measurement, Metric
 from virtbench.net_qos.rfc3550 import rfc3550_jitter_ns
-from virtbench.parsers.base import (
+from virtbench.parsers.jsontext import loads
+from virtbench.parsers.parser_contract import (
     NOT_MEASURED,
     Parsed,
     ParseError,
@@ -26,7 +27,6 @@ from virtbench.parsers.base import (
     check_figures,
     checked,
 )
-from virtbench.parsers.jsontext import loads
 
 __all__ = [
     "IRTT_METRICS", "PARSERS", "IrttResult", "irtt_measurements", "parse_irtt",

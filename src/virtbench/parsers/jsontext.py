@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.parser_contract import ParseError
 
 __all__ = ["FoundJson", "decoder_for", "find_json", "loads", "raw_decode"]
 

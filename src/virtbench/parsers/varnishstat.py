@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from virtbench.model import Better, Measurement, Metric
-from virtbench.parsers.base import (
+from virtbench.parsers.jsontext import decoder_for, raw_decode
+from virtbench.parsers.parser_contract import (
     NOT_MEASURED,
     Parsed,
     ParseError,
@@ -28,7 +29,6 @@ from virtbench.parsers.base import (
     check_figures,
     checked,
 )
-from virtbench.parsers.jsontext import decoder_for, raw_decode
 
 __all__ = [
     "PARSERS",

@@ -6,7 +6,7 @@ The checks read this host's /proc and /sys (the controller's, also for a remote 
 
 from virtbench.preflight.checks import Check, Status, failed, run_checks
 from virtbench.preflight.procfs import HostReader
-from virtbench.preflight.runs import RunRegistry
+from virtbench.preflight.run_pidfiles import RunRegistry
 from virtbench.preflight.thresholds import NOTE_FOREIGN, NOTE_STEAL, Thresholds, noisy
 from virtbench.preflight.watch import NoiseWatch, TrialSample, checks_facts, summary_line
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from virtbench.preflight.ownership import RunProcesses, foreign_ticks
 from virtbench.preflight.procfs import HostReader
-from virtbench.preflight.runs import RunRegistry
+from virtbench.preflight.run_pidfiles import RunRegistry
 from virtbench.preflight.thresholds import DEFAULT_THRESHOLDS, Thresholds
 
 __all__ = ["Check", "Status", "Window", "failed", "run_checks", "static_checks", "window_checks"]

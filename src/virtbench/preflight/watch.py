@@ -12,7 +12,7 @@ from typing import Any
 from virtbench.preflight.checks import Check, Status, run_checks
 from virtbench.preflight.ownership import MARKER_VARIABLE, RunProcesses
 from virtbench.preflight.procfs import HostReader
-from virtbench.preflight.runs import RunRegistry
+from virtbench.preflight.run_pidfiles import RunRegistry
 from virtbench.preflight.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from virtbench.preflight.trial_noise import TrialNoise, TrialSample
 

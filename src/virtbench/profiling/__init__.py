@@ -5,8 +5,8 @@ folded stacks, ``counters`` reads perf stat and /proc deltas, ``metrics`` declar
 ``profile.*`` counters. docs/explain.md, "Capturing profiles", describes what is stored.
 """
 
-from virtbench.profiling.capture import Captured, Profiler, ProfileSettings
-from virtbench.profiling.metrics import PROFILE_METRICS, PROFILE_PREFIX, PROFILE_UNITS
+from virtbench.profiling.perf_record import Captured, Profiler, ProfileSettings
+from virtbench.profiling.profile_metrics import PROFILE_METRICS, PROFILE_PREFIX, PROFILE_UNITS
 
 __all__ = ["PROFILE_METRICS", "PROFILE_PREFIX", "PROFILE_UNITS", "Captured", "ProfileSettings",
            "Profiler"]

@@ -1,7 +1,7 @@
 """Charts of the HTML report, drawn with matplotlib (Agg, no pyplot state) into inline SVG.
 
-Each function takes views of an Analysis (virtbench.analysis.views) and returns the markup of
-one figure, or None when there is nothing to draw. Charts read summaries, never raw scalar
+Each function takes views of an Analysis (virtbench.analysis.derived_views) and returns the markup
+of one figure, or None when there is nothing to draw. Charts read summaries, never raw scalar
 samples; series are downsampled before they are drawn.
 """
 
@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from virtbench import safetext
-from virtbench.analysis.views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
+from virtbench.analysis.derived_views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
 from virtbench.model import Better
 from virtbench.report.formatting import _PREFIXES, _SCALABLE, fmt_value
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from virtbench import safetext
 from virtbench.report.formatting import fmt_value
-from virtbench.report.gate.rows import ratio_text, verdict_text
+from virtbench.report.gate.comparison_rows import ratio_text, verdict_text
 
 if TYPE_CHECKING:  # history pulls in the change-point library: only `history` needs it
     from virtbench.decide.comparability import Difference

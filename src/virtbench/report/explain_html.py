@@ -17,13 +17,13 @@ from typing import Any
 from markupsafe import Markup
 
 from virtbench.analysis import Analysis
-from virtbench.analysis.views import anchor
+from virtbench.analysis.derived_views import anchor
 from virtbench.decide.explain import Explanation, WorkloadExplanation
 from virtbench.model import PROFILE_PREFIX
 from virtbench.report.explain_text import estimate_text, share_pair, unresolved_text
 from virtbench.report.flamegraph import flame_svg
 from virtbench.report.formatting import fmt_value
-from virtbench.report.gate.rows import ratio_text, verdict_text
+from virtbench.report.gate.comparison_rows import ratio_text, verdict_text
 
 __all__ = ["compare_context", "explain_anchor", "explain_context"]
 

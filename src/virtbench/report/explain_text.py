@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from virtbench import safetext
-from virtbench.report.gate.rows import ratio_text, verdict_text
+from virtbench.report.gate.comparison_rows import ratio_text, verdict_text
 
 if TYPE_CHECKING:
     from virtbench.decide.explain import Estimate, Explanation

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from virtbench import safetext
-from virtbench.decide.folded import Frame, FrameKind, Stack
+from virtbench.decide.stack_shares import Frame, FrameKind, Stack
 
 __all__ = ["FRAME_HEIGHT", "MAX_LEVELS", "MIN_SHARE_PCT", "flame_svg", "search_script"]
 

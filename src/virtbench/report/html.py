@@ -18,7 +18,7 @@ from markupsafe import Markup
 import virtbench
 from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
-from virtbench.analysis.views import (
+from virtbench.analysis.derived_views import (
     MetricView,
     SeriesGroup,
     anchor,

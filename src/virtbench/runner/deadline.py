@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.process import Process
+from virtbench.targets.target_contract import ProcResult, Target
 
 if TYPE_CHECKING:
     from virtbench.spec.models import WorkloadSpec
-    from virtbench.workloads.base import TrialContext, TrialResult, Workload
+    from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 __all__ = ["GRACE_S", "DeadlineTarget", "TimeLimitExceeded", "run_with_time_limit",
            "time_limits"]

@@ -31,8 +31,8 @@ from virtbench.runner.schedule import Schedule
 from virtbench.runner.trial import Trials, attempt
 from virtbench.runner.trial_times import TrialTimes
 from virtbench.store import StoreFailed
-from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.factory import make_target
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["ProgressHook", "RunOutcome", "Runner", "check_experiment", "refuse_if_running",
            "sigterm_as_interrupt"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from virtbench.labs.base import Lab
+from virtbench.labs.lab_contract import Lab
 from virtbench.model import VirtbenchError
 from virtbench.runner.deadline import time_limits
 from virtbench.runner.schedule import Pair
@@ -26,9 +26,9 @@ from virtbench.runner.search import searched
 from virtbench.runner.service_check import service_problems
 from virtbench.spec.models import Adaptive, Experiment
 from virtbench.spec.resolve import ResolvedExperiment, SpecError, resolve
-from virtbench.targets.base import Target
 from virtbench.targets.factory import make_target
-from virtbench.workloads.base import Realisation, Workload
+from virtbench.targets.target_contract import Target
+from virtbench.workloads.workload_contract import Realisation, Workload
 
 if TYPE_CHECKING:
     from virtbench.profiling import Profiler

@@ -28,7 +28,7 @@ from virtbench.runner.search import (
 from virtbench.spec.models import Adaptive
 
 if TYPE_CHECKING:
-    from virtbench.labs.base import LabState
+    from virtbench.labs.lab_contract import LabState
     from virtbench.runner.outcome import RunOutcome
     from virtbench.runner.plan import Plan
     from virtbench.runner.record import RunRecord

@@ -19,8 +19,8 @@ from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.search import Search, SearchResult, Step, TraceEntry
 from virtbench.search.spec import SearchSpec
 from virtbench.services import Service
-from virtbench.targets.base import Target
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.targets.target_contract import Target
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 __all__ = ["AFTER_SERIES", "SEARCH_SERIES", "SearchedWorkload", "after_from_trials",
            "run_search", "search_metrics", "searched", "trace_from_trials"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from virtbench.labs.base import Lab
+from virtbench.labs.lab_contract import Lab
 from virtbench.services import kind_names
-from virtbench.workloads.base import Workload
+from virtbench.workloads.workload_contract import Workload
 
 __all__ = ["service_problems"]
 

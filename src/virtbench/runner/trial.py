@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import Measurement, RunFailed, VirtbenchError
 from virtbench.profiling import PROFILE_UNITS
 from virtbench.runner.deadline import run_with_time_limit
@@ -28,8 +28,8 @@ from virtbench.runner.schedule import Pair, TrialKey
 from virtbench.runner.search import SearchedWorkload
 from virtbench.runner.trial_times import trial_key
 from virtbench.store import TrialRecord
-from virtbench.targets.base import Target
-from virtbench.workloads.base import TrialContext
+from virtbench.targets.target_contract import Target
+from virtbench.workloads.workload_contract import TrialContext
 
 if TYPE_CHECKING:
     from virtbench.preflight import NoiseWatch

@@ -9,6 +9,6 @@ resumes.
 
 from virtbench.search.algorithm import Search, SearchResult, Step, TraceEntry
 from virtbench.search.consistency import trace_problems
-from virtbench.search.plan import SearchPlan
+from virtbench.search.search_limits import SearchPlan
 
 __all__ = ["Search", "SearchPlan", "SearchResult", "Step", "TraceEntry", "trace_problems"]

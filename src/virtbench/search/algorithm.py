@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from virtbench.model import VirtbenchError
-from virtbench.search.plan import SearchPlan
+from virtbench.search.search_limits import SearchPlan
 
 __all__ = ["Search", "SearchResult", "Step", "TraceEntry"]
 

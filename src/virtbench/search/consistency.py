@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from virtbench.search.algorithm import SearchResult, TraceEntry
-from virtbench.search.plan import SearchPlan
+from virtbench.search.search_limits import SearchPlan
 
 __all__ = ["trace_problems"]
 

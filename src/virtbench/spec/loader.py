@@ -43,7 +43,7 @@ def parse_experiment(text: str, source: str = "<string>") -> Experiment:
 
 def _follow_lab_rename(experiment: Experiment, where: SourceMap) -> None:
     """A former lab kind still runs (as its new name), with a notice naming the file line."""
-    from virtbench.labs.base import RENAMED_LABS
+    from virtbench.labs.lab_contract import RENAMED_LABS
 
     old = experiment.lab.kind
     if old in RENAMED_LABS:

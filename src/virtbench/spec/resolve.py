@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
-from virtbench.labs.base import Lab
+from virtbench.labs.lab_contract import Lab
 from virtbench.model import VirtbenchError
 from virtbench.spec.knobs import Declarer, knob_problems
 from virtbench.spec.models import Experiment, WorkloadSpec
 from virtbench.spec.source import SourceMap
-from virtbench.workloads.base import Workload
+from virtbench.workloads.workload_contract import Workload
 
 __all__ = ["ResolvedExperiment", "ResolvedWorkload", "SpecError", "resolve"]
 

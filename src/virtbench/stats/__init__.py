@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from virtbench.stats.adaptive import ci_converged, speedup_converged, speedup_half_width_rel
-    from virtbench.stats.compare import (
+    from virtbench.stats.factorial import MainEffect, best_configuration, main_effects
+    from virtbench.stats.outliers import mad_outliers, modified_z_scores
+    from virtbench.stats.regression import LinearFit, linear_fit
+    from virtbench.stats.summary import Summary, percentile_ci, summarize
+    from virtbench.stats.two_sample import (
         RatioCI,
         Significance,
         choose_test,
@@ -24,37 +28,33 @@ if TYPE_CHECKING:
         speedup_ci,
         welch_test,
     )
-    from virtbench.stats.factorial import MainEffect, best_configuration, main_effects
-    from virtbench.stats.outliers import mad_outliers, modified_z_scores
-    from virtbench.stats.regression import LinearFit, linear_fit
-    from virtbench.stats.summary import Summary, percentile_ci, summarize
 
 # name -> the submodule defining it
 _WHERE = {
     "LinearFit": "regression",
     "MainEffect": "factorial",
-    "RatioCI": "compare",
-    "Significance": "compare",
+    "RatioCI": "two_sample",
+    "Significance": "two_sample",
     "Summary": "summary",
     "best_configuration": "factorial",
-    "choose_test": "compare",
+    "choose_test": "two_sample",
     "ci_converged": "adaptive",
     "holm": "multiple",
     "linear_fit": "regression",
-    "looks_normal": "compare",
+    "looks_normal": "two_sample",
     "mad_outliers": "outliers",
     "main_effects": "factorial",
-    "mann_whitney_test": "compare",
+    "mann_whitney_test": "two_sample",
     "modified_z_scores": "outliers",
-    "percent_change_ci": "compare",
+    "percent_change_ci": "two_sample",
     "percentile_ci": "summary",
-    "ratio_ci_delta": "compare",
-    "ratio_ci_fieller": "compare",
-    "speedup_ci": "compare",
+    "ratio_ci_delta": "two_sample",
+    "ratio_ci_fieller": "two_sample",
+    "speedup_ci": "two_sample",
     "speedup_converged": "adaptive",
     "speedup_half_width_rel": "adaptive",
     "summarize": "summary",
-    "welch_test": "compare",
+    "welch_test": "two_sample",
 }
 
 __all__ = [
@@ -90,9 +90,9 @@ def _submodule(name: str) -> ModuleType:
     if name == "adaptive":
         from virtbench.stats import adaptive
         return adaptive
-    if name == "compare":
-        from virtbench.stats import compare
-        return compare
+    if name == "two_sample":
+        from virtbench.stats import two_sample
+        return two_sample
     if name == "factorial":
         from virtbench.stats import factorial
         return factorial

@@ -6,8 +6,8 @@ import math
 
 from virtbench.model import Better
 from virtbench.stats._sample import SampleLike, as_sample
-from virtbench.stats.compare import ratio_ci_delta
 from virtbench.stats.summary import summarize
+from virtbench.stats.two_sample import ratio_ci_delta
 
 __all__ = ["ci_converged", "speedup_converged", "speedup_half_width_rel"]
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.process import Process
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["Daemon", "free_port", "is_ours", "listening", "start_daemon", "stop_pid",
            "wait_until"]

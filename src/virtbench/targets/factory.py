@@ -9,8 +9,8 @@ from pydantic import Field, ValidationError
 
 from virtbench.contract import NoParams, Params, Port
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["TARGET_KINDS", "TARGET_PARAMS", "make_target"]
 

@@ -24,8 +24,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from virtbench.targets.base import CommandFailed, ProcResult, Target
 from virtbench.targets.process import Finished, Process
+from virtbench.targets.target_contract import CommandFailed, ProcResult, Target
 
 __all__ = ["Call", "FakeProcess", "FakeTarget", "Scripted"]
 

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from virtbench.targets.base import KILL_WAIT_S
+from virtbench.targets.target_contract import KILL_WAIT_S
 
 __all__ = ["KILL_WAIT_S", "ForkedCall", "Send"]
 

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, ProcResult, Target, command_timeout
 from virtbench.targets.libvirt_connection import open_connection
 from virtbench.targets.process import Process
 from virtbench.targets.ssh import SSHTarget, remote_argv
+from virtbench.targets.target_contract import CommandFailed, ProcResult, Target, command_timeout
 
 __all__ = ["LibvirtGuestTarget", "agent_channel_connected", "guest_address"]
 

@@ -11,7 +11,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from virtbench.targets.base import (
+from virtbench.targets.process import Process
+from virtbench.targets.ssh_agent_program import probe_binary, read_text, stat_identity
+from virtbench.targets.target_contract import (
     KILL_WAIT_S,
     CommandFailed,
     Gathered,
@@ -20,8 +22,6 @@ from virtbench.targets.base import (
     cannot_run_true,
     command_timeout,
 )
-from virtbench.targets.process import Process
-from virtbench.targets.ssh_agent_program import probe_binary, read_text, stat_identity
 from virtbench.targets.timed import spawn_timed
 
 __all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]

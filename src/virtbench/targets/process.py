@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Protocol
 
-from virtbench.targets.base import KILL_WAIT_S
+from virtbench.targets.target_contract import KILL_WAIT_S
 
 __all__ = ["Finished", "Process"]
 

@@ -33,14 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import (
-    CommandFailed,
-    Gathered,
-    ProcResult,
-    Target,
-    cannot_run_true,
-    command_timeout,
-)
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.process import Process
 from virtbench.targets.ssh_agent import (
@@ -48,6 +40,14 @@ from virtbench.targets.ssh_agent import (
     AgentUnavailable,
     SessionLost,
     agent_command,
+)
+from virtbench.targets.target_contract import (
+    CommandFailed,
+    Gathered,
+    ProcResult,
+    Target,
+    cannot_run_true,
+    command_timeout,
 )
 
 __all__ = ["RemoteProcess", "SSHTarget", "remote_argv"]

@@ -187,8 +187,8 @@ def read_text(path: str) -> str | None:
 
 
 def probe_binary(binary: str, path: str | None = None) -> str | None:
-    """As targets.base.BINARY_PROBE prints it: path (``binary`` looked up on the PATH unless
-    given), `stat -L` identity, first two bytes."""
+    """As targets.target_contract.BINARY_PROBE prints it: path (``binary`` looked up on the
+    PATH unless given), `stat -L` identity, first two bytes."""
     path = path or shutil.which(binary)
     if path is None:
         return None
@@ -203,7 +203,7 @@ def probe_binary(binary: str, path: str | None = None) -> str | None:
 
 
 def stat_identity(path: str) -> str | None:
-    """As targets.base.PATH_STAT prints it (`stat -L`, times to the nanosecond)."""
+    """As targets.target_contract.PATH_STAT prints it (`stat -L`, times to the nanosecond)."""
     try:
         info = os.stat(path)
     except OSError:

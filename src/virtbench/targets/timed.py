@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from virtbench.targets.base import KILL_WAIT_S, CommandFailed, ProcResult
+from virtbench.targets.target_contract import KILL_WAIT_S, CommandFailed, ProcResult
 
 __all__ = ["spawn_timed"]
 

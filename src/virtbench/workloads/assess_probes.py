@@ -21,11 +21,11 @@ from pydantic import Field
 
 from virtbench.contract import Knob, Params, Realisation
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
-from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import parse_fio
 from virtbench.parsers.iperf3 import IPERF3_METRICS, parse_iperf3_json
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.services import ScratchDisk, VethPair
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "Iperf3Probe"]
 

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Better, Measurement, Metric
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "CommandWorkload", "InProcessNoopWorkload"]
 

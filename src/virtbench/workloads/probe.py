@@ -12,7 +12,7 @@ from importlib.resources import files
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["probe_source", "probe_window", "run_probe"]
 

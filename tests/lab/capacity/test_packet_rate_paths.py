@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from dpdk import PMD_SLEEP_US
 
-from virtbench.labs.base import Lab, LabState
-from virtbench.labs.net.router import VnfRouterLab
+from virtbench.labs.lab_contract import Lab, LabState
+from virtbench.labs.net.router_lab import VnfRouterLab
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.services import VirtualSwitch
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 

@@ -15,8 +15,8 @@ import pytest
 
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.kvm.probes import CONSOLE_BEGIN, CONSOLE_END
+from virtbench.kvm.flag_probes import CONSOLE_BEGIN, CONSOLE_END
 from virtbench.kvm.sandbox_image import download_deb, pack_tree, unpack_cloud_kernel
 
 REPO = Path(__file__).resolve().parents[3]

@@ -23,9 +23,9 @@ from virtbench.cli.root import app
 from virtbench.kvm.domxml import read_cpu
 from virtbench.kvm.hostcpu import cpuinfo_flags
 from virtbench.kvm.sandbox import Sandbox, SandboxInfo
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.daemon import free_port
 from virtbench.targets.ssh import SSHTarget
+from virtbench.targets.target_contract import CommandFailed
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 

@@ -15,11 +15,11 @@ from kvm_libvirtd import remove_domain
 from virtbench.kvm.apply import DomainTuner, VerificationFailed
 from virtbench.kvm.cpumodels import ModelCatalog
 from virtbench.kvm.domxml import CpuChange, read_cpu
+from virtbench.kvm.flag_probes import ConsoleLogProbe
 from virtbench.kvm.guest_domain import direct_boot_domain_xml
 from virtbench.kvm.hostcpu import read_host_cpu
-from virtbench.kvm.plan import make_plan
-from virtbench.kvm.probes import ConsoleLogProbe
 from virtbench.kvm.state import JsonFileState
+from virtbench.kvm.tuning_plan import make_plan
 from virtbench.model import VirtbenchError
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from virtbench.runner.deadline import TimeLimitExceeded, run_with_time_limit
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
-from virtbench.workloads.base import TrialContext, TrialResult
+from virtbench.targets.target_contract import CommandFailed
+from virtbench.workloads.workload_contract import TrialContext, TrialResult
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 

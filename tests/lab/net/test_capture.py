@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.net.netops import add_namespace, add_veth, delete_namespace, set_address
 from virtbench.net_qos.pcap import read_pcap
 from virtbench.targets.local import LocalTarget, NetnsTarget

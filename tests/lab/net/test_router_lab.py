@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.net.router import VnfRouterLab
+from virtbench.labs.net.router_lab import VnfRouterLab
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.router import RouterThroughput
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 

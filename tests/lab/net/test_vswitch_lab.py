@@ -13,7 +13,7 @@ import pytest
 from dpdk import PMD_SLEEP_US
 from waits import communicate, kill, readline
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.net.hugepages import sysfs_pool
 from virtbench.labs.net.ovs import OvsStartError
 from virtbench.labs.net.vswitch import VSwitchLab
@@ -21,9 +21,9 @@ from virtbench.model import VirtbenchError
 from virtbench.net_qos.grading import emodel, mos_from_r, tiphon_delay, tiphon_index
 from virtbench.services import VirtualSwitch
 from virtbench.targets.local import LocalTarget, NetnsTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.net.qos_probe import QosProbe
 from virtbench.workloads.net.qos_transfer import QosTransfer
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.base import Manifest
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
-from virtbench.labs.storage import StorageLab, StorageParams
+from virtbench.labs.lab_contract import Manifest
+from virtbench.labs.storage_lab import StorageLab, StorageParams
 from virtbench.model import VirtbenchError
 from virtbench.services import FilesystemService, ResourceLimits
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage import BonnieWorkload, FioWorkload
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 

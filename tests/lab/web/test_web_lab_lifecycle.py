@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from webhelpers import make_lab, needs_web
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.model import VirtbenchError
-from virtbench.profiling.capture import live_descendants
+from virtbench.profiling.perf_record import live_descendants
 from virtbench.services import WebStack
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.targets.daemon import is_ours

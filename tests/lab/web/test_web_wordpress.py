@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from webhelpers import make_lab, needs_web
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.web import WebLab
 from virtbench.labs.web.wordpress import check_tools
 from virtbench.model import VirtbenchError

@@ -10,7 +10,7 @@ import pytest
 from virtbench.labs.web import WebLab
 from virtbench.services import Services
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
+from virtbench.workloads.workload_contract import TrialContext
 
 needs_web = pytest.mark.skipif(
     not (shutil.which("nginx") and shutil.which("varnishd")),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench.assess.engine import assess_machine
+from virtbench.assess.assessment import assess_machine
 from virtbench.store import Store
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from virtbench.assess.assessment import _attach, measurement_budget
 from virtbench.assess.cli import parse_budget
-from virtbench.assess.engine import _attach, measurement_budget
 from virtbench.assess.findings import Finding, Gain
 from virtbench.assess.measure import (
     AS_FOUND,

@@ -1,6 +1,7 @@
 """`--help` shows a flag as a flag: `--check`, `--quiet -q`, `--debug/--no-debug`, never with a
-value's type or metavar (typer 0.29 shows `--check <bool>`; virtbench.cli.values). Every command
-and group of the real app is walked, as click lists them, the lazily loaded ones included."""
+value's type or metavar (typer 0.29 shows `--check <bool>`; virtbench.cli.option_values). Every
+command and group of the real app is walked, as click lists them, the lazily loaded ones
+included."""
 
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ ROOT: Any = typer.main.get_command(app)
 LAZY = [ROOT.get_command(None, name) for name in ROOT.list_commands(None)]
 
 # The modules that declare commands: none may load before its command is used.
-COMMAND_MODULES = ("virtbench.cli.run", "virtbench.cli.host", "virtbench.cli.results",
+COMMAND_MODULES = ("virtbench.cli.run", "virtbench.cli.host_commands", "virtbench.cli.results",
                    "virtbench.cli.catalog", "virtbench.cli.parse", "virtbench.cli.decide",
-                   "virtbench.cli.calibrate", "virtbench.cli.serve", "virtbench.cli.lab",
+                   "virtbench.cli.calibrate", "virtbench.cli.serve", "virtbench.cli.lab_commands",
                    "virtbench.assess", "virtbench.kvm", "virtbench.fleet")
 # Libraries some commands need and the app must not pay for before it knows which command runs
 # (each costs a large part of a second of start-up); pydantic: typer checks an option's value
@@ -72,8 +72,8 @@ def test_the_top_level_help_imports_the_root_alone(started: Callable[..., Starte
     assert out.loaded(*COMMAND_MODULES, *HEAVY, "pydantic", "ruamel", "virtbench.contract") == []
     assert {m for m in out.modules if m.startswith("virtbench")} <= {
         "virtbench", "virtbench.cli", "virtbench.cli.entry", "virtbench.cli.root",
-        "virtbench.cli.lazy", "virtbench.cli.errors", "virtbench.cli.consoles",
-        "virtbench.cli.values",
+        "virtbench.cli.lazy", "virtbench.cli.failures", "virtbench.cli.consoles",
+        "virtbench.cli.option_values",
         "virtbench.errors", "virtbench.safetext", "virtbench.targets",
         "virtbench.targets.signals"}
     for name in ("kvm", "hosts", "run", "report", "compare", "assess"):
@@ -111,7 +111,7 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
 
 def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_path: Path) -> None:
     """typer checks option values with pydantic (0.15 s here); a command whose options are
-    strings and paths does without it (virtbench.cli.values), and `runs` needs none else."""
+    strings and paths does without it (virtbench.cli.option_values), and `runs` needs none else."""
     out = started("runs", "--store", str(tmp_path / "none.db"))
     assert out.returncode == 2 and "none.db" in out.stderr
     assert out.loaded("pydantic", "virtbench.cli.results") == ["virtbench.cli.results"]
@@ -134,7 +134,8 @@ def test_runs_imports_no_scipy_and_a_terminal_report_no_matplotlib(
     assert runs.loaded("scipy", "matplotlib", "virtbench.stats") == []
     report = started("report", "--store", store)
     assert report.returncode == 0 and "speedup" in report.stdout, report.stderr
-    assert report.loaded("matplotlib", "virtbench.stats.compare") == ["virtbench.stats.compare"]
+    two_sample = "virtbench.stats.two_sample"
+    assert report.loaded("matplotlib", two_sample) == [two_sample]
 
 
 def test_comparing_two_files_needs_no_pydantic(started: Callable[..., Started],

@@ -139,7 +139,7 @@ def test_without_a_profile_the_output_says_runs_are_taken_as_independent(
     assert result.variance.kind == "independent" and result.regressions
     assert result.variance.text == ("runs independent (no profile: the verdict assumes runs "
                                     "don't drift; run `virtbench calibrate`)")
-    from virtbench.report.gate.rows import explanation, summary_line
+    from virtbench.report.gate.comparison_rows import explanation, summary_line
 
     assert result.variance.text in summary_line(result, False)
     assert result.variance.text in explanation(result, result.rows[0])

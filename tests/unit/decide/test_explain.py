@@ -16,7 +16,7 @@ from virtbench.decide.explain import (
     load_profiles,
     mean_stacks,
 )
-from virtbench.decide.folded import FrameKind, parse_folded
+from virtbench.decide.stack_shares import FrameKind, parse_folded
 from virtbench.model import Artifact
 from virtbench.store import Store
 

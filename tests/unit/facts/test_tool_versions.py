@@ -15,8 +15,8 @@ from virtbench.facts import collect_facts
 from virtbench.facts.collect import TOOL_VERSION_COMMANDS
 from virtbench.facts.python_packages import PROBE, parse_probe
 from virtbench.facts.version_cache import load_boot, load_versions, save_versions
-from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import ProcResult, Target
 
 
 class RecordingLocal(LocalTarget):

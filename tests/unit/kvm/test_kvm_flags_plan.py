@@ -7,10 +7,10 @@ from test_kvm_domxml import DOMAIN
 
 from virtbench.kvm.cloud import cloudstack_properties, nova_conf
 from virtbench.kvm.domxml import CpuChange, CpuConfig
+from virtbench.kvm.flag_inventory import migration_note, missing_flags
 from virtbench.kvm.flags import canonical, linux_name, parse_flag_list
 from virtbench.kvm.hostcpu import HostCpu, cpuinfo_flags
-from virtbench.kvm.inventory import migration_note, missing_flags
-from virtbench.kvm.plan import make_plan, normalise_change
+from virtbench.kvm.tuning_plan import make_plan, normalise_change
 from virtbench.model import VirtbenchError
 from virtbench.targets.ssh import remote_argv
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.kvm.domxml import read_cpu
+from virtbench.kvm.flag_probes import serial_log_path
 from virtbench.kvm.guest_domain import QEMU_NAMESPACE, Disk, direct_boot_domain_xml
-from virtbench.kvm.probes import serial_log_path
 from virtbench.model import VirtbenchError
 
 RNG = "<rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from virtbench import plugins
 from virtbench.cli.root import app
 from virtbench.labs import cleanup
-from virtbench.labs.base import Lab, LabState, Manifest
+from virtbench.labs.lab_contract import Lab, LabState, Manifest
 from virtbench.plugins import all_labs
 
 

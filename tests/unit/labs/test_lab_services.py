@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from virtbench.labs.assess_probes import ProbeLab
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.assess_scratch import ProbeLab
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import VirtbenchError
 from virtbench.services import ResourceLimits, ScratchDisk, Services, VethPair
 from virtbench.targets.fake import FakeTarget

@@ -1,4 +1,4 @@
-"""The storage lab is named `storage` on both sides (labs/storage.py, workloads/storage/); the
+"""The storage lab is named `storage` on both sides (labs/storage_lab.py, workloads/storage/); the
 former kind `fs` still runs, with a notice naming the file line."""
 
 from pathlib import Path
@@ -27,7 +27,7 @@ lab:
 
 def test_storage_lab_is_registered_as_storage_not_fs() -> None:
     labs = all_labs()
-    assert labs["storage"].__module__ == "virtbench.labs.storage"
+    assert labs["storage"].__module__ == "virtbench.labs.storage_lab"
     assert "fs" not in labs
 
 

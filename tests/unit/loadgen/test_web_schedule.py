@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from virtbench.loadgen.schedule import arrival_times, url_stream
+from virtbench.loadgen.arrivals import arrival_times, url_stream
 
 
 def test_constant_rate_is_the_studys_4800_samples() -> None:

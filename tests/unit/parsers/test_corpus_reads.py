@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.plugins import get_parser
 
 from .corpus import DATA, all_corpus

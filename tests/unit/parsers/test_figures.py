@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from virtbench.model import Domain, Measurement, Metric
-from virtbench.parsers.base import INVALID, Parsed, check_figures
 from virtbench.parsers.fio import parse_fio
 from virtbench.parsers.iperf3 import iperf3_measurements, parse_iperf3_json
+from virtbench.parsers.parser_contract import INVALID, Parsed, check_figures
 from virtbench.parsers.varnishstat import VarnishSnapshot, timeline
 from virtbench.plugins import get_parser
 
@@ -126,7 +126,7 @@ def test_parse_json_output_is_strict_json(tmp_path: Path) -> None:
 
 
 def test_a_plugin_parser_gets_the_same_rule_from_read() -> None:
-    from virtbench.parsers.base import Parser
+    from virtbench.parsers.parser_contract import Parser
 
     metric = Metric("rate_Bps", "B/s", "higher", "a rate")  # type: ignore[arg-type]
     plugin = Parser("plugin", "a plugin's parser", (metric,),
@@ -146,7 +146,7 @@ def test_a_plugin_parser_gets_the_same_rule_from_read() -> None:
 ])
 def test_inputs_that_raised_other_exceptions_are_parse_errors_or_invalid(
         tool: str, data: bytes) -> None:
-    from virtbench.parsers.base import ParseError
+    from virtbench.parsers.parser_contract import ParseError
 
     try:
         parsed = get_parser(tool).read(data)

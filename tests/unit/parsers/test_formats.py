@@ -10,7 +10,7 @@ import json
 import pytest
 
 from virtbench.model import Measurement
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.plugins import get_parser
 
 from .corpus import DATA

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from virtbench.parsers import jsontext
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.plugins import get_parser
 
 _MB = 1 << 20
@@ -101,9 +101,9 @@ def test_input_larger_than_any_tool_output_is_refused(
         compress: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     import gzip
 
-    from virtbench.parsers import base
+    from virtbench.parsers import parser_contract
 
-    monkeypatch.setattr(base, "MAX_OUTPUT_BYTES", 1 << 20)
+    monkeypatch.setattr(parser_contract, "MAX_OUTPUT_BYTES", 1 << 20)
     data = b"{\n" * (1 << 20)
     # Compressed, unpacking stops at the limit (a compression bomb never fills memory), so
     # the message gives the limit, not the whole size.

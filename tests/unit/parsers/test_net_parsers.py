@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.parsers.base import ParseError
 from virtbench.parsers.iperf3 import parse_iperf3, parse_iperf3_json
 from virtbench.parsers.irtt import parse_irtt, parse_irtt_json
+from virtbench.parsers.parser_contract import ParseError
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

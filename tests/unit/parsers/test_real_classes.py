@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.model import Measurement
-from virtbench.parsers.base import NOT_MEASURED, Parsed, ParseError, terminal_text
+from virtbench.parsers.parser_contract import NOT_MEASURED, Parsed, ParseError, terminal_text
 from virtbench.plugins import get_parser
 
 from .corpus import DATA, REFUSED

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from virtbench.compressed import decompress
 from virtbench.model import Domain
-from virtbench.parsers.base import MAX_OUTPUT_BYTES, ParseError
+from virtbench.parsers.parser_contract import MAX_OUTPUT_BYTES, ParseError
 from virtbench.plugins import get_parser
 
 from .corpus import all_corpus, corpus

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.parsers.base import ParseError
 from virtbench.parsers.bonnie import BONNIE_METRICS, parse_bonnie
 from virtbench.parsers.fio import FIO_METRICS, parse_fio
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.plugins import get_parser
 
 DATA = Path(__file__).resolve().parents[2] / "data"

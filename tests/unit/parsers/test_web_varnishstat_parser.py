@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.model import Measurement
-from virtbench.parsers.base import ParseError
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.parsers.varnishstat import parse_snapshots, parse_varnishstat, timeline
 from virtbench.plugins import get_parser
 

@@ -24,11 +24,11 @@ from virtbench.plugins import (
 
 PLUGIN = '''
 from virtbench.contract import Knob
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
-from virtbench.parsers.base import Parser
+from virtbench.parsers.parser_contract import Parser
 from virtbench.report.sections import SectionPlugin
-from virtbench.workloads.base import TrialResult, Workload
+from virtbench.workloads.workload_contract import TrialResult, Workload
 
 ANSWER = Metric("answer", "1", Better.HIGHER, "the answer", primary=True)
 
@@ -135,9 +135,10 @@ def test_every_module_that_exports_plugins_is_listed() -> None:
 
 
 WORKLOAD_ONLY = PLUGIN.split("class Room")[0].replace(
-    "from virtbench.labs.base import Lab, LabState\n", "").replace(
+    "from virtbench.labs.lab_contract import Lab, LabState\n", "").replace(
     "from virtbench.report.sections import SectionPlugin\n", "").replace(
-    "from virtbench.parsers.base import Parser\n", "") + "def register():\n    return [Answer]\n"
+    "from virtbench.parsers.parser_contract import Parser\n", "") + (
+    "def register():\n    return [Answer]\n")
 
 
 @pytest.mark.parametrize("third_party", [False, True])

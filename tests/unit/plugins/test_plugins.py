@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from virtbench.labs.base import Lab
+from virtbench.labs.lab_contract import Lab
 from virtbench.plugins import all_labs, all_parsers, all_workloads
-from virtbench.workloads.base import Workload
+from virtbench.workloads.workload_contract import Workload
 
 
 def test_every_workload_declares_its_contract() -> None:

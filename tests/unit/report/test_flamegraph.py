@@ -9,7 +9,7 @@ import pytest
 from profiled import HARDWARE, HARDWARE_TRIALS, SOFTWARE, SOFTWARE_TRIALS
 
 from virtbench.decide.explain import mean_stacks
-from virtbench.decide.folded import parse_folded
+from virtbench.decide.stack_shares import parse_folded
 from virtbench.report.flamegraph import MAX_LEVELS, flame_svg, search_script
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -7,7 +7,7 @@ import numpy as np
 from report_fill import Filler
 
 from virtbench.analysis import analyse
-from virtbench.analysis.views import knob_grid, metric_views
+from virtbench.analysis.derived_views import knob_grid, metric_views
 from virtbench.model import Better, Measurement, Metric
 from virtbench.plugins import build_sections
 from virtbench.report import charts

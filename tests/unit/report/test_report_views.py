@@ -1,4 +1,4 @@
-"""Derived views of an Analysis (analysis/views.py) and chart helpers (report/charts.py)."""
+"""Derived views of an Analysis (analysis/derived_views.py) and chart helpers (report/charts.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from report_fill import fill_factorial, fill_matrix, fill_series
 
 from virtbench.analysis import analyse
-from virtbench.analysis.views import (
+from virtbench.analysis.derived_views import (
     downsample_minmax,
     facts_views,
     knob_grid,

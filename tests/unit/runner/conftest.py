@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from virtbench.labs.base import Lab
+from virtbench.labs.lab_contract import Lab
 from virtbench.runner import engine as engine_module
-from virtbench.workloads.base import Workload
+from virtbench.workloads.workload_contract import Workload
 
 InstallFakes = Callable[..., None]
 

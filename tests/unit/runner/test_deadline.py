@@ -16,10 +16,10 @@ from virtbench.runner import deadline as deadline_module
 from virtbench.runner.deadline import TimeLimitExceeded, run_with_time_limit, time_limits
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
-from virtbench.targets.base import ProcResult, Target
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.process import Process
-from virtbench.workloads.base import TrialContext, TrialResult
+from virtbench.targets.target_contract import ProcResult, Target
+from virtbench.workloads.workload_contract import TrialContext, TrialResult
 
 
 def _alive(pid: int, what: str) -> bool:

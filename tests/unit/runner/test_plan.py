@@ -15,15 +15,15 @@ import pytest
 from pydantic import BaseModel, NonNegativeInt
 
 from virtbench.contract import Knob, Realisation
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
 from virtbench.runner import Plan, Runner, RunRecord, build_plan, check_experiment
 from virtbench.runner.estimate import estimate, human_duration
 from virtbench.runner.trial_times import TrialTimes, trial_key
 from virtbench.spec import SpecError, load_resolved, parse_experiment
 from virtbench.store import Store
-from virtbench.targets.base import Target
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.targets.target_contract import Target
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 BUILT: Counter[str] = Counter()
 

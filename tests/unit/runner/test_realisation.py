@@ -12,12 +12,12 @@ import pytest
 from pydantic import NonNegativeInt
 
 from virtbench.contract import Knob, Realisation
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import Better, Measurement, Metric
 from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 
 class Masked(Workload):

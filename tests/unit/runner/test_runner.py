@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import Better, Measurement, Metric, RunFailed, VirtbenchError
 from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.spec import parse_experiment
 from virtbench.store import Store, StoreFailed
 from virtbench.targets.fake import FakeTarget
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 CALLS: list[tuple[str, str, int]] = []
 LAB_EVENTS: list[str] = []

@@ -15,7 +15,7 @@ from virtbench.runner.search import SEARCH_SERIES, trace_from_trials
 from virtbench.search import Search, SearchResult, trace_problems
 from virtbench.spec import SpecError, parse_experiment
 from virtbench.store import Store
-from virtbench.workloads.base import TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 CAPACITY = {"small": 3_000.0, "large": 70_000.0}
 CALLS: list[tuple[str, float, float]] = []

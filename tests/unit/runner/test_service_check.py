@@ -11,9 +11,9 @@ from virtbench.model import VirtbenchError
 from virtbench.runner import Runner, RunRecord, build_plan, check_experiment
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
-from virtbench.targets.base import Target
 from virtbench.targets.fake import FakeTarget
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import Target
 
 pytestmark = pytest.mark.usefixtures("no_processes")
 

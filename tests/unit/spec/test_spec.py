@@ -215,7 +215,7 @@ workloads: [{name: storage.fio}]
 
 
 def test_a_knob_declared_by_the_lab_reaches_only_the_lab() -> None:
-    from virtbench.labs.storage import StorageLab
+    from virtbench.labs.storage_lab import StorageLab
 
     knobs = {"vm_size": "1x128", "filesystem": "tmpfs", "cpu_features": []}
     assert StorageLab.own_knobs(knobs) == {"vm_size": "1x128", "filesystem": "tmpfs"}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from virtbench.targets import base, process
+from virtbench.targets import process, target_contract
 from virtbench.targets.local import LocalTarget, kill_process_group
 
 
@@ -52,7 +52,7 @@ def test_a_killed_group_is_reaped() -> None:
 @pytest.mark.parametrize("timed", [False, True])
 def test_a_command_given_no_time_limit_gets_the_default_one(
         monkeypatch: pytest.MonkeyPatch, timed: bool) -> None:
-    monkeypatch.setattr(base, "COMMAND_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(target_contract, "COMMAND_TIMEOUT_S", 0.3)
     target = LocalTarget()
     run = target.run_timed if timed else target.run
     with pytest.raises(subprocess.TimeoutExpired):

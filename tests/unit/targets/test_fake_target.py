@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.fake import FakeTarget, Scripted
+from virtbench.targets.target_contract import CommandFailed
 
 pytestmark = pytest.mark.usefixtures("no_processes")  # tests/conftest.py
 

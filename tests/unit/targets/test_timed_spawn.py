@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import CommandFailed
 
 
 def test_duration_covers_the_command_and_output_is_not_kept() -> None:

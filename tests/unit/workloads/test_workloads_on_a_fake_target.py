@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed
 from virtbench.targets.fake import FakeTarget
-from virtbench.workloads.base import TrialContext
+from virtbench.targets.target_contract import CommandFailed
 from virtbench.workloads.command import CommandWorkload
 from virtbench.workloads.cpu.crc32c import Crc32cWorkload
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = pytest.mark.usefixtures("no_processes")  # tests/conftest.py
 

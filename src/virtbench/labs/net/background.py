@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from virtbench.labs.base import Manifest
 from virtbench.labs.daemons import start_recorded
+from virtbench.labs.lab_contract import Manifest
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
 

@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from virtbench.contract import Params, Tool, missing_tools
-from virtbench.labs.base import Lab, LabState
+from virtbench.labs.lab_contract import Lab, LabState
 from virtbench.model import VirtbenchError
 from virtbench.services import ClientServerPath
-from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon, start_daemon
+from virtbench.targets.target_contract import Target
 
 __all__ = ["LABS", "CrossHostLab", "CrossHostParams"]
 

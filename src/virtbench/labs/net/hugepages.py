@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["PAGE_KIB", "HugepageReservation", "release_recorded", "sysfs_pool", "unmount"]
 

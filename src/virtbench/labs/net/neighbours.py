@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from virtbench.labs.base import Manifest
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.daemons import start_recorded
+from virtbench.labs.lab_contract import Manifest
 from virtbench.model import VirtbenchError
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon, wait_until

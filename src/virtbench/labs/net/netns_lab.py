@@ -10,12 +10,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from virtbench.labs.base import Lab, Manifest, lab_root
-from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.lab_contract import Lab, Manifest, lab_root
+from virtbench.labs.net.net_leftovers import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.netops import add_namespace
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
 from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["NetnsLab"]
 

@@ -6,8 +6,8 @@ import json
 import time
 from collections.abc import Sequence
 
-from virtbench.labs.base import Manifest
-from virtbench.targets.base import Target
+from virtbench.labs.lab_contract import Manifest
+from virtbench.targets.target_contract import Target
 
 __all__ = [
     "add_namespace",

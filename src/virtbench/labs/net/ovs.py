@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.labs.base import Manifest
 from virtbench.labs.daemons import start_recorded
+from virtbench.labs.lab_contract import Manifest
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["DPDK_VSWITCHD", "OVS_SCHEMA", "DpdkOptions", "OvsDaemons", "OvsStartError",
            "dpdk_runtime_dir"]

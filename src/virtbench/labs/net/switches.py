@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from virtbench.labs.base import Manifest
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.net.netops import add_veth, disable_offloads, set_address
 from virtbench.labs.net.ovs import DpdkOptions, OvsDaemons
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["SWITCH_KINDS", "Host", "Switch", "make_switch"]
 

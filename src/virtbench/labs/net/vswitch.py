@@ -18,11 +18,11 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, NonNegativeFloat, field_validator
 
 from virtbench.contract import Knob, Params, Tool
-from virtbench.labs.base import LabState
 from virtbench.labs.daemons import start_recorded
+from virtbench.labs.lab_contract import LabState
 from virtbench.labs.net.background import BACKGROUND_PORT, start_background
-from virtbench.labs.net.cleanup import OUR_PREFIX
 from virtbench.labs.net.hugepages import HugepageReservation
+from virtbench.labs.net.net_leftovers import OUR_PREFIX
 from virtbench.labs.net.netns_lab import NetnsLab
 from virtbench.labs.net.netops import (
     disable_offloads,
@@ -32,9 +32,9 @@ from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
 from virtbench.model import VirtbenchError
 from virtbench.services import ClientServerPath, PacketPath, VirtualSwitch
-from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
 

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from virtbench.contract import Knob, Params, Port, Tool, parsed_by
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLayout, CgroupLimits, remove_cgroup_dir
 from virtbench.labs.daemons import clean_recorded, start_recorded
+from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import varnish as varnish_cfg
 from virtbench.labs.web import wordpress as wp_origin
@@ -30,10 +30,10 @@ from virtbench.labs.web.fsinfo import fs_type
 from virtbench.labs.web.sitegen import generate_site
 from virtbench.model import VirtbenchError
 from virtbench.services import WebStack
-from virtbench.targets.base import Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon, free_port
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["WebLab", "WebLabParams"]
 

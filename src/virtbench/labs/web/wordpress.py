@@ -28,8 +28,8 @@ from virtbench.contract import Tool, missing_tools
 from virtbench.labs.web import nginx as nginx_cfg
 from virtbench.labs.web import wpconfig
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.daemon import Daemon, free_port
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["HTTP_PORT", "WORDPRESS_TREE", "WordPressSpec", "check_port_80_free", "check_tools",
            "inline_png", "page_paths", "site_title", "start_nginx", "start_wordpress"]
@@ -233,7 +233,7 @@ def _install_sites(target: Target, wp: Path, setup: Path,
 
 
 def _write_media(media: Path, created: list[dict[str, Any]], spec: WordPressSpec) -> None:
-    """Each page's inline image of ``spec.media_bytes``, by blog and page id."""
+    """Each page's inline image (of the spec's media size in bytes), by blog and page id."""
     media.mkdir()
     for s, site in enumerate(created, start=1):
         for p, page in enumerate(site["pages"], start=1):
@@ -242,7 +242,7 @@ def _write_media(media: Path, created: list[dict[str, Any]], spec: WordPressSpec
 
 
 def _start_php_fpm(spawn: Spawn, fpm: Path, spec: WordPressSpec) -> None:
-    """The php-fpm pool of ``spec.php_children`` on a socket under ``fpm``."""
+    """The php-fpm pool (the spec's number of children) on a socket under ``fpm``."""
     fpm.mkdir()
     fpm_socket = fpm / "php-fpm.sock"
     conf = fpm / "php-fpm.conf"

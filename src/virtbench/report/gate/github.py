@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from virtbench import safetext
-from virtbench.report.gate import rows as gate_rows
+from virtbench.report.gate import comparison_rows as gate_rows
 from virtbench.report.gate.markdown import render_markdown
 
 if TYPE_CHECKING:

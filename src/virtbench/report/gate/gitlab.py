@@ -14,7 +14,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from virtbench import safetext
-from virtbench.report.gate import rows as gate_rows
+from virtbench.report.gate import comparison_rows as gate_rows
 from virtbench.report.openmetrics import Family, render
 
 if TYPE_CHECKING:

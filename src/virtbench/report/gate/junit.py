@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from virtbench import safetext
-from virtbench.report.gate import rows as gate_rows
+from virtbench.report.gate import comparison_rows as gate_rows
 from virtbench.stats.verdict import ALPHA
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from virtbench.report.formatting import fmt_value
-from virtbench.report.gate import rows as gate_rows
+from virtbench.report.gate import comparison_rows as gate_rows
 from virtbench.safetext import markdown_text as md
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from virtbench.analysis.model import Analysis, MetricRow
+from virtbench.analysis.report_model import Analysis, MetricRow
 from virtbench.decide.comparability import differences_many
 from virtbench.decide.runs import RunData
 from virtbench.report.sections import Section, SectionPlugin

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from virtbench.analysis import Analysis
-from virtbench.analysis.model import FirstVsRest
+from virtbench.analysis.report_model import FirstVsRest
 from virtbench.model import Domain, Metric
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_value
 from virtbench.report.sections import Section, SectionPlugin

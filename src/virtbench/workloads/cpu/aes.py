@@ -10,9 +10,9 @@ from pydantic import Field
 
 from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric
-from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, openssl_realisation
 from virtbench.workloads.probe import probe_window, run_probe
+from virtbench.workloads.workload_contract import Realisation, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "AesWorkload", "study_plaintext"]
 

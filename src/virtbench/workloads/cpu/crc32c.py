@@ -10,9 +10,9 @@ from pydantic import Field
 
 from virtbench.contract import MIN_SIZE_MIB, Params
 from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchError
-from virtbench.workloads.base import Realisation, TrialContext, TrialResult, Workload
 from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, crc32c_realisation, feature_set
 from virtbench.workloads.probe import probe_window, run_probe
+from virtbench.workloads.workload_contract import Realisation, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "Crc32cWorkload"]
 

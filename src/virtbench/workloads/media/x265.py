@@ -10,7 +10,8 @@ from pydantic import Field
 
 from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
-from virtbench.workloads.base import (
+from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, x265_realisation
+from virtbench.workloads.workload_contract import (
     Realisation,
     Tool,
     TrialContext,
@@ -18,7 +19,6 @@ from virtbench.workloads.base import (
     TypicalTime,
     Workload,
 )
-from virtbench.workloads.cpu.features import CPU_FEATURES_KNOB, feature_set, x265_realisation
 
 __all__ = ["WORKLOADS", "X265Workload"]
 

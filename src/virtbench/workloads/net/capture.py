@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Literal
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
 from virtbench.targets.process import Process
 from virtbench.targets.ssh import SSHTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["CAPTURE_PACKAGES", "Capture", "CaptureStats", "CaptureTool"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["tx_packets"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from virtbench.model import Better, Metric
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["CPU_BUSY_METRIC", "busy_percent", "read_cpu_times"]
 

@@ -31,11 +31,11 @@ from virtbench.packetgen import (
 )
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.services import PacketPath, Service, Services
-from virtbench.targets.base import Target
 from virtbench.targets.process import Process
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.targets.target_contract import Target
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
 from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "PacketRate"]
 

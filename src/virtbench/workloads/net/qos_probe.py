@@ -10,7 +10,7 @@ from virtbench.contract import Params
 from virtbench.model import Artifact
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.services import ClientServerPath
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "QosProbe"]
 

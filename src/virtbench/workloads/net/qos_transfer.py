@@ -18,10 +18,16 @@ from virtbench.net_qos.study import CAPTURE_QOS_METRICS, capture_qos, study_loss
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.parsers.irtt import IRTT_METRICS, irtt_measurements, parse_irtt_json
 from virtbench.services import ClientServerPath
-from virtbench.targets.base import CommandFailed, ProcResult, Target
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
+from virtbench.targets.target_contract import CommandFailed, ProcResult, Target
 from virtbench.workloads.net.capture import CAPTURE_PACKAGES, Capture, CaptureTool
 from virtbench.workloads.net.counters import tx_packets
+from virtbench.workloads.workload_contract import (
+    Tool,
+    TrialContext,
+    TrialResult,
+    Workload,
+    missing_tools,
+)
 
 __all__ = ["WORKLOADS", "QosTransfer"]
 

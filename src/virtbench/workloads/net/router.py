@@ -10,8 +10,8 @@ from virtbench.contract import Params
 from virtbench.model import Artifact, Better, Measurement, Metric
 from virtbench.parsers.iperf3 import IPERF3_METRICS, iperf3_measurements, parse_iperf3_json
 from virtbench.services import RouterPath
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "RouterThroughput"]
 

@@ -8,10 +8,9 @@ from pydantic import Field
 
 from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Artifact, VirtbenchError
-from virtbench.parsers.base import ParseError
 from virtbench.parsers.bonnie import BONNIE_METRICS, BONNIE_TESTS, parse_bonnie
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.services import FilesystemService
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
 from virtbench.workloads.storage.common import (
     drop_caches,
     free_mib,
@@ -21,6 +20,7 @@ from virtbench.workloads.storage.common import (
     run_tool,
     work_dir,
 )
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["BonnieParams", "BonnieWorkload", "bonnie_plan"]
 

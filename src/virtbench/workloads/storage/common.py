@@ -7,8 +7,8 @@ from pathlib import Path
 
 from virtbench.model import VirtbenchError
 from virtbench.services import FilesystemService, ResourceLimits
-from virtbench.targets.base import CommandFailed, ProcResult
-from virtbench.workloads.base import TrialContext
+from virtbench.targets.target_contract import CommandFailed, ProcResult
+from virtbench.workloads.workload_contract import TrialContext
 
 __all__ = [
     "drop_caches",

@@ -8,9 +8,8 @@ from pydantic import Field
 
 from virtbench.contract import MAX_SECONDS, Params
 from virtbench.model import Artifact, Metric, VirtbenchError
-from virtbench.parsers.base import ParseError
 from virtbench.parsers.fio import FIO_METRICS, parse_fio
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload
+from virtbench.parsers.parser_contract import ParseError
 from virtbench.workloads.storage.common import (
     free_mib,
     fs_kind,
@@ -18,6 +17,7 @@ from virtbench.workloads.storage.common import (
     run_tool,
     work_dir,
 )
+from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["FioParams", "FioWorkload"]
 

@@ -9,8 +9,8 @@ from pydantic import Field
 
 from virtbench.contract import MAX_SECONDS
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
-from virtbench.workloads.base import TrialContext, TrialResult
 from virtbench.workloads.storage.fio import FioParams, FioWorkload
+from virtbench.workloads.workload_contract import TrialContext, TrialResult
 
 __all__ = ["WORKLOADS", "FioRate", "FioRateParams"]
 

@@ -17,11 +17,17 @@ from virtbench.loadgen.records import RequestRecord, Summary, read_records, summ
 from virtbench.model import Artifact, Measurement, VirtbenchError
 from virtbench.parsers.varnishstat import timeline
 from virtbench.services import Service, WebStack
-from virtbench.workloads.base import Tool, TrialContext, TrialResult, Workload, missing_tools
 from virtbench.workloads.web.cache_state import prepare_cache
 from virtbench.workloads.web.metrics import WEB_LOAD_METRICS
 from virtbench.workloads.web.sampler import VarnishSampler
 from virtbench.workloads.web.urls import resolve_urls
+from virtbench.workloads.workload_contract import (
+    Tool,
+    TrialContext,
+    TrialResult,
+    Workload,
+    missing_tools,
+)
 
 __all__ = ["WebLoad", "WebLoadParams", "summary_measurements"]
 

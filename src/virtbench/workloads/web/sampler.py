@@ -7,7 +7,7 @@ import threading
 import time
 
 from virtbench.parsers.varnishstat import VarnishSnapshot, parse_snapshots
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["VarnishSampler", "keep_counter"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.net.router import VnfRouterLab
+from virtbench.labs.net.router_lab import VnfRouterLab
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget, NetnsTarget

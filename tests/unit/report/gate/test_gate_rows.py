@@ -9,8 +9,8 @@ import re
 import pytest
 
 from virtbench.model import Better, Metric
+from virtbench.report.gate.comparison_rows import definition
 from virtbench.report.gate.github import escape_data, escape_property
-from virtbench.report.gate.rows import definition
 
 _COMMAND = re.compile(r"::[a-z]+ title=[^:\n]*::[^\n]*")
 

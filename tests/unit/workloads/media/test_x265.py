@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from virtbench.targets.fake import FakeTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.cpu.features import feature_set
 from virtbench.workloads.media.x265 import X265Workload
+from virtbench.workloads.workload_contract import TrialContext
 
 pytestmark = pytest.mark.usefixtures("no_processes")  # tests/conftest.py
 

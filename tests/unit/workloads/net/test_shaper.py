@@ -15,8 +15,8 @@ import pytest
 from virtbench.model import VirtbenchError
 from virtbench.packetgen import frame_mix, shaper_qdisc
 from virtbench.services import Services
-from virtbench.targets.base import ProcResult
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import ProcResult
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path
 from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
 

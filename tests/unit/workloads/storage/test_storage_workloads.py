@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.labs.storage import parse_filesystem, parse_vm_size
+from virtbench.labs.storage_lab import parse_filesystem, parse_vm_size
 from virtbench.model import VirtbenchError
 from virtbench.plugins import all_workloads
 from virtbench.services import FilesystemService, Services
 from virtbench.targets.local import LocalTarget
-from virtbench.workloads.base import TrialContext
 from virtbench.workloads.storage.bonnie import BonnieParams, bonnie_plan
 from virtbench.workloads.storage.fio import FioWorkload
+from virtbench.workloads.workload_contract import TrialContext
 
 
 def test_vm_size_forms() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.profiling.capture import (
+from virtbench.profiling.perf_record import (
     Profiler,
     ProfileSettings,
     _scope,

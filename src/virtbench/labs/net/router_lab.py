@@ -20,18 +20,18 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, NonNegativeInt
 
 from virtbench.contract import Knob, Params, Tool
-from virtbench.labs.base import LabState
 from virtbench.labs.cgroups import Cgroup, CgroupLimits
 from virtbench.labs.daemons import start_recorded
+from virtbench.labs.lab_contract import LabState
 from virtbench.labs.net.neighbours import Neighbour, start_neighbour
 from virtbench.labs.net.netns_lab import NetnsLab
 from virtbench.labs.net.netops import add_veth, pin_neighbours, set_address
 from virtbench.model import VirtbenchError
 from virtbench.services import PacketPath, RouterPath
-from virtbench.targets.base import Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["LABS", "VnfRouterLab"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.profiling.counters import parse_perf_stat, proc_measurements, read_snapshot
-from virtbench.profiling.metrics import PROFILE_METRICS, PROFILE_PREFIX
+from virtbench.profiling.perf_counters import parse_perf_stat, proc_measurements, read_snapshot
+from virtbench.profiling.profile_metrics import PROFILE_METRICS, PROFILE_PREFIX
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "perf"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from virtbench.model import Measurement
-from virtbench.profiling.metrics import PROFILE_PREFIX
+from virtbench.profiling.profile_metrics import PROFILE_PREFIX
 
 __all__ = ["PERF_STAT_EVENTS", "ProcSnapshot", "parse_perf_stat", "proc_measurements",
            "read_snapshot"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from profiled import HARDWARE, SOFTWARE, folded, samples
 
 from virtbench.decide.explain import mean_stacks
-from virtbench.decide.folded import (
+from virtbench.decide.stack_shares import (
     MAX_COUNT,
     MAX_DEPTH,
     MAX_FRAME_CHARS,

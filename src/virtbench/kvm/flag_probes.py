@@ -9,7 +9,7 @@ from pathlib import Path
 
 from virtbench.kvm.hostcpu import cpuinfo_flags
 from virtbench.model import VirtbenchError
-from virtbench.targets.base import CommandFailed, Target
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = [
     "CONSOLE_BEGIN",

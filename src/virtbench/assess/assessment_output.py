@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from virtbench import safetext
-from virtbench.assess.engine import Assessment
+from virtbench.assess.assessment import Assessment
 from virtbench.assess.findings import Finding, Gain
 from virtbench.report.sections import Section
 

@@ -23,15 +23,15 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from virtbench.contract import Params, Tool
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.daemons import start_recorded
-from virtbench.labs.net.cleanup import OUR_PREFIX, clean_manifest
+from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
+from virtbench.labs.net.net_leftovers import OUR_PREFIX, clean_manifest
 from virtbench.labs.net.netops import add_namespace, add_veth, set_address
 from virtbench.model import VirtbenchError
 from virtbench.services import ScratchDisk, Service, VethPair
-from virtbench.targets.base import Target
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.target_contract import Target
 
 __all__ = ["IPERF3_PORT", "LABS", "ProbeLab", "ProbeParams"]
 

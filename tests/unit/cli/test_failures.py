@@ -5,9 +5,9 @@ from __future__ import annotations
 import errno
 import subprocess
 
-from virtbench.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, Failure, classify
+from virtbench.cli.failures import EXIT_BAD_INPUT, EXIT_FAILED, Failure, classify
 from virtbench.model import RunFailed, VirtbenchError
-from virtbench.targets.base import CommandFailed, ProcResult
+from virtbench.targets.target_contract import CommandFailed, ProcResult
 
 
 def test_virtbench_errors_carry_their_exit_code() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from virtbench.analysis.model import Analysis, MetricRow, Series
+from virtbench.analysis.report_model import Analysis, MetricRow, Series
 from virtbench.model import Metric
 from virtbench.stats import MainEffect
 

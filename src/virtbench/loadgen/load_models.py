@@ -13,12 +13,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from virtbench.loadgen.arrivals import arrival_times, url_stream
 from virtbench.loadgen.config import LoadConfig
 from virtbench.loadgen.http1 import Http1Connection, request_bytes
 from virtbench.loadgen.parallel import announce_and_wait, run_in_processes
 from virtbench.loadgen.precise import new_loop
 from virtbench.loadgen.records import RequestRecord, Summary
-from virtbench.loadgen.schedule import arrival_times, url_stream
 from virtbench.loadgen.wrk import run_wrk
 
 __all__ = ["LoadResult", "run_load"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from virtbench.labs.base import Manifest
 from virtbench.labs.daemons import clean_recorded
+from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.net.hugepages import release_recorded, unmount
 from virtbench.labs.net.netops import delete_namespace
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["OUR_PREFIX", "clean_manifest"]
 

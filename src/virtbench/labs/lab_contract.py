@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from virtbench.contract import Knob, NoParams, Tool, missing_tools
 from virtbench.model import VirtbenchError
 from virtbench.services import Service, Services, kind_names
-from virtbench.targets.base import Target
+from virtbench.targets.target_contract import Target
 
 __all__ = ["RENAMED_LABS", "Lab", "LabState", "Manifest", "lab_root"]
 

@@ -41,7 +41,7 @@ class Failure:
 
 def classify(exc: BaseException) -> Failure | None:
     """The message and exit code of an expected failure; None when ``exc`` is a bug."""
-    from virtbench.targets.base import CommandFailed  # only once something failed
+    from virtbench.targets.target_contract import CommandFailed  # only once something failed
 
     if isinstance(exc, VirtbenchError):
         return Failure(str(exc), exc.exit_code)

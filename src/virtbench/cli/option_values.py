@@ -17,7 +17,7 @@ Only public names of typer's public modules are used (``typer.core``'s parameter
 ``type_descriptor`` and ``get_runtime_param``, whose instance attribute here shadows the class's
 method; typer's own check is that method called on the class), no private module of typer or
 click (tests/unit/cli/test_no_private_imports.py): where a parameter is not as expected, nothing
-is changed and typer checks as it always does. `tests/unit/cli/test_values.py` compares both
+is changed and typer checks as it always does. `tests/unit/cli/test_option_values.py` compares both
 checks, and `tests/unit/cli/test_root.py` fails when `runs` imports pydantic again.
 
 typer 0.29 also shows a boolean flag's type in help as if it took a value (``--check <bool>``);

@@ -19,12 +19,12 @@ from virtbench.assess.remote_tree import fetch_system_tree
 from virtbench.assess.rules import run_rules
 from virtbench.assess.system_rules import SYSTEM_RULES, SystemView
 from virtbench.kvm.domxml import CpuChange
-from virtbench.kvm.plan import make_plan
+from virtbench.kvm.tuning_plan import make_plan
 from virtbench.model import VirtbenchError
 from virtbench.runner.engine import ProgressHook
 from virtbench.store import Store
-from virtbench.targets.base import Target
 from virtbench.targets.libvirt_connection import is_local, open_connection
+from virtbench.targets.target_contract import Target
 
 __all__ = ["Assessment", "assess_domain", "assess_machine", "measurement_budget"]
 

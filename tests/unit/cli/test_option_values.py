@@ -1,5 +1,5 @@
-"""Plain option values checked without pydantic (virtbench.cli.values): for every value, the same
-result or the same refusal as typer's own check, and no pydantic for the plain ones."""
+"""Plain option values checked without pydantic (virtbench.cli.option_values): for every value, the
+same result or the same refusal as typer's own check, and no pydantic for the plain ones."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import typer
 
 from virtbench.cli.lazy import command_of
+from virtbench.cli.option_values import PlainValue, PlainValuesCommand, typers_check
 from virtbench.cli.options import number_parser
-from virtbench.cli.values import PlainValue, PlainValuesCommand, typers_check
 
 commands = typer.Typer()
 

@@ -41,20 +41,20 @@ from virtbench.model import (
     Measurement,
     Metric,
 )
-from virtbench.profiling.counters import (
+from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script
+from virtbench.profiling.perf_counters import (
     PERF_STAT_EVENTS,
     ProcSnapshot,
     parse_perf_stat,
     proc_measurements,
     read_snapshot,
 )
-from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script
-from virtbench.profiling.metrics import PROFILE_METRICS
-from virtbench.targets.base import Target
+from virtbench.profiling.profile_metrics import PROFILE_METRICS
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.process import Process
+from virtbench.targets.target_contract import Target
 
 __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "ServingDaemons",
            "find_qemu_pid", "live_descendants", "perf_error"]

@@ -32,13 +32,13 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.contract import Knob, Params, Tool, parsed_by
-from virtbench.labs.base import Lab, LabState, Manifest, lab_root
 from virtbench.labs.cgroups import Cgroup, CgroupLimits, remove_cgroup_dir
+from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
 from virtbench.services import FilesystemService, ResourceLimits
-from virtbench.targets.base import CommandFailed, Target
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["LABS", "MountedFs", "StorageLab", "StorageParams", "VmSize", "parse_filesystem",
            "parse_vm_size"]
