@@ -79,7 +79,8 @@ CASES: dict[str, Case] = {
     # experiment files
     "run: missing file": Case(["run", "missing.yaml"], 2,
                               "cannot read experiment file missing.yaml", process=True),
-    "run: a directory": Case(["run", "."], 2, "cannot read experiment file ."),
+    "run: a directory": Case(["run", "."], 2,
+                             ".: not a YAML experiment file (a directory, not a file)"),
     "run: a binary file": Case(["run", "binary.bin"], 2,
                                "binary.bin: not a YAML experiment file"),
     "run: an empty file": Case(["run", "empty.yaml"], 2,
@@ -157,7 +158,7 @@ CASES: dict[str, Case] = {
                              "compare needs two runs (BASE NEW)"),
     # import files
     "import: a directory": Case(["import", ".", "--store", "x.db"], 2,
-                                "cannot read .: Is a directory"),
+                                ".: not a virtbench result file (a directory, not a file)"),
     "import: missing file": Case(["import", "missing.json.gz", "--store", "x.db"], 2,
                                  "cannot read missing.json.gz"),
     "import: truncated export": Case(["import", "truncated.json.gz", "--store", "x.db"], 2,

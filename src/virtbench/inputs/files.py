@@ -6,10 +6,10 @@ What is not a file is refused at once with one line, before it is read: a direct
 a character or block device (``/dev/zero``, ``/dev/urandom``, a disk). A FIFO or a pipe
 (``<(zcat f)``) is read as a stream: it is opened without waiting for a writer, and a FIFO that
 no process writes to is refused at once instead of blocking forever. Standard input (``-``) is
-read the same way; a terminal on it is read (a pasted output), another device is refused, and
-closed standard input (``<&-``) is an error. Every read stops one byte past its bound: an
-endless pipe is cut there with an error, a regular file larger than the bound is refused by its
-size before any of it is read.
+read the same way; a terminal on it is read (a pasted output), /dev/null is empty input,
+another device is refused, and closed standard input (``<&-``) is an error. Every read stops
+one byte past its bound: an endless pipe is cut there with an error, a regular file larger than
+the bound is refused by its size before any of it is read.
 """
 
 from __future__ import annotations
@@ -155,13 +155,22 @@ def _read_stream(stream: BinaryIO, limit: int) -> bytes:
     return stream.read(limit + 1)
 
 
+def _is_dev_null(fd: int) -> bool:
+    try:
+        return os.fstat(fd).st_rdev == os.stat(os.devnull).st_rdev
+    except OSError:
+        return False
+
+
 def _stdin(kind: str) -> BinaryIO:
     try:
         mode = os.fstat(0).st_mode
     except OSError:
         raise InputFileError(f"standard input is closed; give the {kind} as a file or "
                              "pipe it in") from None
-    if stat.S_ISCHR(mode) and not os.isatty(0):  # a terminal is read: a pasted output
+    # A terminal is read (a pasted output), and /dev/null (a run with no standard input: CI,
+    # cron) is empty input; another device is refused.
+    if stat.S_ISCHR(mode) and not os.isatty(0) and not _is_dev_null(0):
         raise _refusal("standard input", kind, "a character device")
     reason = None if stat.S_ISCHR(mode) else not_a_file(mode)
     if reason is not None:

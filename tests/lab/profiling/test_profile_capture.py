@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,13 @@ def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -
     busy = host.spawn([*host.python(), "-c", "import time\nend = time.monotonic() + 60\n"
                        "while time.monotonic() < end: pass", "-name", f"guest={domain},x=y"])
     try:
+        # The profiler finds the guest's process by its command line: wait (bounded) until the
+        # child has exec'd, or a busy machine shows it with the parent's (CI, under load).
+        cmdline = Path(f"/proc/{busy.pid}/cmdline")
+        deadline = time.monotonic() + 20
+        while f"guest={domain}".encode() not in cmdline.read_bytes():
+            assert time.monotonic() < deadline, "the busy child never exec'd within 20 s"
+            time.sleep(0.05)
         profiler = Profiler(host, {"w": ProfileSettings()}, {"w": 60.0})
         with profiler.trial("w", 0, False, LibvirtGuestTarget(None, domain)) as captured:
             host.run(["sleep", "1"])

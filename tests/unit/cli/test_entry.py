@@ -82,7 +82,7 @@ def test_help_and_usage_errors_are_the_apps() -> None:
 
 
 # What start-up costs is what a parse imports: the app's libraries take seconds here.
-HEAVY = ("scipy", "sqlalchemy", "pydantic", "rich", "typer", "numba", "matplotlib", "jinja2")
+HEAVY = ("scipy", "sqlalchemy", "pydantic", "rich", "typer", "matplotlib", "jinja2")
 
 
 @pytest.mark.parametrize(("args", "heavy"), [

@@ -30,7 +30,7 @@ COMMAND_MODULES = ("virtbench.cli.run", "virtbench.cli.host_commands", "virtbenc
 # Libraries some commands need and the app must not pay for before it knows which command runs
 # (each costs a large part of a second of start-up); pydantic: typer checks an option's value
 # with it, so it loads when a command parses options, never for the top-level help.
-HEAVY = ("scipy", "numpy", "sqlalchemy", "matplotlib", "jinja2", "numba", "libvirt",
+HEAVY = ("scipy", "numpy", "sqlalchemy", "matplotlib", "jinja2", "libvirt",
          "starlette", "uvicorn")
 
 
