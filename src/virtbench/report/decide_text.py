@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from virtbench import safetext
-from virtbench.model import NO_DIRECTION, Better, better_text, direction_text, parse_better
+from virtbench.model import (
+    NO_DIRECTION,
+    NOT_JUDGED,
+    Better,
+    better_text,
+    direction_text,
+    parse_better,
+)
 from virtbench.report.formatting import fmt_value
 from virtbench.report.gate.comparison_rows import ratio_text, verdict_text
 
@@ -114,6 +121,9 @@ def render_comparison(comparison: Comparison, console: Console, *,
     console.print(_comparison_table(comparison, several))
     if not several and comparison.rows:
         console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
+    if comparison.not_judged:
+        console.print(safetext.text(f"left out, {NOT_JUDGED}: "
+                                    f"{', '.join(comparison.not_judged)}"), highlight=False)
     chance = comparison.probability_pct
     if chance is not None:
         r = comparison.prior_ratio
