@@ -46,10 +46,10 @@ def _qos_run(store: Store, metrics: tuple[Metric, ...] = QosTransfer.metrics) ->
 
 
 def _terminal(analysis: Analysis, all_metrics: bool = False) -> str:
-    console = Console(file=StringIO(), width=200)
-    render_terminal(analysis, console, sections=build_sections(analysis),
-                    all_metrics=all_metrics)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    buffer = StringIO()
+    render_terminal(analysis, Console(file=buffer, width=200),
+                    sections=build_sections(analysis), all_metrics=all_metrics)
+    return buffer.getvalue()
 
 
 def test_lead_is_primary_then_study_metrics_and_the_rest_is_folded(store: Store) -> None:
