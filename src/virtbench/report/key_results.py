@@ -2,8 +2,9 @@
 
 A report of the vswitch study measures 28 metrics per variant; a reader wants the few that
 answer the study's question first. Key results leads, per workload, with its primary metrics
-and its study metrics (those a study section reports: ``Section.metrics``), in that order;
-the rest (bookkeeping counts, secondary percentiles, the tool's other figures) are folded:
+and its study metrics (those a study section reports: ``Section.metrics``, when they have a
+direction), in that order; the rest (counts that describe the trial, secondary percentiles,
+the tool's other figures) are folded:
 an HTML ``<details>``, one terminal line naming them (``report --all`` shows their tables),
 and a ``key`` flag on every metric in JSON. A workload that declares neither primary nor study
 metrics leads with all of its metrics: there is nothing to fold them behind.
@@ -52,7 +53,7 @@ def key_metrics(analysis: Analysis, sections: Sequence[Section]) -> KeyMetrics:
     folded: list[tuple[str, Metric]] = []
     for wid in _workload_ids(analysis):
         metrics = analysis.metrics_of(wid)  # primary first, then by name
-        chosen = [m for m in metrics if m.primary or (wid, m.name) in study]
+        chosen = [m for m in metrics if m.primary or (m.directed and (wid, m.name) in study)]
         if not chosen:
             lead += [(wid, m) for m in metrics]
             continue
