@@ -81,3 +81,17 @@ def test_a_result_file_keeps_the_missing_direction(sqlite_store: Store, tmp_path
     loaded = load_run(str(path), lambda: sqlite_store)
     assert loaded.metrics[("w", "packets_sent")].better is None
     assert loaded.metrics[("w", "time_s")].better is Better.LOWER
+
+
+def test_the_markdown_gate_names_what_it_left_out(sqlite_store: Store) -> None:
+    from virtbench.report.gate.junit import render_junit
+    from virtbench.report.gate.markdown import render_markdown
+
+    base, new = _runs(sqlite_store)
+    result = compare_runs(load_run(base, lambda: sqlite_store),
+                          load_run(new, lambda: sqlite_store), fail_pct=5.0)
+    markdown = render_markdown(result)
+    # the stored name is escaped as every stored text is (safetext.markdown_text)
+    assert f"Left out, {NOT_JUDGED}: w.packets&#95;sent." in markdown
+    assert "| w · packets" not in markdown  # no row for it
+    assert '<property name="not_judged" value="w.packets_sent"' in render_junit(result)
