@@ -8,6 +8,7 @@ import re
 from io import StringIO
 
 import numpy as np
+import pytest
 from report_fill import Filler
 from rich.console import Console
 
@@ -45,6 +46,16 @@ def _qos_run(store: Store, metrics: tuple[Metric, ...] = QosTransfer.metrics) ->
     return analyse(store, [run_id])
 
 
+@pytest.fixture(scope="module")
+def qos(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    """One analysed run shared by the tests that only read it (an analysis costs seconds)."""
+    st = Store(str(tmp_path_factory.mktemp("key") / "results.sqlite"))
+    try:
+        return _qos_run(st)
+    finally:
+        st.close()
+
+
 def _terminal(analysis: Analysis, all_metrics: bool = False) -> str:
     buffer = StringIO()
     render_terminal(analysis, Console(file=buffer, width=200),
@@ -52,8 +63,8 @@ def _terminal(analysis: Analysis, all_metrics: bool = False) -> str:
     return buffer.getvalue()
 
 
-def test_lead_is_primary_then_study_metrics_and_the_rest_is_folded(store: Store) -> None:
-    analysis = _qos_run(store)
+def test_lead_is_primary_then_study_metrics_and_the_rest_is_folded(qos: Analysis) -> None:
+    analysis = qos
     keys = key_metrics(analysis, build_sections(analysis))
     lead = [m.name for _wid, m in keys.lead]
     assert set(lead[:2]) == {"rtt_mean_ms", "throughput_mbps"}  # the primaries
@@ -62,8 +73,8 @@ def test_lead_is_primary_then_study_metrics_and_the_rest_is_folded(store: Store)
     assert sorted(folded) == ["capture_packets", "cpu_sender_pct", "packets_sent"]
 
 
-def test_a_metric_without_direction_gets_no_verdict(store: Store) -> None:
-    analysis = _qos_run(store)
+def test_a_metric_without_direction_gets_no_verdict(qos: Analysis) -> None:
+    analysis = qos
     assert (WID, "packets_sent") not in analysis.best
     assert (WID, "cpu_sender_pct") in analysis.best  # a directed one keeps its best
     dpdk = analysis.row("switch=ovs-dpdk", WID, "packets_sent")
@@ -73,8 +84,8 @@ def test_a_metric_without_direction_gets_no_verdict(store: Store) -> None:
     assert directed is not None and directed.speedup is not None and directed.significant
 
 
-def test_terminal_folds_the_rest_into_one_line_and_all_shows_it(store: Store) -> None:
-    analysis = _qos_run(store)
+def test_terminal_folds_the_rest_into_one_line_and_all_shows_it(qos: Analysis) -> None:
+    analysis = qos
     out = _terminal(analysis)
     assert "net.qos-transfer · throughput_mbps (Mbit/s, higher is better)" in out
     assert "packets_sent (packets" not in out  # no table of a folded metric
@@ -89,8 +100,8 @@ def test_terminal_folds_the_rest_into_one_line_and_all_shows_it(store: Store) ->
     assert "none is better" not in everything
 
 
-def test_html_folds_the_rest_in_details(store: Store) -> None:
-    analysis = _qos_run(store)
+def test_html_folds_the_rest_in_details(qos: Analysis) -> None:
+    analysis = qos
     context = report_context(analysis, sections=build_sections(analysis))
     assert {m["name"] for m in context["summary"][:2]} == {"rtt_mean_ms", "throughput_mbps"}
     folded = {m["name"]: m for m in context["summary_folded"]}
@@ -107,8 +118,8 @@ def test_html_folds_the_rest_in_details(store: Store) -> None:
     assert "packets · no direction" in html and "none is better" not in html
 
 
-def test_json_keeps_every_metric_with_its_key_flag(store: Store) -> None:
-    analysis = _qos_run(store)
+def test_json_keeps_every_metric_with_its_key_flag(qos: Analysis) -> None:
+    analysis = qos
     document = json.loads(render_json(analysis, sections=build_sections(analysis)))
     metrics = document["metrics"]
     assert metrics[f"{WID}.packets_sent"] == {
