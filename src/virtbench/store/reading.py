@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from virtbench.model import Better, Domain, Metric, RunFailed, VirtbenchError
+from virtbench.model import Domain, Metric, RunFailed, VirtbenchError, parse_better
 from virtbench.store.columns import checked, listed
 from virtbench.store.ids import check_run_ref
 from virtbench.store.liveness import OwnerState, owner_state
@@ -289,8 +289,9 @@ class StoreReader:
     def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
         rows = self._rows(_METRICS, {"run": run_id})
         return {
-            (workload_id, name): Metric(name, unit, Better(better), description,
-                                        bool(primary), Domain(domain) if domain else None)
+            (workload_id, name): Metric(name, unit, parse_better(better, f"stored metric {name!r}"),
+                                        description, bool(primary),
+                                        Domain(domain) if domain else None)
             for workload_id, name, unit, better, description, primary, domain in rows
         }
 

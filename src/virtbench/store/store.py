@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
-from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
+from virtbench.model import Artifact, Measurement, Metric, VirtbenchError, better_text
 from virtbench.store import schema as s
 from virtbench.store.columns import insert_sql, listed, written
 from virtbench.store.ids import check_run_id
@@ -244,8 +244,8 @@ class Store(StoreReader):
                 params_json=json.dumps(params, sort_keys=True, default=str)))
             conn.execute(insert(s.metrics), [
                 {"run_id": run_id, "workload_id": workload_id, "name": m.name, "unit": m.unit,
-                 "better": m.better.value, "description": m.description, "is_primary": m.primary,
-                 "domain": m.value_domain.value}
+                 "better": better_text(m.better), "description": m.description,
+                 "is_primary": m.primary, "domain": m.value_domain.value}
                 for m in metrics
             ])
 
