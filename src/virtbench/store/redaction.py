@@ -69,24 +69,14 @@ def _password_span(location: str) -> tuple[int, int] | None:
     return user.end() + 1, at
 
 
-def _parameter_spans(location: str) -> list[tuple[int, int]]:
-    """The values of a URL's password parameters (``?password=``, ``&sslpassword=``, the key
-    percent-encoded or not), wherever a ``?`` or ``&`` starts one."""
-    return [match.span(2) for match in _PARAMETER.finditer(location)
-            if "password" in unquote_plus(match.group(1)).lower()]
-
-
 def _url_spans(location: str) -> list[tuple[int, int]]:
-    """The URL's passwords (start, end), in order, overlapping ones merged."""
+    """The URL's passwords (start, end), in order: the user's, then the values of the password
+    parameters (``?password=``, ``&sslpassword=``, the key percent-encoded or not) wherever a
+    ``?`` or ``&`` after it starts one."""
     span = _password_span(location)
-    spans = sorted(([span] if span else []) + _parameter_spans(location))
-    merged: list[tuple[int, int]] = []
-    for begin, end in spans:
-        if merged and begin <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((begin, end))
-    return merged
+    return ([span] if span else []) + [
+        match.span(2) for match in _PARAMETER.finditer(location, span[1] if span else 0)
+        if "password" in unquote_plus(match.group(1)).lower()]
 
 
 def shown(location: str) -> str:
