@@ -224,6 +224,21 @@ def _run_ids(url: str) -> list[str]:
         store.close()
 
 
+def _tables(seen: Seen, role: Role) -> int:
+    """Every row of every table of the store into ``seen``, as text; how many tables."""
+    engine = create_engine(role.admin.url.set(database=role.name))
+    try:
+        with engine.connect() as conn:
+            tables = [str(name) for (name,) in conn.exec_driver_sql(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+            for table in tables:
+                rows = conn.exec_driver_sql(f'SELECT t::text FROM "{table}" t').scalars()
+                seen.add(f"table {table}", "\n".join(map(str, rows)))
+    finally:
+        engine.dispose()
+    return len(tables)
+
+
 def _files(seen: Seen, folder: Path) -> int:
     """Every file under ``folder`` into ``seen`` (gzip decompressed); how many."""
     count = 0
@@ -303,6 +318,9 @@ def test_no_command_shows_the_password(role: Role, stored: list[str], commands: 
     assert assessed.code == 2 and masked in _flat(assessed.stderr)  # before --ssh is refused
     _ok(commands("kvm", "rollback", "--list", env={"VIRTBENCH_STORE": url}))
     assert _files(commands.seen, out) == 8
+    assert _tables(commands.seen, role) >= 10  # runs, facts, fleet records (saved_state)...
+    assert any(where == "table saved_state" and fleet_id in text  # the fleet's record is read
+               for where, text in commands.seen.texts)
     assert commands.seen.leaks() == []
 
 
