@@ -105,7 +105,7 @@ def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
     order and an empty History describing the selection."""
     runs = st.runs()
     if not runs:
-        raise VirtbenchError(f"the store {st.url} holds no runs yet")
+        raise VirtbenchError(f"the store {st.shown} holds no runs yet")
     given = None
     if experiment is None:
         name = runs[-1].experiment

@@ -44,6 +44,7 @@ from virtbench.store.reading import (
     check_current,
     store_url,
 )
+from virtbench.store.redaction import scrubbed, shown
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -134,14 +135,14 @@ class Store(StoreReader):
         if not create and self.url.startswith("sqlite:///"):
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file() or path.stat().st_size == 0:
-                raise VirtbenchError(NO_STORE.format(location))
+                raise VirtbenchError(NO_STORE.format(shown(location)))
         try:
             self.engine: Engine = create_engine(self.url, future=True,
                                                 connect_args=connect_args)
         except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
             raise VirtbenchError(
-                f"cannot open result store {location!r}: {exc}; give a SQLite file path or "
-                "postgresql://user@host[:port]/dbname") from exc
+                f"cannot open result store {shown(location)!r}: {scrubbed(str(exc), location)}; "
+                "give a SQLite file path or postgresql://user@host[:port]/dbname") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect",
                          _sqlite_read_only if read_only else _sqlite_pragmas)
@@ -153,12 +154,14 @@ class Store(StoreReader):
                 if read_only:
                     check_current(current_version(conn), location)
                 elif not create and current_version(conn) == 0:  # PostgreSQL: no tables yet
-                    raise VirtbenchError(NO_STORE.format(location))
+                    raise VirtbenchError(NO_STORE.format(shown(location)))
                 else:
                     migrate_exclusively(conn)
         except (StoreFailed, DBAPIError) as exc:
-            reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
-            raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc
+            # StoreFailed's reason is scrubbed already; the driver's own words may not be
+            reason = exc.reason if isinstance(exc, StoreFailed) else scrubbed(str(exc.orig),
+                                                                               location)
+            raise VirtbenchError(f"cannot open result store {shown(location)!r}: {reason}") from exc
 
     def close(self) -> None:
         self.engine.dispose()
