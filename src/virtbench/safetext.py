@@ -144,7 +144,8 @@ def markdown_text(value: object) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # A plain decimal number (what a spreadsheet reads as a number, not a formula): "-2.5", "+3",
 # "-1e-05". "-2+3" or "-inf" are not.
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# ASCII digits only, as virtbench.inputs.ascii_numbers reads a number (``\d`` takes "-١").
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def csv_cell(value: Any) -> Any:
