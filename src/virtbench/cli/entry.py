@@ -79,9 +79,11 @@ def guard_standard_streams() -> None:
       there; closed standard output then fails the first write as :data:`STDOUT_CLOSED`,
       closed standard error discards (nothing could show a message), and closed standard input
       stays ``None`` for the readers to refuse (virtbench.inputs.files);
-    - an output encoding that cannot show a character (``PYTHONIOENCODING=ascii`` and µ, ±, a
-      name) writes it as a backslash escape instead of raising ``UnicodeEncodeError``; an error
-      handler the user chose (``ascii:ignore``) is kept.
+    - an output encoding that cannot show a character (``PYTHONIOENCODING=ascii``, or the C
+      locale's ASCII with Python's locale coercion off, and µ, ±, a name) writes it as a
+      backslash escape instead of raising ``UnicodeEncodeError``; an error handler the user
+      chose (``ascii:ignore``) is kept. (Python's ``surrogateescape`` of the C locale is
+      replaced too: what virtbench prints shows a lone surrogate as an escape already.)
     """
     for fd in (0, 1, 2):
         try:
@@ -94,7 +96,8 @@ def guard_standard_streams() -> None:
             elif fd == 2:
                 sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the whole process
     for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict",
+                                                                      "surrogateescape"):
             stream.reconfigure(errors="backslashreplace")
 
 

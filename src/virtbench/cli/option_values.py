@@ -27,6 +27,7 @@ help shows ``--check`` and ``--debug/--no-debug`` (tests/unit/cli/test_help_flag
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, get_origin
@@ -138,10 +139,11 @@ def refuse_non_text(params: Iterable[Any], ctx: Any) -> None:
     before the command passes it to a database, libvirt or a child process."""
     from virtbench.inputs.unicode_text import text_problem
 
+    encoding = sys.getfilesystemencoding()  # the command line's (UTF-8 but in a C locale)
     for param in params:
         value = ctx.params.get(param.name)
         for item in value if isinstance(value, list | tuple) else [value]:
-            problem = text_problem(item) if isinstance(item, str) else None
+            problem = text_problem(item, encoding) if isinstance(item, str) else None
             if problem is not None:
                 raise typer.BadParameter(problem, ctx=ctx, param=param)
 

@@ -25,8 +25,11 @@ __all__ = ["is_text", "join_surrogate_pairs", "text_problem"]
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
-def text_problem(value: str) -> str | None:
-    """What in ``value`` is not text (the first such character), or None when it is text."""
+def text_problem(value: str, decoded_from: str | None = None) -> str | None:
+    """What in ``value`` is not text (the first such character), or None when it is text.
+    ``decoded_from``: the encoding ``value`` was decoded from with ``surrogateescape`` (the
+    command line's, ``sys.getfilesystemencoding()``), whose undecodable bytes are then named
+    as bytes."""
     found = _NOT_TEXT.search(value)
     if found is None:
         return None
@@ -35,8 +38,8 @@ def text_problem(value: str) -> str | None:
     if ch == "\x00":
         return f"{where} is NUL, which text cannot hold"
     code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:  # how Python hands over an undecodable byte (PEP 383)
-        return f"{where} is the byte 0x{code - 0xDC00:02x}, which is not UTF-8"
+    if decoded_from is not None and 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (PEP 383)
+        return f"{where} is the byte 0x{code - 0xDC00:02x}, which is not {decoded_from.upper()}"
     return f"{where} is a lone surrogate \\u{code:04x} (half of a UTF-16 pair), not a character"
 
 

@@ -11,7 +11,7 @@ from virtbench.inputs.yamlfile import YamlInputError, load_yaml
 
 @pytest.mark.parametrize(("value", "problem"), [
     ("a\x00b", "character 2 is NUL, which text cannot hold"),
-    ("ab\udcff", "character 3 is the byte 0xff, which is not UTF-8"),
+    ("ab\udcff", "character 3 is a lone surrogate \\udcff"),
     ("\ud800", "character 1 is a lone surrogate \\ud800 (half of a UTF-16 pair), not a "
                "character"),
     ("x\udfff", "character 2 is a lone surrogate \\udfff"),
@@ -20,6 +20,13 @@ def test_what_is_not_text(value: str, problem: str) -> None:
     assert not is_text(value)
     found = text_problem(value)
     assert found is not None and found.startswith(problem)
+
+
+def test_an_undecodable_byte_of_the_command_line_is_named_as_a_byte() -> None:
+    assert text_problem("ab\udcff", "utf-8") == (
+        "character 3 is the byte 0xff, which is not UTF-8")
+    assert text_problem("\udcc2\udcb5", "ascii") == (  # µ in a C locale without coercion
+        "character 1 is the byte 0xc2, which is not ASCII")
 
 
 @pytest.mark.parametrize("value", ["", "plain", "µ ± é 名前 \U0001f600", "\x1b[31m\r\n\t",

@@ -54,7 +54,7 @@ def test_a_store_location_that_cannot_be_a_file(tmp_path: Path) -> None:
         store_url("a\x00b")
     with pytest.raises(VirtbenchError, match="lone surrogate"):
         store_url(str(tmp_path / "\ud800"))
-    with pytest.raises(VirtbenchError, match=r"not a URL: .*byte 0xff"):
+    with pytest.raises(VirtbenchError, match=r"not a URL: .*lone surrogate \\udcff"):
         store_url("postgresql://h/\udcff")
     # a file name may hold any byte: an undecodable one is that byte again
     assert store_url(str(tmp_path / "\udcff.db")).endswith("/\udcff.db")
