@@ -126,13 +126,17 @@ class PlainValuesCommand(TyperCommand):
     def get_help_option(self, ctx: Any) -> Any:
         return plain_help_option(super().get_help_option(ctx))
 
+    markers: tuple[str, ...] = ()
+    """Values the command itself puts among its arguments (compare's line between its sides),
+    which hold a NUL so that no argument can be one: exempt from the text rule."""
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         rest: list[str] = super().parse_args(ctx, args)
-        refuse_non_text(self.params, ctx)
+        refuse_non_text(self.params, ctx, self.markers)
         return rest
 
 
-def refuse_non_text(params: Iterable[Any], ctx: Any) -> None:
+def refuse_non_text(params: Iterable[Any], ctx: Any, markers: tuple[str, ...] = ()) -> None:
     """Every text value of the command line (a ``str``, or the strings of a list; a ``Path``
     is a file name, which may hold any byte) is text by :mod:`virtbench.inputs.unicode_text`:
     an undecodable byte (``$'\\xff'``) is refused as a bad value (exit 2) naming the option,
@@ -143,7 +147,8 @@ def refuse_non_text(params: Iterable[Any], ctx: Any) -> None:
     for param in params:
         value = ctx.params.get(param.name)
         for item in value if isinstance(value, list | tuple) else [value]:
-            problem = text_problem(item, encoding) if isinstance(item, str) else None
+            problem = (text_problem(item, encoding)
+                       if isinstance(item, str) and item not in markers else None)
             if problem is not None:
                 raise typer.BadParameter(problem, ctx=ctx, param=param)
 
