@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "RunFailed", "VirtbenchError"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "RunFailed", "StreamClosed", "VirtbenchError"]
 
 EXIT_FAILED = 1
 """Exit code: the input was fine, but the run or check it asked for failed."""
@@ -26,5 +26,12 @@ class VirtbenchError(Exception):
 class RunFailed(VirtbenchError):
     """The input was valid, but what it asked for failed (a check found problems, a lab did
     not start, the store could not be written)."""
+
+    exit_code = EXIT_FAILED
+
+
+class StreamClosed(VirtbenchError):
+    """A standard stream the command needs is closed (``>&-``, ``<&-``): it cannot read its
+    input or write its output, through no fault of the arguments."""
 
     exit_code = EXIT_FAILED

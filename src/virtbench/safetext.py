@@ -10,6 +10,8 @@ written by someone else. Every printer passes them through one rule per kind of 
   rich markup string (``[/dev/sdz]`` printed as written, not read as a closing tag);
   :func:`text` is a rich ``Text`` (never read as markup) for table cells and lines;
   :func:`console` makes a rich console that does not turn ``:name:`` into emoji;
+- the store: :func:`storable` writes what no database keeps (NUL, lone surrogates) as
+  :func:`visible`'s escapes, in a failed trial's error and a run's stop reason;
 - Markdown: :func:`markdown_text` writes every character Markdown or HTML acts on as a
   numeric character reference, for the report, the gate's table and job summaries;
 - CSV: :func:`csv_cell` neutralises a cell that a spreadsheet would run as a formula (OWASP:
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 __all__ = ["console", "csv_cell", "csv_document", "dumps", "finite_or_reason", "json_safe",
-           "markdown_text", "markup", "text", "visible"]
+           "markdown_text", "markup", "storable", "text", "visible"]
 
 # Kept as they are: a line break and a tab lay text out and cannot act on the terminal.
 _KEPT = frozenset("\n\t")
@@ -70,6 +72,19 @@ def visible(value: object) -> str:
     if s.isprintable():  # the common case, checked in C
         return s
     return "".join(ch if _is_shown(ch) else _escape_char(ch) for ch in s)
+
+
+_NOT_STORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: str) -> str:
+    """``value`` as the store keeps free text (a failed trial's error, a run's stop reason):
+    NUL, which PostgreSQL's text cannot hold, and lone surrogates, which no UTF-8 encoder
+    writes, as the escapes :func:`visible` shows for them (``\\x00``, ``\\udcff``), so that
+    SQLite and PostgreSQL store the same text and a report shows what the terminal would."""
+    if _NOT_STORABLE.search(value) is None:
+        return value
+    return _NOT_STORABLE.sub(lambda m: _escape_char(m.group()), value)
 
 
 def markup(value: object) -> str:
@@ -144,7 +159,8 @@ def markdown_text(value: object) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # A plain decimal number (what a spreadsheet reads as a number, not a formula): "-2.5", "+3",
 # "-1e-05". "-2+3" or "-inf" are not.
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# ASCII digits only, as virtbench.inputs.ascii_numbers reads a number (``\d`` takes "-١").
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def csv_cell(value: Any) -> Any:

@@ -194,3 +194,22 @@ def test_markdown_text_shows_every_construct_as_written() -> None:
     assert safetext.markdown_text("plain text, 1.5 %") == "plain text, 1.5 %"
     # a backslash before a | cannot end the cell (a backslash escape of the | would)
     assert safetext.markdown_text("x\\|y") == "x&#92;&#124;y"
+
+
+@given(st.text())
+@example("a\x00b\udcff\ud800")
+def test_storable_text_encodes_and_shows_as_visible_does(value: str) -> None:
+    """What the store keeps: UTF-8 with no NUL (PostgreSQL's text), the rest unchanged, and
+    NUL and lone surrogates as the escapes the terminal shows for them."""
+    stored = safetext.storable(value)
+    assert "\x00" not in stored
+    stored.encode("utf-8")  # no lone surrogate left
+    assert safetext.visible(stored) == safetext.visible(value)
+    if "\x00" not in value and not re.search("[\ud800-\udfff]", value):
+        assert stored == value
+
+
+def test_csv_numbers_are_ascii_digits() -> None:
+    """"-١" is no number to a spreadsheet: a leading minus makes it a formula."""
+    assert safetext.csv_cell("-١") == "'-١"
+    assert safetext.csv_cell("-1") == "-1"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from virtbench.inputs.ascii_numbers import DIGITS
 from virtbench.model import VirtbenchError
 from virtbench.safetext import visible
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["assess", "parse_budget"]
 
-_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
+_BUDGET = re.compile(rf"^\s*({DIGITS}(?:\.{DIGITS})?)\s*(s|m|min|h)?\s*$")
 
 
 def parse_budget(text: str) -> float:

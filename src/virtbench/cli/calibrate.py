@@ -18,6 +18,7 @@ import typer
 from virtbench import __version__, safetext
 from virtbench.cli import consoles
 from virtbench.cli.options import DEFAULT_STORE, JsonOpt, StoreOpt, number_parser, open_store
+from virtbench.inputs.ascii_numbers import is_digits
 from virtbench.model import RunFailed, VirtbenchError
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def _blocks_done(st: Store, run_ids: list[str]) -> int:
     """The highest block number the runs recorded (0: none started)."""
     numbers = [int(phase[len(BLOCK_PHASE):]) for run_id in run_ids
                for _id, phase, _t, _data in st.facts(run_id)
-               if phase.startswith(BLOCK_PHASE) and phase[len(BLOCK_PHASE):].isdigit()]
+               if phase.startswith(BLOCK_PHASE) and is_digits(phase[len(BLOCK_PHASE):])]
     return max(numbers, default=0)
 
 

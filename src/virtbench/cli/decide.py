@@ -35,6 +35,8 @@ class SidesCommand(PlainValuesCommand):
     """`compare B1 B2 -- N1 N2`: click drops a bare ``--`` (it ends the options, and options
     after the NEW runs would then be read as runs); the first one is kept as :data:`SIDES`."""
 
+    markers = (SIDES,)
+
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if "--" in args:
             at = args.index("--")

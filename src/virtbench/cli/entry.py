@@ -13,15 +13,17 @@ never reads one differently. Importing this module imports neither typer nor ric
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from virtbench.errors import StreamClosed
 from virtbench.targets.signals import keep_ignoring_sigint_but_not_in_children
 
-__all__ = ["PlainParse", "main", "plain_parse"]
+__all__ = ["STDOUT_CLOSED", "PlainParse", "guard_standard_streams", "main", "plain_parse"]
 
 # click's spelling of booleans (VIRTBENCH_DEBUG); any other value is the app's to reject.
 _TRUE = {"1", "true", "t", "yes", "y", "on"}
@@ -38,13 +40,65 @@ class PlainParse(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect
 
 def main() -> None:
     keep_ignoring_sigint_but_not_in_children()
+    guard_standard_streams()
     call = plain_parse(sys.argv[1:], os.environ.get("VIRTBENCH_DEBUG", ""))
     if call is None:
         from virtbench.cli.root import main as app
 
-        app()
+        try:
+            app()
+        except StreamClosed as exc:  # said outside a command: typer's own --help, say
+            from virtbench.cli.failures import report
+
+            sys.exit(report(exc, False))
         return
     sys.exit(_run(call))
+
+
+STDOUT_CLOSED = ("standard output is closed: nothing can be written (redirect it to a file, "
+                 "or give -o FILE where the command has it)")
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output when its descriptor was closed (``>&-``): the first write says so as
+    an error (exit 1), instead of the output being lost without a word."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # rich and click ask
+        return "utf-8"
+
+    def write(self, text: str) -> int:
+        raise StreamClosed(STDOUT_CLOSED)
+
+
+def guard_standard_streams() -> None:
+    """Standard streams that cannot fail a command with a traceback:
+
+    - a closed descriptor 0, 1 or 2 gets /dev/null, so that no file the command opens (the
+      SQLite store) takes its number and receives what a child process or a library writes
+      there; closed standard output then fails the first write as :data:`STDOUT_CLOSED`,
+      closed standard error discards (nothing could show a message), and closed standard input
+      stays ``None`` for the readers to refuse (virtbench.inputs.files);
+    - an output encoding that cannot show a character (``PYTHONIOENCODING=ascii``, or the C
+      locale's ASCII with Python's locale coercion off, and µ, ±, a name) writes it as a
+      backslash escape instead of raising ``UnicodeEncodeError``; an error handler the user
+      chose (``ascii:ignore``) is kept. (Python's ``surrogateescape`` of the C locale is
+      replaced too: what virtbench prints shows a lone surrogate as an escape already.)
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            # the lowest free descriptor: this one (those below are open by now)
+            os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if fd == 1:
+                sys.stdout = _ClosedOutput()
+            elif fd == 2:
+                sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the whole process
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict",
+                                                                      "surrogateescape"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def plain_parse(args: Sequence[str], debug_env: str) -> PlainParse | None:

@@ -27,14 +27,16 @@ help shows ``--check`` and ``--debug/--no-debug`` (tests/unit/cli/test_help_flag
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, get_origin
 
+import typer
 from typer.core import TyperCommand, TyperGroup
 
 __all__ = ["FlagsGroup", "PlainValue", "PlainValuesCommand", "check_plain_values",
-           "plain_help_option", "show_flags_as_flags", "typers_check"]
+           "plain_help_option", "refuse_non_text", "show_flags_as_flags", "typers_check"]
 
 
 def typers_check(param: Any) -> Any:
@@ -123,6 +125,32 @@ class PlainValuesCommand(TyperCommand):
 
     def get_help_option(self, ctx: Any) -> Any:
         return plain_help_option(super().get_help_option(ctx))
+
+    markers: tuple[str, ...] = ()
+    """Values the command itself puts among its arguments (compare's line between its sides),
+    which hold a NUL so that no argument can be one: exempt from the text rule."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rest: list[str] = super().parse_args(ctx, args)
+        refuse_non_text(self.params, ctx, self.markers)
+        return rest
+
+
+def refuse_non_text(params: Iterable[Any], ctx: Any, markers: tuple[str, ...] = ()) -> None:
+    """Every text value of the command line (a ``str``, or the strings of a list; a ``Path``
+    is a file name, which may hold any byte) is text by :mod:`virtbench.inputs.unicode_text`:
+    an undecodable byte (``$'\\xff'``) is refused as a bad value (exit 2) naming the option,
+    before the command passes it to a database, libvirt or a child process."""
+    from virtbench.inputs.unicode_text import text_problem
+
+    encoding = sys.getfilesystemencoding()  # the command line's (UTF-8 but in a C locale)
+    for param in params:
+        value = ctx.params.get(param.name)
+        for item in value if isinstance(value, list | tuple) else [value]:
+            problem = (text_problem(item, encoding)
+                       if isinstance(item, str) and item not in markers else None)
+            if problem is not None:
+                raise typer.BadParameter(problem, ctx=ctx, param=param)
 
 
 class FlagsGroup(TyperGroup):

@@ -15,6 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
 
+from virtbench.inputs.ascii_numbers import is_digits
+
 __all__ = [
     "MAX_COUNT",
     "MAX_DEPTH",
@@ -127,7 +129,7 @@ def parse_folded(data: bytes | str) -> Profile:
         if not line:
             continue
         body, _, count_text = line.rpartition(" ")
-        count = int(count_text) if count_text.isascii() and count_text.isdigit() else -1
+        count = int(count_text) if is_digits(count_text) else -1
         names = [_cut(name) for name in body.split(";") if name.strip()]
         if not body or count < 0 or count > MAX_COUNT or not names:
             skipped += 1

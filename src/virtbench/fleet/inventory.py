@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from ruamel.yaml.comments import CommentedMap
 
+from virtbench.inputs.ascii_numbers import DIGITS, parse_integer
 from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import PORT_MAX, PORT_MIN, VirtbenchError
 
@@ -30,7 +31,7 @@ __all__ = ["MAX_HOSTS", "FleetHost", "InventoryError", "host_from_url", "load_in
            "parse_inventory"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-_RANGE = re.compile(r"\[(\d+):(\d+)\]")
+_RANGE = re.compile(rf"\[({DIGITS}):({DIGITS})\]")
 MAX_HOSTS = 10_000
 """Most hosts one inventory may name (ranges expanded): a fleet run opens an SSH connection and
 a thread per host."""
@@ -357,7 +358,7 @@ def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source:
                              "password (use ssh-agent or ansible_ssh_private_key_file)")
     port_text = variables.get("ansible_port", variables.get("ansible_ssh_port", "22"))
     try:
-        port = int(port_text)
+        port = parse_integer(port_text)
         if not PORT_MIN <= port <= PORT_MAX:
             raise ValueError
     except ValueError:

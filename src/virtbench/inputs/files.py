@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from virtbench.errors import VirtbenchError
+from virtbench.errors import StreamClosed, VirtbenchError
 
 __all__ = ["InputFileError", "describe_size", "not_a_file", "open_input", "read_input",
            "read_opened"]
@@ -166,8 +166,12 @@ def _stdin(kind: str) -> BinaryIO:
     try:
         mode = os.fstat(0).st_mode
     except OSError:
-        raise InputFileError(f"standard input is closed; give the {kind} as a file or "
-                             "pipe it in") from None
+        mode = None
+    # None: Python found descriptor 0 closed at start-up (the console script then gives it
+    # /dev/null, so that no file opened later takes its number: virtbench.cli.entry)
+    if mode is None or sys.stdin is None:
+        raise StreamClosed(f"standard input is closed; give the {kind} as a file or "
+                           "pipe it in")
     # A terminal is read (a pasted output), and /dev/null (a run with no standard input: CI,
     # cron) is empty input; another device is refused.
     if stat.S_ISCHR(mode) and not os.isatty(0) and not _is_dev_null(0):

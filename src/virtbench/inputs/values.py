@@ -1,4 +1,5 @@
-"""Numbers and ports a user types: one rule each, for command-line options as for files.
+"""Numbers and ports a user types: one rule each, for command-line options as for files
+(written as :mod:`virtbench.inputs.ascii_numbers` reads numbers: digits 0-9).
 
 A number must be finite: ``nan`` compares false with everything, so a gate given
 ``--fail-if-worse nan`` never fired (exit 0 on a 4.7× slowdown), and ``inf`` reaches timers
@@ -13,6 +14,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from virtbench.inputs.ascii_numbers import parse_integer, parse_number
 from virtbench.model import PORT_MAX, PORT_MIN
 
 if TYPE_CHECKING:
@@ -31,8 +33,8 @@ def _refuse(message: str) -> PydanticCustomError:
 def finite_number(value: str | float, low: float | None = None, high: float | None = None,
                   *, low_open: bool = False) -> float:
     """``value`` as a finite float within [low, high] (``low_open``: above ``low``)."""
-    try:
-        number = float(value)
+    try:  # text by the one rule for numbers: digits 0-9, not every digit float() reads
+        number = parse_number(value) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
         raise _refuse(f"{value!r} is not a number") from None
     if not math.isfinite(number):
@@ -57,7 +59,7 @@ def number_parser(low: float | None = None, high: float | None = None, *,
 def port_number(value: str | int) -> int:
     """A TCP/UDP port, 1-65535 (a typer ``parser=`` too)."""
     try:
-        number = int(str(value), 10)
+        number = parse_integer(str(value))
     except ValueError:
         raise _refuse(f"{value!r} is not a port number ({PORT_MIN}-{PORT_MAX})") from None
     if not PORT_MIN <= number <= PORT_MAX:

@@ -12,7 +12,9 @@ and line, when:
   expand it more than :data:`MAX_ALIAS_RATIO`-fold once it is past :data:`ALIAS_FREE_VALUES`
   values (ordinary anchors, e.g. shared defaults, stay well inside);
 - an alias refers to a collection it is inside (a recursive structure);
-- a mapping key is a list or a mapping (``? [a, b]``: no input of virtbench has one).
+- a mapping key is a list or a mapping (``? [a, b]``: no input of virtbench has one);
+- a string is not text by :mod:`virtbench.inputs.unicode_text` (a ``\\ud800`` or ``\\u0000``
+  escape).
 
 The bounds are checked while the document is composed, before any Python object is built,
 so a hostile file fails at once (the 549-byte file: in milliseconds).
@@ -33,6 +35,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from virtbench.errors import VirtbenchError
 from virtbench.inputs.files import InputFileError, open_input
+from virtbench.inputs.unicode_text import is_text, join_surrogate_pairs, text_problem
 
 __all__ = ["ALIAS_FREE_VALUES", "MAX_ALIAS_RATIO", "MAX_BYTES", "MAX_DEPTH", "MAX_VALUES",
            "YamlInputError", "load_yaml", "read_text_file"]
@@ -148,6 +151,12 @@ class _BoundedComposer(Composer):
             raise _LimitError(problem=f"nested deeper than {MAX_DEPTH} levels",
                               problem_mark=mark)
         node = super().compose_node(parent, index)
+        if isinstance(node, ScalarNode) and not is_text(node.value):
+            # a "\ud800" or "\u0000" escape: no database, libvirt or argv takes it
+            node.value = join_surrogate_pairs(node.value)
+            problem = text_problem(node.value)
+            if problem is not None:
+                raise _limit(node, f"not text: {problem}")
         self.bounds.finish(node)
         return node
 

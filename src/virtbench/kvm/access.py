@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from virtbench.inputs.ascii_numbers import parse_integer
 from virtbench.kvm.apply import GuestProbe
 from virtbench.kvm.flag_probes import ConsoleLogProbe, TargetProbe
 from virtbench.model import VirtbenchError
@@ -22,7 +23,7 @@ def parse_ssh_spec(spec: str) -> tuple[str | None, str, int]:
     if rest.count(":") == 1:
         host, _, port_text = rest.partition(":")
         try:
-            port = int(port_text)
+            port = parse_integer(port_text)
         except ValueError as exc:
             raise VirtbenchError(f"ssh: port '{port_text}' in '{spec}' is not a number") from exc
     if not host:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from virtbench.contract import Knob, Params, Tool, parsed_by
+from virtbench.inputs.ascii_numbers import DIGITS, is_digits
 from virtbench.labs.cgroups import Cgroup, CgroupLimits, remove_cgroup_dir
 from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
@@ -77,7 +78,7 @@ def parse_vm_size(value: Any) -> VmSize:
     if value is None or value == "host":
         return VmSize()
     if isinstance(value, str):
-        match = re.fullmatch(r"\s*(\d+)\s*x\s*(\d+)\s*", value)
+        match = re.fullmatch(rf"\s*({DIGITS})\s*x\s*({DIGITS})\s*", value)
         if not match:
             raise VirtbenchError(f"knob vm_size={value!r}: expected {{vcpus: N, memory_mib: M}}, "
                                  "'NxM' (e.g. '2x1024') or 'host'")
@@ -104,7 +105,7 @@ def parse_filesystem(value: Any, default_size_mib: int) -> tuple[str, str | None
                              f"use one of dir:PATH, ext4, xfs, tmpfs")
     size = default_size_mib
     if rest:
-        if not rest.isdigit() or int(rest) < 16:
+        if not is_digits(rest) or int(rest) < 16:
             raise VirtbenchError(f"knob filesystem={value!r}: size after ':' must be MiB >= 16")
         size = int(rest)
     return kind, None, size

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from virtbench.errors import VirtbenchError
+from virtbench.inputs.ascii_numbers import is_digits
 from virtbench.net_qos.qos_figures import CaptureQos, capture_throughput_mbps
 
 if TYPE_CHECKING:
@@ -127,7 +128,9 @@ def _flow_of(key: Sequence[int] | npt.NDArray[np.int64]) -> Flow:
 
 _SPEC_HELP = ("expected 'udp', 'tcp', 'tcp:5201' (either port), or a 5-tuple "
               "'PROTO:SRC:SPORT:DST:DPORT' (IPv6 addresses in brackets, '*' for any part)")
-_TUPLE = re.compile(r"^(\w+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+):(\[[^\]]*\]|[^:\[\]]+):(\*|\d+)$")
+# A port is any text here, so that _port says what is wrong with it (digits 0-9 only).
+_PART = r"(\[[^\]]*\]|[^:\[\]]+)"
+_TUPLE = re.compile(rf"^(\w+):{_PART}:([^:\[\]]+):{_PART}:([^:\[\]]+)$")
 
 
 class FlowSpec(NamedTuple):
@@ -177,7 +180,7 @@ def _proto(text: str, spec: str) -> str | None:
 def _port(text: str, spec: str) -> int | None:
     if text == "*":
         return None
-    if not text.isdigit() or int(text) > 65535:
+    if not is_digits(text) or int(text) > 65535:  # the one rule: digits 0-9
         raise FlowSpecError(f"--flow {spec!r}: port {text!r} is not 0–65535; {_SPEC_HELP}")
     return int(text)
 

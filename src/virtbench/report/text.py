@@ -13,6 +13,7 @@ from rich.text import Text
 
 from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
+from virtbench.inputs.ascii_numbers import is_digits
 from virtbench.model import Metric, better_text, direction_text, parse_better
 from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
@@ -179,7 +180,8 @@ def section_tables(columns: list[str], rows: list[list[str]], width: int) -> lis
     identify a row and are never cut; the rest moves to continued tables when too wide."""
     labels = 1
     while (labels < min(2, len(columns) - 1)
-           and all(not row[labels][:1].isdigit() and row[labels][:1] not in "+-–" for row in rows)):
+           and all(not is_digits(row[labels][:1]) and row[labels][:1] not in "+-–"
+                   for row in rows)):
         labels += 1
     ident = [[safetext.text(c) for c in row[:labels]] for row in rows]
     cells = [dict(zip(columns[labels:], row[labels:], strict=True)) for row in rows]

@@ -12,6 +12,7 @@ import re
 import socket
 from collections.abc import Callable, Sequence
 
+from virtbench.inputs.ascii_numbers import is_digits
 from virtbench.model import RunFailed, VirtbenchError
 
 __all__ = ["bind", "check_host", "check_port", "run_server"]
@@ -36,7 +37,7 @@ def check_host(host: str) -> str:
         pass
     labels = host.removesuffix(".").split(".")
     if (len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels)
-            or all(label.isdigit() for label in labels)):
+            or all(is_digits(label) for label in labels)):
         raise VirtbenchError(f"--host {host!r}: not an IP address or host name")
     return host
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from virtbench.inputs.unicode_text import is_text, text_problem
 from virtbench.model import Domain, Metric, RunFailed, VirtbenchError, parse_better
 from virtbench.store.columns import checked, listed
 from virtbench.store.ids import check_run_ref
@@ -40,13 +41,24 @@ NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; 
 
 def store_url(location: str) -> str:
     """Accept a SQLAlchemy URL, a ``postgresql://`` URL, or a plain SQLite file path (the
-    result holds the password a URL gives: it is never shown, store/redaction.py shows it)."""
+    result holds the password a URL gives: it is never shown, store/redaction.py shows it); a
+    location that cannot be one (not text, a symlink loop) is a VirtbenchError (exit 2)."""
+    if "://" in location and not is_text(location):  # an undecodable byte, NUL: not a URL
+        raise VirtbenchError(f"store {shown(location)!r}: not a URL: "
+                             f"{text_problem(location)}")
     check_location(location)
     if location.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + location.split("://", 1)[1]
     if "://" in location:
         return location
-    return f"sqlite:///{Path(location).expanduser().resolve()}"
+    try:  # a file name may hold any byte but NUL (a surrogate escape is its byte again)
+        path = Path(location).expanduser().resolve()
+    except (ValueError, UnicodeError, RuntimeError, OSError) as exc:
+        reason = "a symlink loop" if isinstance(exc, RuntimeError) else (
+            exc.strerror if isinstance(exc, OSError) else text_problem(location) or str(exc))
+        raise VirtbenchError(f"store {location!r}: not a usable file name "
+                             f"({reason}; check --store or VIRTBENCH_STORE)") from None
+    return f"sqlite:///{path}"
 
 
 # How long a SQLite connection waits for another process's lock before it fails: every
@@ -253,8 +265,8 @@ class StoreReader:
         try:
             check_run_ref(ref)
         except VirtbenchError:
-            # (NUL: PostgreSQL refuses it in a query, and no URL or argument carries it)
-            legacy = None if "\x00" in ref else self.run_by_id(ref)
+            # (not text: no stored id holds it, and a database refuses it in a query)
+            legacy = self.run_by_id(ref) if is_text(ref) else None
             if legacy is None:
                 raise
             return legacy

@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
+from virtbench import safetext
 from virtbench.model import Artifact, Measurement, Metric, VirtbenchError, better_text
 from virtbench.store import schema as s
 from virtbench.store.columns import insert_sql, listed, written
@@ -343,7 +344,7 @@ class Store(StoreReader):
         def write() -> None:
             with self.engine.begin() as conn:
                 conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
-                    status=status, stop_reason=stop_reason,
+                    status=status, stop_reason=safetext.storable(stop_reason),
                     ended_at=None if status == "running" else time.time()))
 
         try:
@@ -422,7 +423,8 @@ def trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
     """The row of ``trial`` in the trials table, by column (all but the id it is given)."""
     return {"run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
             "repetition": trial.repetition, "order_index": trial.order_index,
-            "warmup": trial.warmup, "status": trial.status, "error": trial.error,
+            "warmup": trial.warmup, "status": trial.status,
+            "error": safetext.storable(trial.error),
             "started_at": trial.started_at, "ended_at": trial.ended_at, "target": trial.target,
             "facts_id": trial.facts_id,
             "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}

@@ -1,8 +1,9 @@
-"""Hostile stored text through the real CLI and a real SQLite store: names, descriptions, stop
-reasons, a failing command's stderr, knobs, hosts and facts carrying rich markup (`[/]`,
-`[/dev/sdz]`), terminal escapes (OSC title, CR, BEL, C1, bidi overrides) and spreadsheet
-formulas. Every command that shows them must not crash, let a control character reach the
-terminal, write a live formula into a CSV, or print anything but strict JSON."""
+"""Hostile stored text through the real CLI and a real SQLite or PostgreSQL store: names,
+descriptions, stop reasons, a failing command's stderr, knobs, hosts and facts carrying rich
+markup (`[/]`, `[/dev/sdz]`), terminal escapes (OSC title, CR, BEL, C1, bidi overrides),
+spreadsheet formulas, and what no database keeps (NUL, a lone surrogate: an undecodable byte).
+Every command that shows them must not crash, let a control character reach the terminal,
+write a live formula into a CSV, or print anything but strict JSON."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from virtbench.store import Store, TrialRecord
 NAMES = ["[/]", "[bold]b", "\x1b]0;title\x07t", "c\rd", "evil\u202eexe", "=cmd|' /C calc'!A0",
          '=HYPERLINK("http://x.example","y")', "-2+3", "@SUM(1)", "\x9b31mc1 :smile:"]
 WORKLOAD = "wl[/]\x1b[2J"
-STOP_REASON = "[/dev/sdz] \x1b]0;pwned\x07 =1+1 stopped"
+STOP_REASON = "[/dev/sdz] \x1b]0;pwned\x07 =1+1 stopped\x00\udcff"
 METRICS = [Metric("time", "s", Better.LOWER, "time [/] of one \x1b[31mrun\x1b[0m", True),
            Metric("rate", "ops/s", Better.HIGHER, "=cmd|' /C calc'!A0 per second")]
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # rich's own colours: the only escapes allowed
@@ -65,21 +66,38 @@ def _fill(store: Store, knobs: bool, scale: float, names: list[str] = NAMES,
     now = time.time()
     store.record_trial(run_id, TrialRecord(
         variant=names[2], workload_id=workload, repetition=9, order_index=order, warmup=False,
-        status="failed", error="dd: [/dev/sdz]: \x1b[2J\x1b]0;err\x07 =cmd|' /C calc'!A0",
+        status="failed", error="dd: [/dev/sdz]: \x1b[2J\x1b]0;err\x07 =cmd|' /C calc'!A0\x00\udcff",
         started_at=now, ended_at=now, target="local", facts_id=None, notes={}), [], {})
     store.set_run_status(run_id, "failed", STOP_REASON)
     return run_id
 
 
-@pytest.fixture(scope="module")
-def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
-    location = str(tmp_path_factory.mktemp("hostile") / "hostile.db")
+def _hostile_runs(location: str) -> tuple[str, str, str]:
     store = Store(location)
     try:
+        for run in store.runs():  # a PostgreSQL database other tests used
+            store.delete_run(run.id)
         first, second = _fill(store, False, 1e-3), _fill(store, True, 2e-3)
     finally:
         store.close()
     return location, first, second
+
+
+@pytest.fixture(scope="module")
+def hostile_sqlite(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
+    """The hostile runs in a SQLite store: the HTML and serve tests (the same reads as the
+    terminal's, and the dearest tests here) use this one alone."""
+    return _hostile_runs(str(tmp_path_factory.mktemp("hostile") / "hostile.db"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def hostile_store(request: pytest.FixtureRequest,
+                  hostile_sqlite: tuple[str, str, str]) -> tuple[str, str, str]:
+    """The hostile runs in SQLite, then in PostgreSQL (which refused NUL where SQLite kept
+    it): the terminal, CSV and JSON outputs of each."""
+    if request.param == "sqlite":
+        return hostile_sqlite
+    return _hostile_runs(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture(params=["pipe", "terminal"])
@@ -254,23 +272,29 @@ def test_markdown_report_shows_names_as_written(which: str,
         assert "\\[/\\]" not in out  # not rich's escapes either
 
 
-def test_a_failing_command_with_markup_in_stderr_ends_as_a_failed_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_failing_command_with_markup_in_stderr_ends_as_a_failed_run(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
     """`[/dev/sdz]` in a failing command's stderr crashed the run (exit 3); the crash text
-    became the stop reason, and `runs` then crashed for the whole store."""
+    became the stop reason, and `runs` then crashed for the whole store. A NUL in it stopped a
+    run on PostgreSQL ("text fields cannot contain NUL") where SQLite kept the failed trial."""
     def experiment_file(second_variant: str) -> Path:
         experiment = tmp_path / "fail.yaml"
         experiment.write_text(
             "name: hostile-run\n"
             f"variants:\n  - {{name: \"[/]\"}}\n  - {{name: \"{second_variant}\"}}\n"
             "workloads:\n  - {name: exec.command, params: {argv: [sh, -c, 'printf \"dd: "
-            "[/dev/sdz]: \\033]0;t\\007 No such device\" >&2; exit 1']}}\n"
+            "[/dev/sdz]: \\033]0;t\\007 No such device\\000\\377\" >&2; exit 1']}}\n"
             "repetitions: 2\nwarmup: 0\n")
         return experiment
 
     location = str(tmp_path / "r.db")
+    if backend == "postgresql":  # the hostile runs may be there too: `runs` lists them all
+        location = request.getfixturevalue("postgres_url")
     result = _invoke(["run", str(experiment_file("[bold]variant")), "--store", location])
     assert result.exit_code == 1, result.stderr
     assert "[/dev/sdz]" in result.stderr and "\\x1b]0;t\\x07" in result.stderr
+    assert "No such device\\x00\ufffd" in result.stderr  # NUL shown; not UTF-8: U+FFFD
     assert "\x1b" not in result.stderr  # the ESC of the stderr is shown, never sent
     runs = _invoke(["runs", "--store", location])
     assert runs.exit_code == 0 and "failed" in runs.stdout
@@ -313,14 +337,14 @@ def test_parse_json_is_strict_for_a_tool_output_with_non_finite_figures(
 
 
 def test_serve_downloads_neutralise_formulas_and_are_strict_json(
-        hostile_store: tuple[str, str, str]) -> None:
+        hostile_sqlite: tuple[str, str, str]) -> None:
     """/runs.csv, a run's, a comparison's and the history's downloads (CSV and JSON) over the
     same hostile store: no live formula in any CSV cell, every JSON strict."""
     from starlette.testclient import TestClient
 
     from virtbench.serve import create_app
 
-    location, first, second = hostile_store
+    location, first, second = hostile_sqlite
     store = Store(location)
     csv_cells = 0
     try:
@@ -346,14 +370,14 @@ def test_serve_downloads_neutralise_formulas_and_are_strict_json(
 
 
 def test_html_report_and_pages_show_control_characters_as_escapes(
-        hostile_store: tuple[str, str, str], tmp_path: Path) -> None:
+        hostile_sqlite: tuple[str, str, str], tmp_path: Path) -> None:
     """The HTML report (and serve's pages, same templates) escaped markup but let ESC, BEL and
     U+202E through: a bidi override reverses the name a reader sees."""
     from starlette.testclient import TestClient
 
     from virtbench.serve import create_app
 
-    location, first, second = hostile_store
+    location, first, second = hostile_sqlite
     out = tmp_path / "report.html"
     assert _invoke(["report", first, "--store", location, "-f", "html", "-o",
                     str(out)]).exit_code == 0

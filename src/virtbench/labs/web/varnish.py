@@ -6,9 +6,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from virtbench.inputs.ascii_numbers import DIGITS
+
 __all__ = ["StorageChoice", "parse_size", "parse_storage", "varnishd_argv", "vcl"]
 
-_SIZE = re.compile(r"^(\d+)([kKmMgGtT]?)$")
+_SIZE = re.compile(rf"^({DIGITS})([kKmMgGtT]?)$")
 
 
 def parse_size(text: str) -> int:
