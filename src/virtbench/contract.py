@@ -34,8 +34,10 @@ __all__ = [
     "Params",
     "Port",
     "Realisation",
+    "SshWord",
     "Tool",
     "missing_tools",
+    "not_an_option",
     "parsed_by",
     "types_of",
 ]
@@ -71,6 +73,18 @@ Port = Annotated[int, Field(ge=PORT_MIN, le=PORT_MAX, description="TCP or UDP po
 
 FINITE = ConfigDict(allow_inf_nan=False)
 """Numbers are finite: NaN and ±Infinity (YAML's .nan, .inf; "nan" as text) are refused."""
+
+
+def not_an_option(value: str, what: str) -> str:
+    """A host name, address or user that reaches ssh's command line: a leading '-' would be
+    read as an option (``-oProxyCommand=...``), so it is refused where the value is read."""
+    if value.startswith("-"):
+        raise ValueError(f"{what} {value!r} starts with '-': ssh would read it as an option")
+    return value
+
+
+SshWord = Annotated[str, AfterValidator(lambda value: not_an_option(value, "the value"))]
+"""A host name, address or login for ssh (a parameter): never a leading '-'."""
 
 
 def types_of(annotation: Any) -> list[Any]:
