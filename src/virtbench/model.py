@@ -7,10 +7,11 @@ from enum import StrEnum
 
 from virtbench.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, VirtbenchError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "FOLDED_MEDIA_TYPE", "PORT_MAX", "PORT_MIN",
-           "PROFILE_ARTIFACT", "PROFILE_PREFIX", "PROFILE_SUMMARY_ARTIFACT",
-           "PROFILE_WORKLOAD_ARTIFACT", "Artifact", "Better", "Domain", "Measurement", "Metric",
-           "RunFailed", "VirtbenchError", "default_domain"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "FOLDED_MEDIA_TYPE", "NOT_JUDGED", "NO_DIRECTION",
+           "PORT_MAX", "PORT_MIN", "PROFILE_ARTIFACT", "PROFILE_PREFIX",
+           "PROFILE_SUMMARY_ARTIFACT", "PROFILE_WORKLOAD_ARTIFACT", "Artifact", "Better", "Domain",
+           "Measurement", "Metric", "RunFailed", "VirtbenchError", "better_text", "default_domain",
+           "direction_text", "parse_better"]
 
 PORT_MIN, PORT_MAX = 1, 65535
 """A TCP or UDP port's range, wherever one is given (files: contract.Port; options:
@@ -20,6 +21,37 @@ inputs.values.port_number); here, below both, so that an option parser imports n
 class Better(StrEnum):
     LOWER = "lower"
     HIGHER = "higher"
+
+
+NO_DIRECTION = "none"
+"""How a metric without a direction is written (store, result files, JSON): a count that
+describes the trial (packets a probe sent, requests scheduled), neither better nor worse."""
+NOT_JUDGED = ("no direction (a count that describes the trial): no verdict, no best "
+              "configuration, no gate decision")
+"""What every verdict-giving output says of a metric without a direction it leaves out."""
+
+
+def parse_better(value: object, where: str) -> Better | None:
+    """A metric's declared direction from a plugin, the store or a file: 'lower', 'higher', or
+    'none' / None for no direction. Anything else is refused, naming ``where`` (the metric)."""
+    if value is None or value == NO_DIRECTION:
+        return None
+    if isinstance(value, str) and value in {b.value for b in Better}:
+        return Better(value)
+    shown = repr(value)[:60]
+    raise VirtbenchError(f"{where}: field 'better' must be 'lower', 'higher' or "
+                         f"'{NO_DIRECTION}' (no direction: a count that describes the trial), "
+                         f"got {shown}")
+
+
+def direction_text(better: Better | None) -> str:
+    """'higher is better', 'lower is better' or 'no direction': what reports print."""
+    return f"{better.value} is better" if better is not None else "no direction"
+
+
+def better_text(better: Better | None) -> str:
+    """'lower', 'higher' or 'none': the direction as stored and written to JSON."""
+    return NO_DIRECTION if better is None else better.value
 
 
 class Domain(StrEnum):
@@ -48,6 +80,10 @@ def default_domain(unit: str) -> Domain:
 class Metric:
     """A declared metric: what a number means, in which unit, and which direction is better.
 
+    ``better`` None (or 'none'): no direction. The metric describes the trial (a count of
+    probes sent, of packets captured): it is reported, but gets no speedup, no verdict, no best
+    configuration and no gate decision. A primary metric needs a direction.
+
     ``domain`` (default: from the unit, see ``default_domain``) keeps intervals inside what the
     quantity can be; a percentage that can exceed 100 (CPU use over several cores) declares
     ``Domain.POSITIVE``.
@@ -55,16 +91,31 @@ class Metric:
 
     name: str
     unit: str
-    better: Better
+    better: Better | None
     description: str
     primary: bool = False
     domain: Domain | None = None
 
     def __post_init__(self) -> None:
+        where = f"metric {self.name!r}"
+        object.__setattr__(self, "better", parse_better(self.better, where))
+        if self.primary and self.better is None:
+            raise VirtbenchError(f"{where}: a primary metric needs a direction (field 'better': "
+                                 "'lower' or 'higher'); it is the headline speedup")
         if self.domain is None:
             object.__setattr__(self, "domain", default_domain(self.unit))
         else:  # a plain string from a plugin or the store
             object.__setattr__(self, "domain", Domain(self.domain))
+
+    @property
+    def directed(self) -> bool:
+        """The metric has a direction: verdicts, speedups and a best configuration apply."""
+        return self.better is not None
+
+    @property
+    def direction_text(self) -> str:
+        """'higher is better', 'lower is better' or 'no direction' (what reports print)."""
+        return direction_text(self.better)
 
     @property
     def value_domain(self) -> Domain:

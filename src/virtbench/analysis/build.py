@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from virtbench.analysis.noise import summarise_noise
 from virtbench.analysis.report_model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
-from virtbench.model import Domain, Metric, VirtbenchError
+from virtbench.model import Better, Domain, Metric, VirtbenchError
 from virtbench.stats import (
     MainEffect,
     choose_test,
@@ -199,7 +199,7 @@ def _compare_with_references(rows: list[MetricRow], reference: dict[str, str | N
         for row in family:
             ref = reference.get(row.variant)
             row.reference = ref
-            if ref is None:
+            if ref is None or row.metric.better is None:  # no direction: no speedup, no test
                 continue
             base = _array(values.get((ref, wid, mname), []))
             sample = _array(values.get((row.variant, wid, mname), []))
@@ -213,9 +213,12 @@ def _compare_with_references(rows: list[MetricRow], reference: dict[str, str | N
 
 def _compare_row(row: MetricRow, base: npt.NDArray[np.float64],
                  sample: npt.NDArray[np.float64], confidence: float, seed: int) -> None:
+    better = row.metric.better
+    if better is None:
+        return
     # A baseline mean of 0 (no loss at all) has no ratio: nan, without a warning.
     with np.errstate(divide="ignore", invalid="ignore"):
-        row.speedup = speedup_ci(base, sample, row.metric.better, confidence, seed=seed)
+        row.speedup = speedup_ci(base, sample, better, confidence, seed=seed)
     with warnings.catch_warnings():
         # scipy warns about precision loss for near-constant groups; the p-value it
         # returns is still the right one to report.
@@ -236,7 +239,7 @@ def _factor_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: s
         return effects
     for (wid, mname), metric in data.metric_defs.items():
         present = _measured(data, variants, wid, mname)
-        if len(present) < 2:
+        if len(present) < 2 or metric.better is None:  # no direction: no effect to rank
             continue
         groups = {frozenset(map(str, v.knobs[factor_knob])): data.values[(v.name, wid, mname)]
                   for v in present}
@@ -251,14 +254,15 @@ def _factor_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: s
 
 def _best_variants(data: _Gathered, variants: list[VariantInfo]
                    ) -> dict[tuple[str, str], tuple[str, float]]:
-    """The variant with the best mean of each (workload, metric), and that mean."""
+    """The variant with the best mean of each (workload, metric) with a direction, and that
+    mean; a metric without one has no best configuration."""
     best = {}
     for (wid, mname), metric in data.metric_defs.items():
         present = _measured(data, variants, wid, mname)
-        if not present:
+        if not present or metric.better is None:
             continue
         means = {v.name: float(np.mean(data.values[(v.name, wid, mname)])) for v in present}
-        pick = min if metric.better.value == "lower" else max
+        pick = min if metric.better is Better.LOWER else max
         name = pick(means, key=lambda n: means[n])
         best[(wid, mname)] = (name, means[name])
     return best

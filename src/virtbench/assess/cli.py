@@ -73,7 +73,7 @@ def assess(
     progress = ProgressHook()
     if not as_json:  # a JSON reader gets one document on stdout and nothing else
         typer.echo(visible(f"assessing {'domain ' + domain if domain else 'this machine'} "
-                           f"within {seconds:g} s (measurements are stored in {store})"),
+                           f"within {seconds:g} s (measurements are stored in {st.shown})"),
                    err=True)
     if ssh and not domain:
         raise VirtbenchError("--ssh reads a domain's guest: give --domain too (without it, "

@@ -125,7 +125,7 @@ def calibrate(
     done = cal.measure(budget)
     if done.stopped:
         cal.end_by_budget(done.stopped)
-    document = cal.store_profile(store, detect, done)
+    document = cal.store_profile(detect, done)
     if as_json:
         sys.stdout.write(safetext.dumps(document, indent=2) + "\n")
         return
@@ -339,8 +339,7 @@ class _Calibration:
         for run_id in self.unfinished():
             self.st.set_run_status(run_id, "complete", f"calibration {self.id}: {stopped}")
 
-    def store_profile(self, store: str, detect: float | None,
-                      done: BlocksOutcome) -> dict[str, Any]:
+    def store_profile(self, detect: float | None, done: BlocksOutcome) -> dict[str, Any]:
         """Build the noise profile of the runs, store it, and return the plan document."""
         from virtbench.decide.calibration import build_profile, plan_document
         from virtbench.decide.runs import load_run
@@ -352,7 +351,7 @@ class _Calibration:
             experiment=profile.experiment, host=profile.host, variant=profile.variant,
             run_ids=profile.run_ids, data=profile.data(), version=__version__)
         consoles.err.print(safetext.text(
-            f"noise profile {profile.id} stored in {store} for host {profile.host} "
+            f"noise profile {profile.id} stored in {st.shown} for host {profile.host} "
             f"(fingerprint {profile.fingerprint}) and experiment file "
             f"{profile.experiment_hash}"), highlight=False)
         document = plan_document(profile, _repetitions(self.exp), detect, done.stopped)

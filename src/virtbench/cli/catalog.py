@@ -12,6 +12,7 @@ import typer
 from virtbench import safetext
 from virtbench.cli import consoles
 from virtbench.cli.options import JsonOpt
+from virtbench.model import better_text, direction_text, parse_better
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -32,7 +33,7 @@ def workloads(as_json: JsonOpt = False) -> None:
     for name, cls in all_workloads().items():
         described.append({
             "name": name, "description": cls.description,
-            "metrics": [{"name": m.name, "unit": m.unit, "better": m.better.value,
+            "metrics": [{"name": m.name, "unit": m.unit, "better": better_text(m.better),
                          "domain": m.value_domain.value,
                          "primary": m.primary, "description": m.description}
                         for m in cls.metrics],
@@ -49,8 +50,9 @@ def workloads(as_json: JsonOpt = False) -> None:
                       f"{safetext.markup(w['description'])}")
         for m in w["metrics"]:
             star = " (primary)" if m["primary"] else ""
-            console.print(safetext.text(f"  metric {m['name']} [{m['unit']}, {m['better']} is "
-                                        f"better]{star}: {m['description']}"), highlight=False)
+            direction = direction_text(parse_better(m["better"], m["name"]))
+            console.print(safetext.text(f"  metric {m['name']} [{m['unit']}, {direction}]{star}: "
+                                        f"{m['description']}"), highlight=False)
         _print_params_and_tools(w)
 
 

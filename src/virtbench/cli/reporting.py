@@ -27,28 +27,30 @@ FORMATS = ("table", "json", "csv", "markdown", "html")
 
 def report_runs(runs: list[str], store: str, fmt: str, output_path: Path | None,
                 baseline: str | None = None, details: bool = False,
-                compare_by: str | None = None) -> None:
+                compare_by: str | None = None, all_metrics: bool = False) -> None:
     """`report RUNS --format FMT --output PATH ...` (an html report goes to report.html unless
     told otherwise)."""
     if fmt not in FORMATS:
         raise VirtbenchError(f"--format must be one of {', '.join(FORMATS)}")
     if fmt == "html" and output_path is None:
         output_path = Path("report.html")
-    show_report(runs, open_reader(store), fmt, output_path, baseline, details, compare_by)
+    show_report(runs, open_reader(store), fmt, output_path, baseline, details, compare_by,
+                all_metrics)
 
 
 def show_report(run_ids: list[str], st: StoreReader, fmt: str, output_path: Path | None,
                 baseline: str | None = None, details: bool = False,
-                compare_by: str | None = None) -> None:
+                compare_by: str | None = None, all_metrics: bool = False) -> None:
     """The report of ``run_ids`` (references: ids, prefixes, names, 'latest') from ``st``."""
-    show_reports(run_ids, st, [(fmt, output_path)], baseline, details, compare_by)
+    show_reports(run_ids, st, [(fmt, output_path)], baseline, details, compare_by, all_metrics)
 
 
 def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, Path | None]],
                  baseline: str | None = None, details: bool = False,
-                 compare_by: str | None = None) -> None:
+                 compare_by: str | None = None, all_metrics: bool = False) -> None:
     """The report of ``run_ids`` in each (format, path) of ``outputs``, analysed once
-    (`run --report`: the terminal table and the HTML file)."""
+    (`run --report`: the terminal table and the HTML file); ``all_metrics``: the table format
+    prints every metric's tables, not only the key ones (report/key_results.py)."""
     from virtbench.analysis import analyse
     from virtbench.plugins import build_sections
 
@@ -60,15 +62,16 @@ def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, P
     sections = build_sections(analysis) if any(f != "csv" for f, _ in outputs) else []
     for fmt, output_path in outputs:
         _render(st, run_ids, analysis, [] if fmt == "csv" else sections, fmt, output_path,
-                details)
+                details, all_metrics)
 
 
 def _render(st: StoreReader, run_ids: list[str], analysis: Any, sections: list[Any], fmt: str,
-            output_path: Path | None, details: bool) -> None:
+            output_path: Path | None, details: bool, all_metrics: bool = False) -> None:
     from virtbench.report import text
 
     if fmt == "table" and output_path is None:
-        text.render_terminal(analysis, consoles.console, details, sections=sections)
+        text.render_terminal(analysis, consoles.console, details, sections=sections,
+                             all_metrics=all_metrics)
         return
     if fmt == "html":
         from virtbench.report.html import render_html
@@ -78,7 +81,8 @@ def _render(st: StoreReader, run_ids: list[str], analysis: Any, sections: list[A
     elif fmt == "table":
         file_console = safetext.console(record=True, width=160,
                                         file=open(os.devnull, "w"))  # noqa: SIM115
-        text.render_terminal(analysis, file_console, details, sections=sections)
+        text.render_terminal(analysis, file_console, details, sections=sections,
+                             all_metrics=all_metrics)
         rendered = file_console.export_text()
     elif fmt == "csv":
         rendered = text.render_csv(analysis)

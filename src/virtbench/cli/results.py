@@ -37,9 +37,13 @@ def report(
     compare_by: Annotated[str | None, typer.Option(
         help="compare each variant with the one differing only in this knob (e.g. switch)")]
     = None,
+    all_metrics: Annotated[bool, typer.Option(
+        "--all", help="table format: every metric's tables, not only the primary and study "
+                      "metrics (the others are named on one line)")] = False,
 ) -> None:
     """Statistics per variant × workload × metric; several runs are compared side by side."""
-    report_runs(runs or ["latest"], store, format, output, baseline, details, compare_by)
+    report_runs(runs or ["latest"], store, format, output, baseline, details, compare_by,
+                all_metrics)
 
 
 @app.command("runs")

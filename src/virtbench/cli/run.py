@@ -131,7 +131,7 @@ def _record(st: Store, resume: str | None, name: str, text: str, spec_path: str)
         candidates = [r for r in st.runs() if r.experiment == name
                       and r.status != "complete" and r.calibration is None]
         if not candidates:
-            raise VirtbenchError(f"no unfinished run of {name} in {st.location}")
+            raise VirtbenchError(f"no unfinished run of {name} in {st.shown}")
         resume = candidates[-1].id
     return RunRecord.resume(st, resume, text, spec_path)
 
@@ -142,6 +142,7 @@ def _run_here(plan: Plan, record: RunRecord, store: str, experiment: Path, *, st
     from virtbench.cli.progress import RichProgress
     from virtbench.preflight import NoiseWatch
     from virtbench.runner import Runner
+    from virtbench.store.redaction import shown
 
     err = consoles.err
     noise = NoiseWatch()
@@ -156,12 +157,13 @@ def _run_here(plan: Plan, record: RunRecord, store: str, experiment: Path, *, st
     except KeyboardInterrupt as exc:
         # typer turns KeyboardInterrupt into a silent exit 130: say what happened first.
         err.print(f"[yellow]interrupted[/] ({safetext.markup(exc) or 'SIGINT'}): the samples "
-                  f"measured so far are stored in {safetext.markup(store)}; continue with "
+                  f"measured so far are stored in {safetext.markup(shown(store))}; continue with "
                   f"`virtbench run {safetext.markup(experiment)} --resume latest`",
                   highlight=False)
         raise typer.Exit(130) from exc
     err.print(safetext.text(f"run {outcome.run_id}: {outcome.status} — {outcome.stop_reason}; "
-                            f"{outcome.trials} trials, {outcome.failures} failed; store {store}"),
+                            f"{outcome.trials} trials, {outcome.failures} failed; "
+                            f"store {shown(store)}"),
               highlight=False)
     return outcome.run_id
 

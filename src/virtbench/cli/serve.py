@@ -30,6 +30,7 @@ def serve(
     """A read-only web app over the store: runs, live progress, reports, downloads."""
     from virtbench.serve.guard import allowed_host
     from virtbench.serve.server import run_server
+    from virtbench.store.redaction import shown
 
     names = [allowed_host(name) for name in allow_host or []]
 
@@ -38,7 +39,7 @@ def serve(
             consoles.err.print(f"[yellow]warning:[/] binding {safetext.markup(host)}: anyone who "
                                "reaches this address can read every result in the store "
                                "(the app has no login)", highlight=False)
-        consoles.err.print(safetext.text(f"serving {store} at {url} (read-only; Ctrl-C stops)"),
-                           highlight=False)
+        consoles.err.print(safetext.text(f"serving {shown(store)} at {url} (read-only; Ctrl-C "
+                                         "stops)"), highlight=False)
 
     run_server(store, host, port, announce, names)

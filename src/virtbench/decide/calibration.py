@@ -16,7 +16,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from virtbench.decide.runs import RunData
-from virtbench.model import Better, Metric, VirtbenchError
+from virtbench.model import (
+    NOT_JUDGED,
+    Metric,
+    VirtbenchError,
+    better_text,
+    parse_better,
+)
 from virtbench.stats.between_runs import (
     VarianceComponents,
     between_sd_interval,
@@ -56,7 +62,7 @@ class MetricNoise:
     def as_dict(self) -> dict[str, Any]:
         c = self.components
         return {"workload_id": self.workload_id, "metric": self.metric.name,
-                "unit": self.metric.unit, "better": self.metric.better.value,
+                "unit": self.metric.unit, "better": better_text(self.metric.better),
                 "description": self.metric.description,
                 "components": asdict(c) if c is not None else None,
                 "between_sd_ci": list(self.between_sd_ci) if c is not None else None,
@@ -64,7 +70,8 @@ class MetricNoise:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricNoise:
-        metric = Metric(str(data["metric"]), str(data["unit"]), Better(data["better"]),
+        metric = Metric(str(data["metric"]), str(data["unit"]),
+                        parse_better(data["better"], f"noise profile metric {data['metric']!r}"),
                         str(data.get("description") or ""))
         raw = data.get("components")
         components = None
@@ -180,9 +187,11 @@ def plan_rows(profile: NoiseProfile, n: int, detect_pct: float | None = None,
         c, metric = entry.components, entry.metric
         row: dict[str, Any] = {
             "workload_id": entry.workload_id, "metric": metric.name, "unit": metric.unit,
-            "better": metric.better.value, "description": metric.description,
+            "better": better_text(metric.better), "description": metric.description,
             "problem": entry.problem or None}
-        if c is None:
+        if metric.better is None:  # never judged, so nothing to detect
+            row["problem"] = NOT_JUDGED
+        if c is None or metric.better is None:
             rows.append(row)
             continue
         row |= {"scale": c.scale, "runs": c.runs, "values": c.values, "mean": c.mean,

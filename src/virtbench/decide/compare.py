@@ -20,7 +20,7 @@ import numpy.typing as npt
 from virtbench.decide.calibration import NoiseProfile
 from virtbench.decide.comparability import Difference, differences
 from virtbench.decide.runs import RunData
-from virtbench.model import PROFILE_PREFIX, Better, Metric, VirtbenchError
+from virtbench.model import NOT_JUDGED, PROFILE_PREFIX, Better, Metric, VirtbenchError, better_text
 from virtbench.stats import holm
 from virtbench.stats._sample import SampleLike
 from virtbench.stats.bayes import DEFAULT_PRIOR_RATIO
@@ -103,7 +103,7 @@ class ComparisonRow:
         r = self.result
         return {"variant": self.variant, "workload_id": self.workload_id,
                 "workload": self.workload, "metric": self.metric.name, "unit": self.metric.unit,
-                "better": self.metric.better.value, "n_base": r.n_base, "n_new": r.n_new,
+                "better": better_text(self.metric.better), "n_base": r.n_base, "n_new": r.n_new,
                 "mean_base": r.mean_base, "mean_new": r.mean_new, "ratio": r.ratio,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "verdict": r.verdict,
                 "p_equivalent": r.p_equivalent, "p_worse": r.p_worse,
@@ -131,6 +131,9 @@ class Comparison:
     base_runs: list[RunData] = field(default_factory=list)
     """every BASE run (several with `compare B1 B2 -- N1 N2`); [] means [base]"""
     new_runs: list[RunData] = field(default_factory=list)
+    not_judged: list[str] = field(default_factory=list)
+    """'workload_id.metric' of the shared metrics left out because they have no direction
+    (counts that describe the trial: no verdict, no gate decision)"""
 
     @property
     def per_run_means(self) -> bool:
@@ -160,6 +163,7 @@ class Comparison:
                 "rows": [row.as_dict() for row in self.rows],
                 "regression": bool(self.regressions),
                 "unjudged": len(self.unjudged),
+                "not_judged": {"metrics": self.not_judged, "why": NOT_JUDGED},
                 "probability": None if self.probability_pct is None else {
                     "worse_by_pct": self.probability_pct, "prior": "log ratio ~ normal(0, sd) "
                     f"with 95 % on ratios within [1/{self.prior_ratio:g}, {self.prior_ratio:g}]",
@@ -197,10 +201,16 @@ def _check_options(equivalence_pct: float, fail_pct: float | None) -> None:
 
 def _selection(base: RunData, metrics: list[str] | None) -> list[str]:
     wanted = list(metrics or [])
-    verdicts = [m for m in base.metrics.values() if not m.name.startswith(PROFILE_PREFIX)]
-    known = {m.name for m in verdicts} | {f"{w}.{m}" for w, m in base.metrics
-                                          if not m.startswith(PROFILE_PREFIX)}
+    verdicts = [m for m in base.metrics.values()
+                if not m.name.startswith(PROFILE_PREFIX) and m.directed]
+    known = {m.name for m in verdicts} | {f"{w}.{m.name}" for (w, _n), m in base.metrics.items()
+                                          if m in verdicts}
+    undirected = {m.name for m in base.metrics.values() if not m.directed} | {
+        f"{w}.{m.name}" for (w, _n), m in base.metrics.items() if not m.directed}
     unknown = [m for m in wanted if m not in known and m.replace(":", ".", 1) not in known]
+    described = [m for m in unknown if m in undirected or m.replace(":", ".", 1) in undirected]
+    if described:
+        raise VirtbenchError(f"--metric {', '.join(described)}: {NOT_JUDGED}")
     diagnostic = [m for m in unknown if m.startswith(PROFILE_PREFIX)
                   or f".{PROFILE_PREFIX}" in m or f":{PROFILE_PREFIX}" in m]
     if diagnostic:
@@ -215,16 +225,27 @@ def _selection(base: RunData, metrics: list[str] | None) -> list[str]:
 
 Values = list[npt.NDArray[np.float64]]
 """one array of values per run of a side"""
-Judge = Callable[[str, Metric, Values, Values], tuple[RatioVerdict, float | None, float]]
-"""(workload id, metric, BASE values per run, NEW values per run) -> (verdict, the between-run
+Judge = Callable[[str, Metric, Better, Values, Values],
+                 tuple[RatioVerdict, float | None, float]]
+"""(workload id, metric, its direction, BASE values per run, NEW values per run) -> (verdict,
+the between-run
 SD it assumed (None for none), P(NEW at least --probability % worse) (nan if not asked))"""
+
+
+def not_judged(base: RunData, new: RunData, wanted: list[str]) -> list[str]:
+    """'workload_id.metric' of the shared, selected metrics without a direction: compare
+    leaves them out (and says so)."""
+    return [f"{wid}.{mname}" for (wid, mname), metric in base.metrics.items()
+            if not metric.directed and (wid, mname) in new.metrics
+            and _selected(metric, wid, wanted)]
 
 
 def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[RunData],
           wanted: list[str], fail_pct: float | None, judge: Judge,
           diagnostics: bool = False) -> list[ComparisonRow]:
     """A row per shared workload · metric · variant pair, judged by ``judge`` (``diagnostics``:
-    the `profile.` metrics only, which are otherwise left out)."""
+    the `profile.` metrics only, which are otherwise left out); metrics without a direction
+    are left out (:func:`not_judged` names them)."""
     pairs = variant_pairs(base, new)
     if not pairs:
         raise VirtbenchError(
@@ -232,9 +253,10 @@ def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[
             f"NEW: {', '.join(new.variants)})")
     rows: list[ComparisonRow] = []
     for (wid, mname), metric in base.metrics.items():
-        if (wid, mname) not in new.metrics or not _selected(metric, wid, wanted, diagnostics):
+        if ((wid, mname) not in new.metrics or not _selected(metric, wid, wanted, diagnostics)
+                or metric.better is None):
             continue
-        if fail_pct is not None and metric.better.value == "higher" and fail_pct >= 100:
+        if fail_pct is not None and metric.better is Better.HIGHER and fail_pct >= 100:
             raise VirtbenchError(f"--fail-if-worse {fail_pct}: {wid} · {mname} is higher-is-"
                                  "better and cannot fall by 100 % or more")
         for label, bvar, nvar in pairs:
@@ -244,7 +266,7 @@ def _rows(base: RunData, new: RunData, bases: Sequence[RunData], news: Sequence[
                      if (nvar, wid, mname) in r.values]
             if not bvals or not nvals:
                 continue
-            result, between_sd, probability = judge(wid, metric, bvals, nvals)
+            result, between_sd, probability = judge(wid, metric, metric.better, bvals, nvals)
             if result.verdict == "no-ratio":
                 result = _count_from_zero(result, [float(v) for a in bvals for v in a],
                                           [float(v) for a in nvals for v in a], metric.better)
@@ -287,7 +309,7 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
     wanted = _selection(base, metrics)
     applied = 0
 
-    def judge(wid: str, metric: Metric, bvals: Values, nvals: Values
+    def judge(wid: str, metric: Metric, better: Better, bvals: Values, nvals: Values
               ) -> tuple[RatioVerdict, float | None, float]:
         nonlocal applied
         components = profile.for_metric(wid, metric.name) if profile is not None else None
@@ -295,11 +317,11 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
         if components is not None:
             applied += 1
             between_var, between_df = components.between_var, components.between_df
-        result = ratio_verdict(bvals[0], nvals[0], metric.better, equivalence_pct=equivalence_pct,
+        result = ratio_verdict(bvals[0], nvals[0], better, equivalence_pct=equivalence_pct,
                                fail_pct=fail_pct or 0.0, between_var=between_var,
                                between_df=between_df)
         probability = (math.nan if probability_pct is None else _probability_worse(
-            bvals[0], nvals[0], metric.better, probability_pct, prior_ratio, between_var,
+            bvals[0], nvals[0], better, probability_pct, prior_ratio, between_var,
             between_df))
         return (result, components.between_sd if components is not None else None,
                 probability)
@@ -308,7 +330,8 @@ def compare_runs(base: RunData, new: RunData, *, equivalence_pct: float = 2.0,
     variance = (profile_model(profile, applied, len(rows)) if profile is not None
                 else independent_model(no_profile_reason))
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),
-                      probability_pct, prior_ratio, variance=variance)
+                      probability_pct, prior_ratio, variance=variance,
+                      not_judged=[] if diagnostics else not_judged(base, new, wanted))
 
 
 def compare_run_sets(bases: Sequence[RunData], news: Sequence[RunData], *,
@@ -331,13 +354,13 @@ def compare_run_sets(bases: Sequence[RunData], news: Sequence[RunData], *,
     base, new = bases[0], news[0]
     wanted = _selection(base, metrics)
 
-    def judge(wid: str, metric: Metric, bvals: Values, nvals: Values
+    def judge(wid: str, metric: Metric, better: Better, bvals: Values, nvals: Values
               ) -> tuple[RatioVerdict, None, float]:
         base_means = np.array([a.mean() for a in bvals])
         new_means = np.array([a.mean() for a in nvals])
         probability = (math.nan if probability_pct is None else _probability_worse(
-            base_means, new_means, metric.better, probability_pct, prior_ratio))
-        return ratio_verdict(base_means, new_means, metric.better,
+            base_means, new_means, better, probability_pct, prior_ratio))
+        return ratio_verdict(base_means, new_means, better,
                              equivalence_pct=equivalence_pct, fail_pct=fail_pct or 0.0), None, \
             probability
 
@@ -345,7 +368,8 @@ def compare_run_sets(bases: Sequence[RunData], news: Sequence[RunData], *,
                   for row in _rows(base, new, bases, news, wanted, fail_pct, judge)], fail_pct)
     return Comparison(base, new, equivalence_pct, fail_pct, rows, differences(base, new),
                       probability_pct, prior_ratio, variance=run_means_model(len(bases), len(news)),
-                      base_runs=list(bases), new_runs=list(news))
+                      base_runs=list(bases), new_runs=list(news),
+                      not_judged=not_judged(base, new, wanted))
 
 
 def _probability_worse(base: SampleLike, new: SampleLike, better: Better, pct: float,

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from virtbench.decide.runs import experiment_digest, host_fingerprint
-from virtbench.model import Better, Domain, Metric, VirtbenchError
+from virtbench.model import Better, Domain, Metric, VirtbenchError, better_text
 from virtbench.stats.changepoints import change_points
 from virtbench.stats.intervals import MIN_INTERVAL_VALUES
 from virtbench.stats.verdict import ratio_verdict
@@ -69,7 +69,7 @@ class MetricHistory:
     def as_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "workload_id": self.workload_id,
                 "workload": self.workload, "metric": self.metric.name,
-                "unit": self.metric.unit, "better": self.metric.better.value,
+                "unit": self.metric.unit, "better": better_text(self.metric.better),
                 "runs": [p.__dict__ for p in self.points],
                 "change_points": [s.__dict__ | {"change_pct": s.change_pct} for s in self.steps]}
 
@@ -105,7 +105,7 @@ def select_runs(st: Any, experiment: str | None, host: str | None = None, *,
     order and an empty History describing the selection."""
     runs = st.runs()
     if not runs:
-        raise VirtbenchError(f"the store {st.url} holds no runs yet")
+        raise VirtbenchError(f"the store {st.shown} holds no runs yet")
     given = None
     if experiment is None:
         name = runs[-1].experiment
@@ -220,7 +220,9 @@ def _steps(series: MetricHistory) -> list[Step]:
     for cp in found:
         before = means[cp.before[0]:cp.before[1]]
         after = means[cp.after[0]:cp.after[1]]
-        r = ratio_verdict(before, after, series.metric.better)
+        # the ratio and its interval do not depend on the direction (only the verdict does,
+        # which a step does not keep): a metric without one still shows where it changed
+        r = ratio_verdict(before, after, series.metric.better or Better.LOWER)
         steps.append(Step(cp.index, series.points[cp.index - 1].run_id,
                           series.points[cp.index].run_id, before.size, after.size,
                           r.ratio, r.ci_low, r.ci_high, cp.p_value))

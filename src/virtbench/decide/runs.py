@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from virtbench.model import Better, Metric, VirtbenchError
+from virtbench.model import Metric, VirtbenchError, parse_better
 
 __all__ = ["RunData", "experiment_digest", "host_fingerprint", "load_run"]
 
@@ -118,7 +118,9 @@ def _from_file(path: Path, with_values: bool) -> RunData:
         variants = sorted(tables.get("variants", []), key=lambda v: v["position"])
         workloads = sorted(tables.get("workloads", []), key=lambda w: w["position"])
         metrics = {
-            (m["workload_id"], m["name"]): Metric(m["name"], m["unit"], Better(m["better"]),
+            (m["workload_id"], m["name"]): Metric(m["name"], m["unit"],
+                                                  parse_better(m["better"], f"{path}: metric "
+                                                               f"{m['name']!r}"),
                                                   m["description"], bool(m["is_primary"]))
             for m in tables.get("metrics", [])}
         values: Values = {}

@@ -80,6 +80,7 @@ def run_fleet(resolved: Experiment | ResolvedExperiment, spec_yaml: str, spec_pa
     from virtbench.fleet.drive import FleetRunner, latest_fleet
     from virtbench.spec.resolve import ResolvedExperiment
     from virtbench.store import Store
+    from virtbench.store.redaction import shown
 
     exp = resolved.experiment if isinstance(resolved, ResolvedExperiment) else resolved
     lock = threading.Lock()
@@ -99,7 +100,8 @@ def run_fleet(resolved: Experiment | ResolvedExperiment, spec_yaml: str, spec_pa
     fleet = FleetRunner(store, resolved, spec_yaml, spec_path, hosts, known_hosts=known_hosts,
                         netns=netns, say=say)
     err.print(safetext.text(f"fleet run on {len(hosts)} hosts"
-                            + (f" (resuming {resume})" if resume else "") + f"; store {store}"))
+                            + (f" (resuming {resume})" if resume else "")
+                            + f"; store {shown(store)}"))
     outcome = fleet.run(resume_fleet_id=resume)
     table = Table(title=safetext.markup(f"fleet {outcome.fleet_id}: {exp.name}, "
                                         f"{outcome.wall_s:.1f} s"))

@@ -63,25 +63,36 @@ class FleetHost:
         return f"ssh://{self.user + '@' if self.user else ''}{self.address}:{self.port}"
 
 
+def _shown(url: str) -> str:
+    """The URL as a message says it: a password in it masked, as a store's (only on the way
+    to an error: `run --check` imports no store module)."""
+    from virtbench.store.redaction import shown
+
+    return shown(url)
+
+
 def host_from_url(url: str) -> FleetHost:
     """``ssh://[user@]host[:port]`` (the ``--host`` option); the name is the host part."""
     parts = urlsplit(url)
     if parts.scheme != "ssh" or not parts.hostname:
-        raise InventoryError(f"--host {url!r}: expected ssh://[user@]host[:port]")
+        raise InventoryError(f"--host {_shown(url)!r}: expected ssh://[user@]host[:port]")
     if parts.password:
-        raise InventoryError(f"--host {url!r}: no passwords in URLs; virtbench logs in with "
-                             "keys (ssh-agent or an inventory's ansible_ssh_private_key_file)")
+        raise InventoryError(f"--host {_shown(url)!r}: no passwords in URLs; virtbench logs in "
+                             "with keys (ssh-agent or an inventory's "
+                             "ansible_ssh_private_key_file)")
     try:
         port = 22 if parts.port is None else parts.port
     except ValueError as exc:  # not a number, or beyond 65535
-        raise InventoryError(f"--host {url!r}: {exc}; a port is {PORT_MIN}-{PORT_MAX}") from exc
+        raise InventoryError(f"--host {_shown(url)!r}: {exc}; a port is "
+                             f"{PORT_MIN}-{PORT_MAX}") from None
     if not PORT_MIN <= port <= PORT_MAX:  # ssh://h:0 once meant port 22
-        raise InventoryError(f"--host {url!r}: port {port} is not {PORT_MIN}-{PORT_MAX}")
+        raise InventoryError(f"--host {_shown(url)!r}: port {port} is not "
+                             f"{PORT_MIN}-{PORT_MAX}")
     try:
         not_an_option(parts.hostname, "host")
         not_an_option(parts.username or "", "user")
     except ValueError as exc:
-        raise InventoryError(f"--host {url!r}: {exc}") from None
+        raise InventoryError(f"--host {_shown(url)!r}: {exc}") from None
     name = parts.hostname if port == 22 else f"{parts.hostname}:{port}"
     return FleetHost(name=name, address=parts.hostname, port=port, user=parts.username)
 

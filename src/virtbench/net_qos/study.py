@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from virtbench.model import Better, Metric
+from virtbench.model import Metric, parse_better
 from virtbench.net_qos.qos_figures import QOS_METRIC_SPECS, CaptureQos, capture_throughput_mbps
 
 __all__ = ["CAPTURE_QOS_METRICS", "CaptureQos", "capture_qos", "study_loss_percent"]
 
-CAPTURE_QOS_METRICS = tuple(Metric(m.name, m.unit, Better(m.better), m.description)
+CAPTURE_QOS_METRICS = tuple(Metric(m.name, m.unit, parse_better(m.better, m.name), m.description)
                             for m in QOS_METRIC_SPECS)
 """The metrics a :class:`CaptureQos` gives (:meth:`CaptureQos.by_metric`)."""
 

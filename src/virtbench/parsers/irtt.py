@@ -50,8 +50,8 @@ IRTT_METRICS = (
     Metric("probe_loss_pct", "%", Better.LOWER,
            "irtt probes without a reply, as irtt defines it: (sent − distinct replies) / sent "
            "× 100 (duplicates excluded)"),
-    Metric("packets_sent", "packets", Better.HIGHER, "probes the irtt client sent"),
-    Metric("packets_received", "packets", Better.HIGHER,
+    Metric("packets_sent", "packets", None, "probes the irtt client sent"),
+    Metric("packets_received", "packets", None,
            "replies the irtt client received, duplicates included (irtt's packets_received)"),
     Metric("packets_duplicate", "packets", Better.LOWER, "duplicate replies irtt received"),
     Metric("packets_lost", "packets", Better.LOWER,

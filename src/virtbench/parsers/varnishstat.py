@@ -57,10 +57,10 @@ VARNISHSTAT_METRICS = (
            "objects evicted since Varnish started (MAIN.n_lru_nuked) at t"),
     Metric("backend_fetches_interval", "requests", Better.LOWER,
            "requests Varnish sent to the origin (MAIN.backend_req delta) in the interval"),
-    Metric("storage_used_bytes", "bytes", Better.LOWER,
+    Metric("storage_used_bytes", "bytes", None,
            "bytes allocated in the cache storage at t (SMA/SMF.<name>.g_bytes; label storage); "
            "Transient storage is reported with storage=Transient"),
-    Metric("storage_free_bytes", "bytes", Better.HIGHER,
+    Metric("storage_free_bytes", "bytes", None,
            "bytes still free in the cache storage at t (SMA/SMF.<name>.g_space)"),
     Metric("cache_hits", "requests", Better.HIGHER,
            "MAIN.cache_hit in a single snapshot (since Varnish started)"),

@@ -206,8 +206,9 @@ def _bar_height(count: int) -> float:
 
 
 def mean_chart(view: MetricView, baseline: str) -> str | None:
-    """Horizontal bars of the mean per configuration with CI error bars, sorted best first;
-    the baseline grey, the best configuration green."""
+    """Horizontal bars of the mean per configuration with CI error bars, sorted best first
+    (largest first for a metric without a direction); the baseline grey, the best
+    configuration green."""
     rows = [r for r in view.rows if r.summary is not None and _finite(r.summary.mean)]
     if not rows:
         return None
@@ -235,7 +236,7 @@ def mean_chart(view: MetricView, baseline: str) -> str | None:
                 error_kw={"ecolor": "#111827", "elinewidth": 0.9, "capsize": 2.5})
         _categories(ax, [_short(r.variant) for r in rows])
         ax.grid(axis="y", visible=False)
-        ax.set_xlabel(f"mean {view.metric.name} ({unit}) · {view.metric.better.value} is better"
+        ax.set_xlabel(f"mean {view.metric.name} ({unit}) · {view.metric.direction_text}"
                       if unit else f"mean {view.metric.name}")
         top = max((m + e for m, e in zip(means, err[1], strict=True)), default=0.0)
         for yi, (m, e) in enumerate(zip(means, err[1], strict=True)):

@@ -14,6 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from virtbench import safetext
+from virtbench.model import (
+    NO_DIRECTION,
+    NOT_JUDGED,
+    Better,
+    better_text,
+    direction_text,
+    parse_better,
+)
 from virtbench.report.formatting import fmt_value
 from virtbench.report.gate.comparison_rows import ratio_text, verdict_text
 
@@ -29,6 +37,8 @@ __all__ = ["SPARK_WIDTH", "render_calibration", "render_comparison", "render_dif
 SPARK_WIDTH = 12
 """Most characters of a sparkline; longer histories are averaged into this many buckets."""
 _BARS = "▁▂▃▄▅▆▇█"
+_ARROW = {"lower": "↓", "higher": "↑", NO_DIRECTION: "·"}
+"""A metric's direction beside its name (· none: such metrics are not judged)."""
 _VERDICT_STYLE = {"better": "green", "worse": "red", "equivalent": "cyan",
                   "inconclusive": "yellow"}
 
@@ -111,6 +121,9 @@ def render_comparison(comparison: Comparison, console: Console, *,
     console.print(_comparison_table(comparison, several))
     if not several and comparison.rows:
         console.print(safetext.text(f"variant: {comparison.rows[0].variant}"), highlight=False)
+    if comparison.not_judged:
+        console.print(safetext.text(f"left out, {NOT_JUDGED}: "
+                                    f"{', '.join(comparison.not_judged)}"), highlight=False)
     chance = comparison.probability_pct
     if chance is not None:
         r = comparison.prior_ratio
@@ -144,7 +157,7 @@ def _comparison_table(comparison: Comparison, several: bool) -> Table:
         # two short header lines: the table still fits 80 columns
         table.add_column(f"P(≥{chance:g} %\nworse)", no_wrap=True, justify="right")
     for row in comparison.rows:
-        arrow = "↓" if row.metric.better.value == "lower" else "↑"
+        arrow = _ARROW[better_text(row.metric.better)]
         cells: list[Any] = [safetext.text(row.workload_id),
                             safetext.text(f"{row.metric.name} {arrow}")]
         if several:
@@ -225,12 +238,12 @@ def render_history(history: History, console: Console) -> None:
     for s in history.series:
         for step in s.steps:
             direction = "higher" if step.ratio > 1 else "lower"
-            verdict = ("better" if (step.ratio > 1) == (s.metric.better.value == "higher")
-                       else "worse")
+            verdict = ("" if s.metric.better is None else ", better"
+                       if (step.ratio > 1) == (s.metric.better is Better.HIGHER) else ", worse")
             console.print(safetext.text(
                 f"change: {s.workload_id} · {s.metric.name} · {s.variant}: "
                 f"{step.change_pct:+.2f} % [{100 * (step.ci_low - 1):+.2f}, "
-                f"{100 * (step.ci_high - 1):+.2f}] ({direction}, {verdict}; p = "
+                f"{100 * (step.ci_high - 1):+.2f}] ({direction}{verdict}; p = "
                 f"{step.p_value:.1g}) between run {step.last_before} and {step.first_after} "
                 f"({step.runs_before} runs before, {step.runs_after} after)"),
                 highlight=False, overflow="fold")
@@ -274,7 +287,7 @@ def render_calibration(document: dict[str, Any], console: Console) -> None:
         table.add_column(f"R for {detect['pct']:g} %", justify="right", no_wrap=True)
     drifting: list[str] = []
     for row in rows:
-        arrow = "↓" if row["better"] == "lower" else "↑"
+        arrow = _ARROW.get(row["better"], "")
         name = safetext.text(f"{row['workload_id']} · {row['metric']} {arrow}")
         if row.get("problem"):
             table.add_row(name, "–", "–", safetext.text(f"cannot estimate: {row['problem']}"),
@@ -304,7 +317,8 @@ def render_calibration(document: dict[str, Any], console: Console) -> None:
         "needed with one run per side to detect D % (never: drift alone is too large); R for "
         f"D %: runs per side needed at n = {n} (`compare B1 B2 -- N1 N2`).", highlight=False)
     for row in rows:
-        definition = f"{row['unit'] or 'unitless'}, {row['better']} is better"
+        definition = (f"{row['unit'] or 'unitless'}, "
+                      f"{direction_text(parse_better(row['better'], row['metric']))}")
         if row["description"]:
             definition += f": {row['description']}"
         console.print(safetext.text(f"{row['workload_id']} · {row['metric']}: {definition}"),

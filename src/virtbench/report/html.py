@@ -27,10 +27,11 @@ from virtbench.analysis.derived_views import (
     metric_views,
     series_groups,
 )
-from virtbench.model import PROFILE_PREFIX
+from virtbench.model import PROFILE_PREFIX, Metric
 from virtbench.report import charts
 from virtbench.report.flamegraph import search_script
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.key_results import key_metrics
 from virtbench.report.sections import Section
 from virtbench.report.tables import row_record
 
@@ -131,6 +132,11 @@ def _table_row(row: MetricRow, baseline: str, best: str | None) -> dict[str, Any
     }
 
 
+def _better_cell(metric: Metric) -> str:
+    """The 'better' column: lower, higher, or 'no direction' (a count describing the trial)."""
+    return metric.better.value if metric.better is not None else "no direction"
+
+
 def _callout(view: MetricView, baseline: str) -> dict[str, str] | None:
     if view.best is None:
         return None
@@ -190,7 +196,8 @@ def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
         "workload_id": view.workload_id,
         "name": view.metric.name,
         "unit": view.metric.unit,
-        "better": view.metric.better.value,
+        "better": _better_cell(view.metric),
+        "direction": view.metric.direction_text,
         "description": view.metric.description,
         "primary": view.metric.primary,
         "callout": _callout(view, analysis.baseline),
@@ -329,7 +336,12 @@ def _context(analysis: Analysis, lead: Sequence[Section],
                          "metrics": [_metric_section(v, analysis, budget_ok or v.metric.primary,
                                                      grid)
                                      for v in views if v.workload_id == wid]})
-    summary = [{"workload_id": s["id"], **m} for s in sections for m in s["metrics"]]
+    keys = key_metrics(analysis, study_sections)
+    by_pair = {(s["id"], m["name"]): {"workload_id": s["id"], **m}
+               for s in sections for m in s["metrics"]}
+    summary = [by_pair[(wid, m.name)] for wid, m in keys.lead if (wid, m.name) in by_pair]
+    summary_folded = [by_pair[(wid, m.name)] for wid, m in keys.folded
+                      if (wid, m.name) in by_pair]
     limitations = [(group["workload_id"], item["variant"], text)
                    for group in _realisations(analysis) for item in group["entries"]
                    for text in item["limitations"]]
@@ -345,6 +357,7 @@ def _context(analysis: Analysis, lead: Sequence[Section],
         "variants": _variants(analysis),
         "sections": sections,
         "summary": summary,
+        "summary_folded": summary_folded,
         "series": [_series_section(g) for g in series_groups(analysis)],
         "study_sections": list(study_sections),
         "lead_sections": list(lead),
@@ -358,10 +371,10 @@ def _context(analysis: Analysis, lead: Sequence[Section],
         "noise": analysis.noise.describe(),
         "preflight_failed": analysis.noise.failing_at_start(),
         "metric_defs": [{"workload_id": view.workload_id, "name": view.metric.name,
-                         "unit": view.metric.unit, "better": view.metric.better.value,
+                         "unit": view.metric.unit, "better": _better_cell(view.metric),
                          "description": view.metric.description, "primary": view.metric.primary,
                          "anchor": view.anchor} for view in views]
-        + [{"workload_id": wid, "name": m.name, "unit": m.unit, "better": m.better.value,
+        + [{"workload_id": wid, "name": m.name, "unit": m.unit, "better": _better_cell(m),
             "description": m.description, "primary": m.primary, "anchor": ""}
            for (wid, _name), m in analysis.metric_defs.items()
            if (wid, m.name) not in {(v.workload_id, v.metric.name) for v in views}],

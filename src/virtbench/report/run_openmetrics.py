@@ -47,8 +47,8 @@ def render_run_openmetrics(analysis: Analysis) -> str:
         metric = row.metric
         name, unit = _family_name(metric, taken)
         family = families.setdefault(name, Family(
-            name, f"{metric.name} ({metric.unit or 'unitless'}, {metric.better.value} is "
-                  f"better): {metric.description}; stat = mean of the trials or the bounds of "
+            name, f"{metric.name} ({metric.unit or 'unitless'}, {metric.direction_text}): "
+                  f"{metric.description}; stat = mean of the trials or the bounds of "
                   f"its {analysis.confidence:.0%} CI", unit))
         labels = {"run": run.id, "experiment": run.experiment, "variant": row.variant,
                   "workload": row.workload_id, "metric": metric.name}

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from virtbench.analysis import Analysis, MetricRow
+from virtbench.model import better_text
 
 __all__ = ["COLUMNS", "row_record", "table_records"]
 
@@ -28,7 +29,7 @@ def row_record(row: MetricRow) -> dict[str, Any]:
     record: dict[str, Any] = {
         "variant": row.variant, "reference": row.reference,
         "workload": row.workload_id, "metric": row.metric.name,
-        "unit": row.metric.unit, "better": row.metric.better.value,
+        "unit": row.metric.unit, "better": better_text(row.metric.better),
         "n": s.n if s else 0,
         "mean": s.mean if s else None, "median": s.median if s else None,
         "sd": s.sd if s else None, "cv": s.cv if s else None,

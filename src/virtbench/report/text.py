@@ -13,9 +13,10 @@ from rich.text import Text
 
 from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
-from virtbench.model import Metric
+from virtbench.model import Metric, better_text, direction_text, parse_better
 from virtbench.report.fit import Identity, fit_tables, identity_of
 from virtbench.report.formatting import fmt_no_ci, fmt_num, fmt_p, fmt_ratio, fmt_value
+from virtbench.report.key_results import key_metrics
 from virtbench.report.sections import Section
 from virtbench.report.tables import COLUMNS, table_records
 
@@ -51,8 +52,11 @@ def _header(analysis: Analysis) -> list[str]:
 
 
 def render_terminal(analysis: Analysis, console: Console | None = None,
-                    details: bool = False, *, sections: Sequence[Section]) -> None:
-    """The result tables, then the study ``sections`` (``virtbench.plugins.build_sections``);
+                    details: bool = False, *, sections: Sequence[Section],
+                    all_metrics: bool = False) -> None:
+    """The result tables of the key metrics (report/key_results.py: primary and study
+    metrics) and one line naming the others, then the study ``sections``
+    (``virtbench.plugins.build_sections``); ``all_metrics`` prints every metric's tables;
     ``details`` adds per-repetition tables, first-vs-rest and notes.
 
     Every name, reason, error and note comes from the store (an import may carry anything):
@@ -61,14 +65,19 @@ def render_terminal(analysis: Analysis, console: Console | None = None,
     for line in _header(analysis):
         console.print(safetext.text(line), highlight=False)
     identity = identity_of(analysis.variants)
-    for wid, _name, _params in analysis.workloads:
-        for metric in analysis.metrics_of(wid):
-            rows = [r for r in analysis.rows
-                    if r.workload_id == wid and r.metric.name == metric.name]
-            if rows:
-                _render_metric(analysis, console, rows, metric, identity)
-                if details:
-                    _details(analysis, console, wid, metric, identity)
+    keys = key_metrics(analysis, sections)
+    shown = keys.lead + keys.folded if all_metrics else keys.lead
+    for wid, metric in shown:
+        rows = [r for r in analysis.rows
+                if r.workload_id == wid and r.metric.name == metric.name]
+        if rows:
+            _render_metric(analysis, console, rows, metric, identity)
+            if details:
+                _details(analysis, console, wid, metric, identity)
+    if keys.folded and not all_metrics:
+        console.print(safetext.text(f"\n{len(keys.folded)} more metrics (report --all shows "
+                                    f"their tables): {', '.join(keys.folded_names())}"),
+                      highlight=False)
     for section in sections:
         _render_section(console, section)
     _render_limits_and_failures(analysis, console)
@@ -161,7 +170,7 @@ def metric_tables(analysis: Analysis, width: int, rows: list[MetricRow], metric:
             "out": str(r.outliers)})
     return fit_tables(width, identity.columns, ident_cells, columns, cells, _KEPT_COLUMNS,
                       title=f"{rows[0].workload_id} · {metric.name} ({metric.unit}, "
-                            f"{metric.better.value} is better)", title_justify="left",
+                            f"{metric.direction_text})", title_justify="left",
                       caption=metric.description, caption_justify="left")
 
 
@@ -234,7 +243,7 @@ def render_markdown(analysis: Analysis, *, sections: Sequence[Section]) -> str:
         if group != current:
             current = group
             lines += ["", f"## {md(rec['workload'])} · {md(rec['metric'])} ({md(rec['unit'])}, "
-                      f"{rec['better']} is better)", "",
+                      f"{direction_text(parse_better(rec['better'], rec['metric']))})", "",
                       "| variant | n | mean | 95 % CI | median | CV | speedup [95 % CI] "
                       "| p (Holm) | outliers |", "|---|---|---|---|---|---|---|---|---|"]
         unit = rec["unit"]
@@ -260,6 +269,9 @@ def render_markdown(analysis: Analysis, *, sections: Sequence[Section]) -> str:
 
 
 def render_json(analysis: Analysis, *, sections: Sequence[Section]) -> str:
+    """Everything, every metric included: each metric's ``key`` says whether Key results
+    leads with it (report/key_results.py); ``best`` has only metrics with a direction."""
+    keys = key_metrics(analysis, sections)
     document: dict[str, Any] = {
         "runs": [{"id": r.id, "experiment": r.experiment, "status": r.status,
                   "stop_reason": r.stop_reason, "host": r.host, "target": r.target,
@@ -268,9 +280,10 @@ def render_json(analysis: Analysis, *, sections: Sequence[Section]) -> str:
         "confidence": analysis.confidence,
         "variants": [{"name": v.name, "knobs": v.knobs, "baseline": v.is_baseline}
                      for v in analysis.variants],
-        "metrics": {f"{wid}.{m.name}": {"unit": m.unit, "better": m.better.value,
-                                        "description": m.description, "primary": m.primary}
-                    for wid, _n, _p in analysis.workloads for m in analysis.metrics_of(wid)},
+        "metrics": {f"{wid}.{m.name}": {"unit": m.unit, "better": better_text(m.better),
+                                        "description": m.description, "primary": m.primary,
+                                        "key": keys.is_key(wid, m.name)}
+                    for wid, m in keys.lead + keys.folded},
         "results": table_records(analysis),
         "main_effects": [
             {"workload": wid, "metric": metric, "factor": e.factor, "speedup": e.speedup,

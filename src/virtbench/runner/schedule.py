@@ -94,7 +94,10 @@ def unconverged_pairs(
         else:
             done = all(speedup_converged(values.get((baseline, workload_id, m.name), []),
                                          values.get((variant, workload_id, m.name), []),
-                                         m.better, rule.target_rel_ci) for m in metrics)
+                                         m.better, rule.target_rel_ci)
+                       # a primary metric always has a direction (model.Metric refuses one
+                       # without); the condition only tells the type checker so
+                       for m in metrics if m.better is not None)
         if not done:
             remaining.append((variant, workload_id))
     if rule.criterion == "speedup":

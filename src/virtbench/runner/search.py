@@ -38,12 +38,12 @@ def search_metrics(unit: str) -> tuple[Metric, ...]:
                "that passed every pass_if criterion at the final trial duration", primary=True),
         Metric("capacity_upper", unit, Better.HIGHER, "the lowest load above the result that "
                "failed at the final trial duration (absent when the upper bound passed)"),
-        Metric("search_trials", "trials", Better.LOWER, "trials the search took"),
-        Metric("search_load", unit, Better.HIGHER, "offered load of one search trial (one "
+        Metric("search_trials", "trials", None, "trials the search took"),
+        Metric("search_load", unit, None, "offered load of one search trial (one "
                "sample per trial, series 'search')"),
-        Metric("search_passed", "bool", Better.HIGHER, "1 when the search trial passed every "
+        Metric("search_passed", "bool", None, "1 when the search trial passed every "
                "pass_if criterion, else 0 (series 'search')"),
-        Metric("search_duration", "s", Better.LOWER, "trial duration the search asked for "
+        Metric("search_duration", "s", None, "trial duration the search asked for "
                "(series 'search')"),
     )
 

@@ -11,7 +11,7 @@ from virtbench.decide.compare import Comparison, compare_runs
 from virtbench.decide.explain import explain_runs
 from virtbench.decide.history import History, build_history
 from virtbench.decide.runs import load_run
-from virtbench.model import VirtbenchError
+from virtbench.model import VirtbenchError, better_text
 from virtbench.report.explain_html import compare_context
 from virtbench.report.formatting import fmt_value
 from virtbench.report.history_html import history_chart
@@ -61,7 +61,7 @@ def verdict_view(item: Comparison | str) -> dict[str, Any]:
         unit = row.metric.unit
         rows.append({
             "workload_id": row.workload_id, "metric": row.metric.name, "variant": row.variant,
-            "better": row.metric.better.value, "n": f"{r.n_base} / {r.n_new}",
+            "better": better_text(row.metric.better), "n": f"{r.n_base} / {r.n_new}",
             "mean_base": fmt_value(r.mean_base, unit), "mean_new": fmt_value(r.mean_new, unit),
             "ratio": _ratio(r.ratio, r.ci_low, r.ci_high), "verdict": r.verdict,
             "more": r.more_repetitions,
@@ -107,7 +107,7 @@ def history_view(result: History, chart_budget: int = CHART_BUDGET) -> dict[str,
         svg = history_chart(s) if index < chart_budget else None
         series.append({
             "title": f"{s.workload_id} · {s.metric.name} · {s.variant}", "unit": s.metric.unit,
-            "better": s.metric.better.value, "runs": len(s.points),
+            "direction": s.metric.direction_text, "runs": len(s.points),
             # our own SVG: trusted markup, its styles as attributes the page's CSP allows
             "chart": Markup(presentation_attributes(svg)) if svg else None,
             "latest": fmt_value(s.points[-1].mean, s.metric.unit) if s.points else "–",

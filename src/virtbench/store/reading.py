@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from virtbench.model import Better, Domain, Metric, RunFailed, VirtbenchError
+from virtbench.model import Domain, Metric, RunFailed, VirtbenchError, parse_better
 from virtbench.store.columns import checked, listed
 from virtbench.store.ids import check_run_ref
 from virtbench.store.liveness import OwnerState, owner_state
+from virtbench.store.redaction import check_location, scrubbed, shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,7 +39,9 @@ NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; 
             "--store or VIRTBENCH_STORE)")
 
 def store_url(location: str) -> str:
-    """Accept a SQLAlchemy URL, a ``postgresql://`` URL, or a plain SQLite file path."""
+    """Accept a SQLAlchemy URL, a ``postgresql://`` URL, or a plain SQLite file path (the
+    result holds the password a URL gives: it is never shown, store/redaction.py shows it)."""
+    check_location(location)
     if location.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + location.split("://", 1)[1]
     if "://" in location:
@@ -107,8 +110,9 @@ class StoreFailed(RunFailed):
     """The store could not be read or written (locked, disk full, connection lost)."""
 
     def __init__(self, location: str, reason: str) -> None:
+        reason = scrubbed(reason, location)
         hint = next((h for needle, h in _HINTS if needle in reason), "")
-        super().__init__(f"result store {location!r}: {reason}{hint}")
+        super().__init__(f"result store {shown(location)!r}: {reason}{hint}")
         self.reason = reason
 
 
@@ -204,8 +208,9 @@ class StoreReader:
     """Every read of the store; a subclass says how SQL text is run (:meth:`_rows`)."""
 
     location: str
+    """Where it is, as given (--store): it may hold a password, so messages say :attr:`shown`."""
     url: str
-    """Where it is, as said in messages (a SQLAlchemy URL)."""
+    """The SQLAlchemy URL, password included: for the driver, never for a message."""
     dialect: str
     """"sqlite" or "postgresql": the few queries that differ (JSON) ask it."""
 
@@ -224,6 +229,11 @@ class StoreReader:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    @property
+    def shown(self) -> str:
+        """The location as any output may say it: its passwords masked (store/redaction.py)."""
+        return shown(self.location)
 
     # ---- runs ----------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
@@ -254,7 +264,7 @@ class StoreReader:
                 return found
         runs = self.runs()
         if not runs:
-            raise VirtbenchError(f"the store {self.url} holds no runs yet")
+            raise VirtbenchError(f"the store {self.shown} holds no runs yet")
         if ref == "latest":
             return runs[-1]
         exact = [r for r in runs if r.id == ref]
@@ -291,8 +301,9 @@ class StoreReader:
     def metrics(self, run_id: str) -> dict[tuple[str, str], Metric]:
         rows = self._rows(_METRICS, {"run": run_id})
         return {
-            (workload_id, name): Metric(name, unit, Better(better), description,
-                                        bool(primary), Domain(domain) if domain else None)
+            (workload_id, name): Metric(name, unit, parse_better(better, f"stored metric {name!r}"),
+                                        description, bool(primary),
+                                        Domain(domain) if domain else None)
             for workload_id, name, unit, better, description, primary, domain in rows
         }
 
@@ -463,7 +474,7 @@ def schema_number(value: Any, location: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise VirtbenchError(f"cannot open result store {location!r}: its schema version is "
+        raise VirtbenchError(f"cannot open result store {shown(location)!r}: its schema version is "
                              f"{str(value)[:40]!r}, not a number (a file of another program, or "
                              "a damaged store)") from None
 
@@ -472,7 +483,7 @@ def check_current(version: int, location: str) -> None:
     """Refuse a store of another schema version where nothing may migrate it."""
     if version != SCHEMA_VERSION:
         raise VirtbenchError(
-            f"the store {location!r} has schema version {version}, this virtbench reads "
+            f"the store {shown(location)!r} has schema version {version}, this virtbench reads "
             f"{SCHEMA_VERSION}; a read-only viewer does not migrate it (any writing command, "
             "e.g. `virtbench runs`, does)")
 

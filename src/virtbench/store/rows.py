@@ -161,7 +161,7 @@ class MetricRow(TypedDict):
     workload_id: Name
     name: Name
     unit: Unit
-    better: Literal["lower", "higher"]
+    better: Literal["lower", "higher", "none"]
     description: Text
     is_primary: bool
     domain: NotRequired[Literal["proportion", "positive", "real"] | None]

@@ -21,6 +21,7 @@ from virtbench.store.reading import (
     schema_number,
     store_url,
 )
+from virtbench.store.redaction import shown
 
 __all__ = ["SqliteReader", "open_reader"]
 
@@ -31,7 +32,7 @@ def open_reader(location: str) -> StoreReader:
     if url.startswith("sqlite:///") and "?" not in url:
         path = Path(url.removeprefix("sqlite:///"))
         if not path.is_file() or path.stat().st_size == 0:
-            raise VirtbenchError(NO_STORE.format(location))
+            raise VirtbenchError(NO_STORE.format(shown(location)))
         reader = SqliteReader(location, url, path)
         if reader.schema_version() == SCHEMA_VERSION:
             return reader
@@ -53,7 +54,7 @@ class SqliteReader(StoreReader):
             self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._connection.execute("PRAGMA query_only=ON")
         except sqlite3.DatabaseError as exc:  # not a database, unreadable
-            raise VirtbenchError(f"cannot open result store {location!r}: {exc}") from exc
+            raise VirtbenchError(f"cannot open result store {shown(location)!r}: {exc}") from exc
 
     def schema_version(self) -> int:
         """The stored schema's version; 0 for a file without virtbench's tables."""
@@ -62,7 +63,7 @@ class SqliteReader(StoreReader):
         except sqlite3.OperationalError:  # no such table
             return 0
         except sqlite3.DatabaseError as exc:
-            raise VirtbenchError(f"cannot open result store {self.location!r}: {exc}") from exc
+            raise VirtbenchError(f"cannot open result store {self.shown!r}: {exc}") from exc
         return schema_number(row[0], self.location) if row else 0
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
-from virtbench.model import Artifact, Measurement, Metric, VirtbenchError
+from virtbench.model import Artifact, Measurement, Metric, VirtbenchError, better_text
 from virtbench.store import schema as s
 from virtbench.store.columns import insert_sql, listed, written
 from virtbench.store.ids import check_run_id
@@ -44,6 +44,7 @@ from virtbench.store.reading import (
     check_current,
     store_url,
 )
+from virtbench.store.redaction import scrubbed, shown
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
 
@@ -134,14 +135,14 @@ class Store(StoreReader):
         if not create and self.url.startswith("sqlite:///"):
             path = Path(self.url.removeprefix("sqlite:///"))
             if not path.is_file() or path.stat().st_size == 0:
-                raise VirtbenchError(NO_STORE.format(location))
+                raise VirtbenchError(NO_STORE.format(shown(location)))
         try:
             self.engine: Engine = create_engine(self.url, future=True,
                                                 connect_args=connect_args)
         except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
             raise VirtbenchError(
-                f"cannot open result store {location!r}: {exc}; give a SQLite file path or "
-                "postgresql://user@host[:port]/dbname") from exc
+                f"cannot open result store {shown(location)!r}: {scrubbed(str(exc), location)}; "
+                "give a SQLite file path or postgresql://user@host[:port]/dbname") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect",
                          _sqlite_read_only if read_only else _sqlite_pragmas)
@@ -153,12 +154,14 @@ class Store(StoreReader):
                 if read_only:
                     check_current(current_version(conn), location)
                 elif not create and current_version(conn) == 0:  # PostgreSQL: no tables yet
-                    raise VirtbenchError(NO_STORE.format(location))
+                    raise VirtbenchError(NO_STORE.format(shown(location)))
                 else:
                     migrate_exclusively(conn)
         except (StoreFailed, DBAPIError) as exc:
-            reason = exc.reason if isinstance(exc, StoreFailed) else exc.orig
-            raise VirtbenchError(f"cannot open result store {location!r}: {reason}") from exc
+            # StoreFailed's reason is scrubbed already; the driver's own words may not be
+            reason = exc.reason if isinstance(exc, StoreFailed) else scrubbed(str(exc.orig),
+                                                                               location)
+            raise VirtbenchError(f"cannot open result store {shown(location)!r}: {reason}") from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -244,8 +247,8 @@ class Store(StoreReader):
                 params_json=json.dumps(params, sort_keys=True, default=str)))
             conn.execute(insert(s.metrics), [
                 {"run_id": run_id, "workload_id": workload_id, "name": m.name, "unit": m.unit,
-                 "better": m.better.value, "description": m.description, "is_primary": m.primary,
-                 "domain": m.value_domain.value}
+                 "better": better_text(m.better), "description": m.description,
+                 "is_primary": m.primary, "domain": m.value_domain.value}
                 for m in metrics
             ])
 

@@ -114,3 +114,24 @@ def test_sparkline() -> None:
     assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert len(sparkline(list(range(100)))) == 12
     assert sparkline([2.0, 2.0]) == "▄▄"
+
+
+def test_a_metric_without_direction_changes_without_better_or_worse(sqlite_store: Store) -> None:
+    from virtbench.model import Better, Metric
+
+    metrics = [Metric("time_s", "s", Better.LOWER, "wall time of one operation", True),
+               Metric("probes", "probes", None, "probes sent (1 / time_s here)")]
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        add_run(sqlite_store, {"default": rng.normal(1.0 + 0.06 * (i >= 14), 0.01, 5)},
+                metrics=metrics)
+    history = build_history(sqlite_store)
+    probes = next(s for s in history.series if s.metric.name == "probes")
+    assert probes.as_dict()["better"] == "none" and len(probes.steps) == 1
+    console = Console(width=300, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    render_history(history, console)
+    changes = [line for line in console.export_text().splitlines() if line.startswith("change:")]
+    timed = next(line for line in changes if "time_s" in line)
+    counted = next(line for line in changes if "probes" in line)
+    assert "(higher, worse;" in timed  # 6 % slower
+    assert "(lower; p =" in counted  # fewer probes: neither better nor worse

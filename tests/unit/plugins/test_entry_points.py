@@ -167,3 +167,29 @@ def test_a_lookup_imports_only_the_kind_it_asks_for(third_party: bool, tmp_path:
     for other in ("'report'", "'labs'", "'runner'", "'spec'", "'analysis'"):
         assert other not in families, (other, families)
     assert scipy_stats == "False"
+
+
+@pytest.mark.parametrize(("better", "message"), [
+    ('"faster"', r"metric 'answer': field 'better' must be 'lower', 'higher' or 'none' "
+                 r"\(no direction: a count that describes the trial\), got 'faster'"),
+    ("None", r"metric 'answer': a primary metric needs a direction \(field 'better'"),
+])
+def test_a_plugin_metric_with_a_bad_direction_is_refused_by_name(
+        better: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = PLUGIN.replace('Metric("answer", "1", Better.HIGHER,',
+                            f'Metric("answer", "1", {better},')
+    assert source != PLUGIN
+    _install(tmp_path, monkeypatch, source)
+    with pytest.raises(VirtbenchError, match=r"plugin entry point answer = vb_thirdparty:register "
+                                             r"failed to load: VirtbenchError: " + message):
+        all_workloads()
+
+
+def test_a_plugin_metric_may_declare_no_direction(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    source = PLUGIN.replace("    metrics = (ANSWER,)", '    metrics = (ANSWER, Metric("asked", '
+                            '"questions", None, "questions asked (describes the trial)"))')
+    assert source != PLUGIN
+    _install(tmp_path, monkeypatch, source)
+    asked = get_workload("thirdparty.answer").metrics[1]
+    assert asked.better is None and not asked.directed and asked.direction_text == "no direction"

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from virtbench.model import Better
 from virtbench.report.formatting import fmt_value
 from virtbench.stats.verdict import ALPHA
 
@@ -87,7 +88,7 @@ def verdict_text(row: ComparisonRow) -> str:
 def definition(metric: Metric, quote: Callable[[str], str] = str) -> str:
     """'s, lower is better: wall time of one operation' (unit, direction, description);
     ``quote`` escapes the stored parts (unit, description) for a format."""
-    text = f"{quote(metric.unit or 'unitless')}, {metric.better.value} is better"
+    text = f"{quote(metric.unit or 'unitless')}, {metric.direction_text}"
     return f"{text}: {quote(metric.description)}" if metric.description else text
 
 
@@ -96,7 +97,7 @@ def threshold_text(comparison: Comparison, metric: Metric) -> str:
     if comparison.fail_pct is None:
         return "no gate (--fail-if-worse not given)"
     pct = comparison.fail_pct
-    bound = (f"NEW/BASE above {1 + pct / 100:g}" if metric.better.value == "lower"
+    bound = (f"NEW/BASE above {1 + pct / 100:g}" if metric.better is Better.LOWER
              else f"NEW/BASE below {1 - pct / 100:g}")
     return f"fails when NEW is worse than BASE by more than {pct:g} % ({bound})"
 
@@ -130,12 +131,21 @@ def explanation(comparison: Comparison, row: ComparisonRow) -> str:
     return "; ".join(parts)
 
 
+def _not_judged(comparison: Comparison) -> str:
+    """How many shared metrics were left out for having no direction (no stored text)."""
+    count = len(comparison.not_judged)
+    if not count:
+        return ""
+    return (f"; {count} metric{'s' if count != 1 else ''} left out: no direction (counts "
+            "that describe the trial are not judged)")
+
+
 def summary_line(comparison: Comparison, allow_unjudged: bool) -> str:
     """The gate's outcome in one sentence."""
     model = f"; variance model: {comparison.variance.text}"
     if comparison.fail_pct is None:
         return (f"{len(comparison.rows)} rows compared; no gate (--fail-if-worse not given)"
-                + model)
+                + _not_judged(comparison) + model)
     bad = len(comparison.regressions)
     unjudged = len(comparison.unjudged)
     text = (f"{bad} of {len(comparison.rows)} rows worse than BASE by more than "
@@ -143,5 +153,6 @@ def summary_line(comparison: Comparison, allow_unjudged: bool) -> str:
     if unjudged:
         text += (f"; {unjudged} cannot be judged"
                  + (" (passed: --allow-unjudged)" if allow_unjudged else " (fail the gate)"))
+    text += _not_judged(comparison)
     passed = not failing(comparison, allow_unjudged)
     return ("gate passed: " if passed else "gate failed: ") + text + model

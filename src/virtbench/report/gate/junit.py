@@ -37,7 +37,9 @@ def _properties(comparison: Comparison, allow_unjudged: bool) -> ET.Element:
                         ("new_experiment", comparison.new.experiment),
                         ("fail_if_worse_pct", "" if pct is None else f"{pct:g}"),
                         ("equivalence_pct", f"{comparison.equivalence_pct:g}"),
-                        ("alpha", f"{ALPHA:g}"), ("allow_unjudged", str(allow_unjudged).lower())):
+                        ("alpha", f"{ALPHA:g}"), ("allow_unjudged", str(allow_unjudged).lower()),
+                        # metrics without a direction: left out, named so a reader sees why
+                        ("not_judged", ",".join(comparison.not_judged))):
         ET.SubElement(element, "property", name=name, value=_text(value))
     return element
 

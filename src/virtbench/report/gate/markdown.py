@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from virtbench.model import NOT_JUDGED
 from virtbench.report.formatting import fmt_value
 from virtbench.report.gate import comparison_rows as gate_rows
 from virtbench.safetext import markdown_text as md
@@ -42,6 +43,9 @@ def render_markdown(comparison: Comparison, *, allow_unjudged: bool = False) -> 
                   gate_rows.ratio_text(row), gate_rows.verdict_text(row),
                   _GATE[gate_rows.outcome(comparison, row, allow_unjudged)]]
         lines.append("| " + " | ".join(cells) + " |")
+    if comparison.not_judged:
+        lines += ["", f"Left out, {NOT_JUDGED}: "
+                  + ", ".join(md(name) for name in comparison.not_judged) + "."]
     lines += ["", "Metrics:", ""]
     seen: set[tuple[str, str]] = set()
     for row in comparison.rows:

@@ -28,6 +28,9 @@ class Section:
     rows: list[list[str]] = field(default_factory=list)
     """Cells already formatted with their units."""
     warnings: list[str] = field(default_factory=list)
+    metrics: list[tuple[str, str]] = field(default_factory=list)
+    """(workload id, metric name) of the metrics this study section reports: its study
+    metrics, which Key results shows beside the primary ones (report/key_results.py)."""
 
 
 SectionBuilder = Callable[[Analysis], list[Section]]

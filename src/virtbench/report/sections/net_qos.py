@@ -55,6 +55,8 @@ ONE_WAY = "one_way_delay_down_ms"
 CHANGE_METRICS = (STUDY_TPUT, DELAY, JITTER, LOSS, "throughput_mbps", ONE_WAY,
                   "rfc3550_jitter_down_ms", "rtt_mean_ms", "tcp_retransmit_pct", "emodel_r",
                   "emodel_mos")
+# What the grading table shows, beside the throughput's n.
+GRADING_METRICS = (DELAY, JITTER, LOSS, "tiphon_index", ONE_WAY, "emodel_r", "emodel_mos")
 # The study's QoS metrics: the aggregate "DPDK improves QoS by N %" averages over these.
 AGGREGATE_METRICS = (DELAY, JITTER, STUDY_TPUT, LOSS)
 # The aggregate's bootstrap, as qos_improvement's (2000 resamples, seed 1) but vectorised per
@@ -194,7 +196,9 @@ def qos_grading_sections(analysis: Analysis) -> list[Section]:
                          "study jitter (ms) · TIPHON", "study loss (%) · TIPHON",
                          f"TIPHON index 1–4 {ci}", "one-way delay (ms) · G.114 band",
                          f"E-model R {ci}", f"MOS 1–4.5 {ci}"],
-                rows=rows))
+                rows=rows,
+                metrics=[(wid, name) for name in GRADING_METRICS
+                         if metric_of(analysis, wid, name)]))
     return sections
 
 
@@ -233,8 +237,9 @@ def qos_change_sections(analysis: Analysis) -> list[Section]:
                     change, p = _change(analysis, wid, metric.name, cell, ref, use_rows)
                     if change is None:
                         continue
-                    better = ("better" if (change.ratio < 0) == (metric.better is Better.LOWER)
-                              else "worse") if change.ratio != 0 else "same"
+                    better = ("–" if metric.better is None else "same" if change.ratio == 0
+                              else "better" if (change.ratio < 0) == (metric.better is Better.LOWER)
+                              else "worse")
                     rows.append([
                         f"{metric.name} ({metric.unit})", cell.switch, _rate(cell),
                         fmt_value(_mean(analysis, ref, wid, metric.name), metric.unit),
@@ -263,7 +268,7 @@ def qos_change_sections(analysis: Analysis) -> list[Section]:
                 columns=["metric (unit)", "switch", "background (Mbit/s)",
                          f"{block.base_switch} mean", "mean", f"change % {ci}", "direction",
                          "p"],
-                rows=rows))
+                rows=rows, metrics=[(wid, m.name) for m in metrics]))
     return sections
 
 

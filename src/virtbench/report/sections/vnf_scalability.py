@@ -146,7 +146,8 @@ def vnf_sections(analysis: Analysis) -> list[Section]:
                 columns=["neighbours", "VNFs", "n", f"throughput ({unit}) {ci}",
                          f"change % {ci}", "p", f"CPU busy (%) {ci}",
                          "retransmits (segments)"],
-                rows=rows, warnings=warnings))
+                rows=rows, warnings=warnings,
+                metrics=[(wid, m.name) for m in (tput, cpu, retrans) if m is not None]))
         if summary_rows:
             sections.append(Section(
                 key=f"vnf-scalability-summary-{wid}",

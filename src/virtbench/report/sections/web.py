@@ -105,7 +105,7 @@ def _run_section(analysis: Analysis, wid: str, variant: str, metrics: list[Metri
         paragraphs=paragraphs,
         columns=["run", *(f"{title} ({m.unit})" + (f" [{level} CI]" if q else "")
                           for m, title, q in columns)],
-        rows=rows, warnings=warnings)
+        rows=rows, warnings=warnings, metrics=[(wid, m.name) for m, _t, _q in columns])
 
 
 def _cold_warm(analysis: Analysis, wid: str, metric: str, variant: str) -> FirstVsRest | None:
@@ -156,7 +156,7 @@ def _cold_warm_section(analysis: Analysis, wid: str, variants: list[str]) -> Sec
             "100 × (ratio − 1) in %."],
         columns=["variant", "metric (unit)", "cold: run 1", f"warm: runs 2..R [{level} CI]",
                  "warm runs", "warm / cold", "change %"],
-        rows=rows)
+        rows=rows, metrics=[(wid, m.name) for m in metrics])
 
 
 def web_sections(analysis: Analysis) -> list[Section]:

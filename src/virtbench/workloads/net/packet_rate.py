@@ -170,7 +170,7 @@ class PacketRate(Workload):
     metrics = (
         Metric("received_pps", "frames/s", Better.HIGHER,
                "frames the receiver's interface counted per second of sending", primary=True),
-        Metric("offered_pps", "frames/s", Better.HIGHER,
+        Metric("offered_pps", "frames/s", None,
                "frames the sender's interface took (tx packets + tx dropped) per second of "
                "trafgen's sending time"),
         Metric("loss_ratio", "ratio", Better.LOWER,
@@ -178,13 +178,13 @@ class PacketRate(Workload):
         Metric("lost_frames", "frames", Better.LOWER, "offered - received frames"),
         Metric("received_mbps", "Mbit/s", Better.HIGHER,
                "received Ethernet frame bits (with FCS) per second, 10^6 bit/s"),
-        Metric("generator_shortfall", "ratio", Better.LOWER,
+        Metric("generator_shortfall", "ratio", None,
                "1 - offered / asked rate (0 when trafgen kept up; above 0.01 the generator, "
                "not the path, limited the trial)"),
-        Metric("generator_excess", "ratio", Better.LOWER,
+        Metric("generator_excess", "ratio", None,
                "offered / asked rate - 1 (0 when trafgen did not overshoot; its gap is "
                "corrected from earlier trials, so a changing machine load can overshoot)"),
-        Metric("generator_cpu_pct", "%", Better.LOWER,
+        Metric("generator_cpu_pct", "%", None,
                "trafgen's CPU time (user + system) over its run time, % of one core"),
         CPU_BUSY_METRIC,
         *(replace(m, primary=False) for m in IRTT_METRICS),

@@ -37,9 +37,9 @@ STUDY_METRICS = (
            "studies' 'packet loss': (packets sent − captured at the receiver) / sent × 100, data "
            "direction of the foreground flow; sent = the server interface's tx packet counter "
            "minus irtt replies (sent_count: counters) or a sender capture (sent_count: capture)"),
-    Metric("capture_packets", "packets", Better.HIGHER,
+    Metric("capture_packets", "packets", None,
            "foreground data packets in the receiver capture (GSO/GRO super-packets count once)"),
-    Metric("capture_dropped", "packets", Better.LOWER,
+    Metric("capture_dropped", "packets", None,
            "packets the receiver capture reported dropped (the study metrics then lack them)"),
     Metric("tcp_retransmit_pct", "%", Better.LOWER,
            "TCP loss estimate: retransmitted segments / (sent bytes / MSS) × 100"),

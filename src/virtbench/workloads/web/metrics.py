@@ -25,7 +25,7 @@ CLIENT_METRICS = (
     Metric("response_time_p99", "ms", Better.LOWER, "99th percentile response time (successful)"),
     Metric("time_to_first_byte_mean", "ms", Better.LOWER,
            "mean first-byte time from the scheduled send (successful)"),
-    Metric("samples", "requests", Better.HIGHER,
+    Metric("samples", "requests", None,
            "requests the run scheduled (open model) or sent (closed model)"),
     Metric("failures", "requests", Better.LOWER,
            "requests without a complete 2xx/3xx answer: timeouts, refused or reset "
@@ -37,9 +37,9 @@ CLIENT_METRICS = (
            "response body bytes per second of the sending period (10^6 bytes)"),
     Metric("hit_ratio_client", "%", Better.HIGHER,
            "successful responses that Varnish served from cache (two ids in X-Varnish)"),
-    Metric("send_lag_p99", "ms", Better.LOWER,
+    Metric("send_lag_p99", "ms", None,
            "99th percentile of (send start − scheduled time): the generator's own accuracy"),
-    Metric("late_sends", "%", Better.LOWER,
+    Metric("late_sends", "%", None,
            "requests whose send started more than 1 ms after the scheduled time"),
 )
 
