@@ -19,6 +19,8 @@ from pydantic import (
     PydanticUserError,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
+    field_validator,
 )
 
 from virtbench.model import PORT_MAX, PORT_MIN, VirtbenchError
@@ -28,12 +30,16 @@ __all__ = [
     "MIN_SIZE_MIB",
     "Knob",
     "NoParams",
+    "NumbersNotBooleans",
     "Params",
     "Port",
     "Realisation",
+    "SshWord",
     "Tool",
     "missing_tools",
+    "not_an_option",
     "parsed_by",
+    "types_of",
 ]
 
 
@@ -69,10 +75,66 @@ FINITE = ConfigDict(allow_inf_nan=False)
 """Numbers are finite: NaN and ±Infinity (YAML's .nan, .inf; "nan" as text) are refused."""
 
 
-class Params(BaseModel):
+def not_an_option(value: str, what: str) -> str:
+    """A host name, address or user that reaches ssh's command line: a leading '-' would be
+    read as an option (``-oProxyCommand=...``), so it is refused where the value is read."""
+    if value.startswith("-"):
+        raise ValueError(f"{what} {value!r} starts with '-': ssh would read it as an option")
+    return value
+
+
+SshWord = Annotated[str, AfterValidator(lambda value: not_an_option(value, "the value"))]
+"""A host name, address or login for ssh (a parameter): never a leading '-'."""
+
+
+def types_of(annotation: Any) -> list[Any]:
+    """The types a field may hold: Annotated unwrapped, unions split."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return types_of(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [t for arg in get_args(annotation) for t in types_of(arg)]
+    return [annotation]
+
+
+def _takes_a_boolean(annotation: Any) -> bool:
+    """Whether a bool is a fair value of a field: it takes bools, anything, or no number."""
+    kinds = types_of(annotation)
+    return bool in kinds or Any in kinds or not (int in kinds or float in kinds)
+
+
+def _element_type(annotation: Any) -> Any:
+    """The element type of a list or tuple field (Any when it is neither)."""
+    lists = [t for t in types_of(annotation) if get_origin(t) in (list, tuple)]
+    return get_args(lists[0])[0] if len(lists) == 1 and get_args(lists[0]) else Any
+
+
+class NumbersNotBooleans(BaseModel):
+    """A model whose number fields refuse ``true``/``false``: pydantic takes a bool for an int
+    or a float (True is 1 in Python), so ``repetitions: true`` would run once. A field that
+    also takes a bool (``int | bool``) or anything (``Any``) is left alone; a list of numbers
+    refuses a bool among its items."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any, info: ValidationInfo) -> Any:
+        field_info = cls.model_fields.get(info.field_name or "")
+        if field_info is None:
+            return value
+        annotation = field_info.annotation
+        if isinstance(value, bool) and not _takes_a_boolean(annotation):
+            raise ValueError(f"{str(value).lower()} is a yes/no value, not a number")
+        if isinstance(value, list | tuple) and any(isinstance(v, bool) for v in value) \
+                and not _takes_a_boolean(_element_type(annotation)):
+            raise ValueError("a yes/no value (true/false) among numbers")
+        return value
+
+
+class Params(NumbersNotBooleans):
     """The base of every plugin's parameters (workloads, labs, targets): an unknown field is
-    refused by name, every number must be finite; each subclass bounds its fields to values
-    that mean something physically (a size of at least a KiB, a duration within MAX_SECONDS)."""
+    refused by name, every number must be finite and no number is a yes/no value; each
+    subclass bounds its fields to values that mean something physically (a size of at least a
+    KiB, a duration within MAX_SECONDS)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

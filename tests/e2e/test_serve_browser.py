@@ -160,6 +160,87 @@ def test_compare_two_selected_runs_and_history(site: dict[str, Any], page: Any) 
     assert page.locator("article.history svg").count() == 4
 
 
+PHONE = {"width": 390, "height": 844}
+
+
+def test_a_phone_sees_the_content_first_and_the_contents_folded(site: dict[str, Any],
+                                                                 browser: Any) -> None:
+    run_id = _run_ids(site)[0]
+    with chromium_tab(browser, viewport=PHONE) as (tab, problems):
+        tab.goto(f"{site['url']}/runs/{run_id}")
+        toggle, contents = tab.locator(".toc-toggle"), tab.locator(".toc-list")
+        assert toggle.is_visible() and not contents.is_visible()  # folded to one line
+        bar = toggle.bounding_box()
+        assert bar is not None and bar["height"] < 60
+        live = tab.locator("#live").bounding_box()  # the run's own figures on the first screen
+        assert live is not None and live["y"] < 200 and live["y"] >= bar["y"] + bar["height"]
+        main = tab.locator("main#content").bounding_box()
+        assert main is not None and main["width"] <= PHONE["width"]  # no side column
+        toggle.click()  # a tap opens the contents; a link in them goes to its section
+        assert contents.is_visible()
+        contents.locator("a[href='#summary']").click()
+        tab.wait_for_url("**#summary")
+        toggle.click()
+        assert not contents.is_visible()
+        for route in ("/runs", "/history?experiment=serve-e2e"):  # the other pages fit too
+            tab.goto(f"{site['url']}{route}")
+            heading = tab.locator("h1").bounding_box()
+            assert heading is not None and heading["x"] + heading["width"] <= PHONE["width"]
+    assert problems == []
+    with chromium_tab(browser, viewport={"width": 1280, "height": 900}) as (tab, problems):
+        tab.goto(f"{site['url']}/runs/{run_id}")  # a wide screen: the contents in a column
+        assert not tab.locator(".toc-toggle").is_visible()
+        assert tab.locator(".toc-list").is_visible()
+        nav, main = (tab.locator(sel).bounding_box() for sel in ("nav.toc", "main#content"))
+        assert nav is not None and main is not None and nav["x"] + nav["width"] <= main["x"]
+    assert problems == []
+
+
+def test_clicking_a_header_sorts_the_table(site: dict[str, Any], page: Any) -> None:
+    page.goto(f"{site['url']}/runs")
+    with urllib.request.urlopen(f"{site['url']}/runs.json") as answer:
+        listed = json.loads(answer.read())
+    rows = page.locator("#runs tbody tr")
+    shown = [rows.nth(i).get_attribute("data-run") for i in range(rows.count())]
+    assert shown == [r["id"] for r in listed]  # the server's order: newest first
+    header = page.locator("#runs thead th", has_text="duration")
+    header.click()  # by duration in seconds (data-sort), shortest first
+    by_duration = sorted(listed, key=lambda r: r["duration_s"])
+    shown = [rows.nth(i).get_attribute("data-run") for i in range(rows.count())]
+    assert shown == [r["id"] for r in by_duration]
+    assert header.get_attribute("aria-sort") == "ascending"
+    header.click()  # again: longest first
+    shown = [rows.nth(i).get_attribute("data-run") for i in range(rows.count())]
+    assert shown == [r["id"] for r in reversed(by_duration)]
+    assert header.get_attribute("aria-sort") == "descending"
+    # the report's tables sort too
+    page.goto(f"{site['url']}/runs/{_run_ids(site)[0]}")
+    assert page.locator("#summary thead th button.sort").count() > 0
+
+
+def test_the_sort_compares_numbers_with_units_as_numbers(browser: Any) -> None:
+    """tables.js on a table of the report's formats (SI prefixes, %, ratios, "–") in a real
+    Chromium: numbers by value, text in natural order, empty cells last either way."""
+    script = Path(__file__).parents[2] / "src/virtbench/serve/static/tables.js"
+    values = ["4.16 ms", "980 µs", "12 s", "–", "2 ms", "1.5e-3 s"]
+    names = ["run-10", "run-2", "run-1", "b", "A", "run-3"]
+    body = "".join(f"<tr><td>{n}</td><td>{v}</td></tr>" for n, v in zip(names, values,
+                                                                           strict=True))
+    with chromium_tab(browser) as (tab, problems):
+        tab.set_content(f"<table id='t'><thead><tr><th>name</th><th>time</th></tr></thead>"
+                        f"<tbody>{body}</tbody></table>")
+        tab.add_script_tag(path=str(script))
+        cells = tab.locator("#t tbody td:nth-child(2)")
+        tab.locator("#t th", has_text="time").click()
+        assert cells.all_inner_texts() == ["980 µs", "1.5e-3 s", "2 ms", "4.16 ms", "12 s", "–"]
+        tab.locator("#t th", has_text="time").click()
+        assert cells.all_inner_texts() == ["12 s", "4.16 ms", "2 ms", "1.5e-3 s", "980 µs", "–"]
+        tab.locator("#t th", has_text="name").click()
+        assert tab.locator("#t tbody td:nth-child(1)").all_inner_texts() == [
+            "A", "b", "run-1", "run-2", "run-3", "run-10"]
+    assert problems == []
+
+
 def test_a_run_started_during_the_test_appears_and_advances(site: dict[str, Any],
                                                              page: Any) -> None:
     before = set(_run_ids(site))

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from ruamel.yaml.comments import CommentedMap
 
+from virtbench.contract import not_an_option
 from virtbench.inputs.ascii_numbers import DIGITS, parse_integer
 from virtbench.inputs.yamlfile import YamlInputError, load_yaml, read_text_file
 from virtbench.model import PORT_MAX, PORT_MIN, VirtbenchError
@@ -88,6 +89,11 @@ def host_from_url(url: str) -> FleetHost:
     if not PORT_MIN <= port <= PORT_MAX:  # ssh://h:0 once meant port 22
         raise InventoryError(f"--host {_shown(url)!r}: port {port} is not "
                              f"{PORT_MIN}-{PORT_MAX}")
+    try:
+        not_an_option(parts.hostname, "host")
+        not_an_option(parts.username or "", "user")
+    except ValueError as exc:
+        raise InventoryError(f"--host {_shown(url)!r}: {exc}") from None
     name = parts.hostname if port == 22 else f"{parts.hostname}:{port}"
     return FleetHost(name=name, address=parts.hostname, port=port, user=parts.username)
 
@@ -181,8 +187,24 @@ def _parse_yaml(text: str, source: str) -> dict[str, _Group]:
     groups: dict[str, _Group] = {}
     hosts = _Hosts(source)
     for name in tree:
-        _yaml_group(str(name), tree[name], tree.lc.key(name)[0] + 1, groups, source, hosts)
+        line = tree.lc.key(name)[0] + 1
+        _yaml_group(_yaml_name(name, "group", source, line), tree[name], line, groups, source,
+                    hosts)
     return groups
+
+
+def _yaml_name(key: Any, what: str, source: str, line: int) -> str:
+    """A group's or a host's name as a YAML key: text. ``~`` (null) would become a host
+    named "None", ``1.10`` one named "1.1": both are refused, naming the line."""
+    if key is None:
+        raise InventoryError(f"{source}:{line}: a {what} without a name (YAML null, `~` or an "
+                             f"empty key): write the {what}'s name")
+    if not isinstance(key, str | int) or isinstance(key, bool):
+        kind = ("a yes/no value" if isinstance(key, bool) else
+                "a number" if isinstance(key, float) else f"a {type(key).__name__}")
+        raise InventoryError(f"{source}:{line}: {what} {key!r} is {kind} in YAML, not a "
+                             f"name: quote it ('{key}')")
+    return str(key)
 
 
 def _yaml_group(name: str, node: Any, line: int, groups: dict[str, _Group],
@@ -206,17 +228,19 @@ def _yaml_group(name: str, node: Any, line: int, groups: dict[str, _Group],
         if key == "vars":
             group.variables.update(_variables(value, source, key_line, f"{name}.vars"))
         elif key == "hosts":
-            for pattern in value:
-                host_line = value.lc.key(pattern)[0] + 1
-                variables = _variables(value[pattern] or {}, source, host_line, str(pattern))
-                for host in hosts.expand(str(pattern), host_line):
+            for key in value:
+                host_line = value.lc.key(key)[0] + 1
+                pattern = _yaml_name(key, "host", source, host_line)
+                variables = _variables(value[key] or {}, source, host_line, pattern)
+                for host in hosts.expand(pattern, host_line):
                     group.hosts.setdefault(host, {}).update(variables)
                     group.lines[host] = host_line
         else:
             for child in value:
-                group.children.append(str(child))
-                _yaml_group(str(child), value[child], value.lc.key(child)[0] + 1, groups, source,
-                            hosts)
+                child_line = value.lc.key(child)[0] + 1
+                child_name = _yaml_name(child, "group", source, child_line)
+                group.children.append(child_name)
+                _yaml_group(child_name, value[child], child_line, groups, source, hosts)
 
 
 def _variables(node: Any, source: str, line: int, where: str) -> dict[str, str]:
@@ -290,6 +314,9 @@ def _ini_host_variables(words: list[str], where: str) -> dict[str, str]:
 
 # ---- resolving variables -----------------------------------------------------------------------
 def _check_name(host: str, source: str, line: int) -> None:
+    if host.startswith("-"):
+        raise InventoryError(f"{source}:{line}: {host!r} starts with '-': not a host name "
+                             "(ssh would read it as an option)")
     if not _NAME.match(host):
         raise InventoryError(f"{source}:{line}: {host!r} is not a host name")
 
@@ -371,11 +398,18 @@ def _host(name: str, variables: dict[str, str], groups: tuple[str, ...], source:
             ssh_args += shlex.split(variables.get(var, ""))
         except ValueError as exc:
             raise InventoryError(f"{source}:{line}: host {name}: {var}: {exc}") from None
+    address = variables.get("ansible_host") or variables.get("ansible_ssh_host") or name
+    user = variables.get("ansible_user") or variables.get("ansible_ssh_user") or None
+    try:
+        not_an_option(address, "ansible_host")
+        not_an_option(user or "", "ansible_user")
+    except ValueError as exc:
+        raise InventoryError(f"{source}:{line}: host {name}: {exc}") from None
     return FleetHost(
         name=name,
-        address=variables.get("ansible_host") or variables.get("ansible_ssh_host") or name,
+        address=address,
         port=port,
-        user=variables.get("ansible_user") or variables.get("ansible_ssh_user") or None,
+        user=user,
         key_file=str(Path(key_file).expanduser()) if key_file else None,
         known_hosts=variables.get("virtbench_known_hosts") or None,
         ssh_args=tuple(ssh_args),

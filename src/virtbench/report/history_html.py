@@ -7,6 +7,7 @@ import html
 import itertools
 import math
 
+import matplotlib.dates as mdates
 import numpy as np
 
 from virtbench import safetext
@@ -18,15 +19,24 @@ __all__ = ["history_chart", "render_history_html"]
 MAX_MARKERS = 300  # above this many runs the CI bars are left out (the line still shows all)
 
 
+def _run_times(series: MetricHistory) -> np.ndarray:
+    """Each run's start as a matplotlib date number (days, UTC): the x axis is time, so that
+    runs a month apart stand further apart than runs an hour apart."""
+    starts = [dt.datetime.fromtimestamp(p.started_at, dt.UTC) for p in series.points]
+    return np.asarray(mdates.date2num(starts), dtype=float)
+
+
 def history_chart(series: MetricHistory) -> str | None:
-    """Run means with 95 % CIs in time order, change points as dashed lines, segment means."""
+    """Run means with 95 % CIs against each run's start (UTC dates), change points as dashed
+    lines halfway between the runs on either side, segment means from a segment's first run
+    to its last."""
     if not series.points:
         return None
     means = np.array([p.mean for p in series.points])
     low = np.array([p.ci_low for p in series.points])
     high = np.array([p.ci_high for p in series.points])
     divisor, unit = axis_scale([float(v) for v in means], series.metric.unit)
-    x = np.arange(1, means.size + 1)
+    x = _run_times(series)
     fig = _new(7.0, 2.6, label_chars=7)
     ax = fig.add_subplot()
     ax.plot(x, means / divisor, color=BAR_COLOUR, linewidth=1.0, marker="o" if
@@ -38,12 +48,18 @@ def history_chart(series: MetricHistory) -> str | None:
     bounds = [0, *[s.index for s in series.steps], means.size]
     for start, end in itertools.pairwise(bounds):
         level = float(np.mean(means[start:end])) / divisor
-        ax.hlines(level, start + 0.6, end + 0.4, color="#374151", linewidth=1.2)
+        ax.hlines(level, x[start], x[end - 1], color="#374151", linewidth=1.2)
     for step in series.steps:
-        ax.axvline(step.index + 0.5, color=WORSE_COLOUR, linestyle="--", linewidth=1.0)
-        ax.text(step.index + 0.6, 0.97, f"{step.change_pct:+.1f} %", color=WORSE_COLOUR,
+        at = (x[step.index - 1] + x[step.index]) / 2
+        ax.axvline(at, color=WORSE_COLOUR, linestyle="--", linewidth=1.0)
+        ax.text(at, 0.97, f" {step.change_pct:+.1f} %", color=WORSE_COLOUR,
                 transform=ax.get_xaxis_transform(), va="top", fontsize=8)
-    ax.set_xlabel("run (oldest first)")
+    locator = mdates.AutoDateLocator(tz=dt.UTC, minticks=3, maxticks=7)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.UTC))
+    if x[0] == x[-1]:  # one run, or all at one instant: a day around it
+        ax.set_xlim(x[0] - 0.5, x[0] + 0.5)
+    ax.set_xlabel("run start (UTC)")
     ax.set_ylabel(unit)
     title = safetext.visible(f"{series.workload_id} · {series.metric.name} · {series.variant}")
     ax.text(0.0, 1.025, title, transform=ax.transAxes, ha="left", va="bottom", fontsize=10)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from virtbench.contract import NumbersNotBooleans
 from virtbench.model import VirtbenchError
 from virtbench.search import SearchPlan
 
 __all__ = ["Criterion", "SearchSpec"]
 
 
-class Criterion(BaseModel):
+class Criterion(NumbersNotBooleans):
     """A trial passes when the metric is at most ``max`` (and at least ``min``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -38,7 +39,7 @@ class Criterion(BaseModel):
         return None
 
 
-class SearchSpec(BaseModel):
+class SearchSpec(NumbersNotBooleans):
     """Search the highest load the workload sustains (see docs/capacity.md)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -64,8 +65,9 @@ class SearchSpec(BaseModel):
                                     "one final-duration trial at each of these fractions of "
                                     "the found load (e.g. [0.1, 0.5, 0.9]: latency below "
                                     "capacity)")
-    retries: int = Field(1, ge=0, le=20, description="repeats of an inconclusive trial; still "
-                                                    "inconclusive, the load counts as failed")
+    retries: int = Field(1, ge=0, le=20, strict=True,
+                         description="repeats of an inconclusive trial; still inconclusive, "
+                                     "the load counts as failed")
 
     @model_validator(mode="after")
     def _plan_is_valid(self) -> SearchSpec:

@@ -16,7 +16,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
-    JSONResponse,
     PlainTextResponse,
     RedirectResponse,
     Response,
@@ -25,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 import virtbench
+from virtbench import safetext
 from virtbench.decide.compare import Comparison
 from virtbench.decide.history import History
 from virtbench.model import VirtbenchError
@@ -34,6 +34,7 @@ from virtbench.serve import decided, downloads
 from virtbench.serve.cache import VersionedCache
 from virtbench.serve.guard import MAX_COMPARE, SECURITY_HEADERS, RequestGuard
 from virtbench.serve.listing import PAGE_SIZE, RunFilter, filter_runs
+from virtbench.serve.query import QueryError, flag, once, page_number
 from virtbench.serve.views import RunReports, progress, run_row
 from virtbench.store import RunInfo, Store
 
@@ -115,12 +116,14 @@ class _Site:
     def history(self, request: Request) -> History | None:
         """The history the page asks for (None before an experiment is chosen)."""
         query = request.query_params
-        experiment = query.get("experiment", "")
-        if not experiment:
-            return None
         try:
-            return decided.history(self.store, experiment, query.get("host", ""),
-                                   bool(query.get("any_spec")), bool(query.get("any_host")))
+            once(query, "experiment", "host")
+            any_spec, any_host = flag(query, "any_spec"), flag(query, "any_host")
+            experiment = query.get("experiment", "")
+            if not experiment:
+                return None
+            return decided.history(self.store, experiment, query.get("host", ""), any_spec,
+                                   any_host)
         except VirtbenchError as exc:
             raise HTTPException(400, str(exc)) from exc
 
@@ -193,16 +196,17 @@ def _runs_routes(site: _Site) -> list[Route]:
 
     def runs_page(request: Request) -> Response:
         chosen, everything, matched = _filtered(site, request)
+        pages = max(1, -(-len(matched) // PAGE_SIZE))
         try:
-            page = max(1, int(request.query_params.get("page", "1")))
-        except ValueError as exc:
-            raise HTTPException(400, "page: not a number") from exc
+            page = page_number(request.query_params, pages)
+        except QueryError as exc:
+            raise HTTPException(400, str(exc)) from exc
         shown = matched[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]
         counts = site.counts(shown)
         return site.page(
             "runs.html.j2", title="Runs", filter=chosen, query=chosen.query(),
             rows=[run_row(r, counts.get(r.id, 0)) for r in shown], matched=len(matched),
-            total=len(everything), page=page, pages=max(1, -(-len(matched) // PAGE_SIZE)),
+            total=len(everything), page=page, pages=pages,
             experiments=sorted({r.experiment for r in everything}),
             hosts=sorted({r.host for r in everything}),
             statuses=sorted({r.status for r in everything}))
@@ -235,8 +239,12 @@ def _run_routes(site: _Site) -> list[Route]:
 
     def run_progress(request: Request) -> Response:
         run = site.canonical_run(request)
-        return JSONResponse(progress(site.store, run, site.store.sample_count(run.id),
-                                     time.time()), headers={"Cache-Control": "no-store"})
+        shown = progress(site.store, run, site.store.sample_count(run.id), time.time())
+        # the page shows these strings as they are: stored text with its control and bidi
+        # characters as visible escapes (as every {{ }} of the pages), then strict JSON
+        shown = {k: safetext.visible(v) if isinstance(v, str) else v for k, v in shown.items()}
+        return Response(safetext.dumps(shown), media_type="application/json",
+                        headers={"Cache-Control": "no-store"})
 
     def run_download(request: Request) -> Response:
         run = site.canonical_run(request)

@@ -6,13 +6,17 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from virtbench.model import VirtbenchError
+from starlette.datastructures import QueryParams
+
+from virtbench.serve.query import QueryError, once
 from virtbench.store import RunInfo
 
-__all__ = ["PAGE_SIZE", "RunFilter", "filter_runs"]
+__all__ = ["PAGE_SIZE", "STATUSES", "RunFilter", "filter_runs"]
 
 PAGE_SIZE = 100
 """Runs per page: a store of 10,000 runs renders in a few milliseconds a page."""
+STATUSES = ("abandoned", "complete", "failed", "interrupted", "running")
+"""What a run's status can be (the stored four, and abandoned: running, its process gone)."""
 
 
 @dataclass(frozen=True)
@@ -25,11 +29,19 @@ class RunFilter:
     text: str = ""
 
     @classmethod
-    def from_query(cls, query: Mapping[str, str]) -> RunFilter:
-        """From the page's query string; a malformed date names its field."""
+    def from_query(cls, query: QueryParams) -> RunFilter:
+        """From the page's query string; a repeated parameter, a malformed date, dates the
+        wrong way round or a status that is none of STATUSES names its field."""
+        once(query, "experiment", "host", "status", "since", "until", "q")
+        status = query.get("status", "")
+        if status and status not in STATUSES:
+            raise QueryError(f"status: {status[:40]!r} is not a run status "
+                             f"({', '.join(STATUSES)})")
+        since, until = _date(query, "since"), _date(query, "until")
+        if since and until and since > until:
+            raise QueryError(f"since: {since} is after until ({until}): no day is in between")
         return cls(experiment=query.get("experiment", ""), host=query.get("host", ""),
-                   status=query.get("status", ""), since=_date(query, "since"),
-                   until=_date(query, "until"), text=query.get("q", "").strip())
+                   status=status, since=since, until=until, text=query.get("q", "").strip())
 
     def matches(self, run: RunInfo) -> bool:
         if self.experiment and run.experiment != self.experiment:
@@ -65,7 +77,7 @@ def _date(query: Mapping[str, str], field: str) -> dt.date | None:
     try:
         return dt.date.fromisoformat(value)
     except ValueError as exc:
-        raise VirtbenchError(f"{field}: {value!r} is not a date (YYYY-MM-DD)") from exc
+        raise QueryError(f"{field}: {value[:40]!r} is not a date (YYYY-MM-DD)") from exc
 
 
 def filter_runs(runs: Sequence[RunInfo], chosen: RunFilter) -> list[RunInfo]:

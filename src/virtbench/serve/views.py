@@ -36,12 +36,20 @@ def _duration(run: RunInfo, now: float | None = None) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
 
 
+def _seconds(run: RunInfo) -> float | None:
+    """A finished run's duration in seconds (what the runs table sorts its duration by)."""
+    if run.ended_at is None:
+        return None
+    return max(0.0, run.ended_at - run.started_at)
+
+
 def run_row(run: RunInfo, samples: int | None) -> dict[str, Any]:
-    """One line of the runs table (and of its CSV/JSON download)."""
+    """One line of the runs table (and of its CSV/JSON download); ``started_at`` is epoch
+    seconds, ``duration_s`` seconds (None while running)."""
     return {"id": run.id, "experiment": run.experiment, "host": run.host, "status": run.status,
             "started": _time(run.started_at), "started_at": run.started_at,
-            "duration": _duration(run), "samples": samples, "stop_reason": run.stop_reason,
-            "description": run.description}
+            "duration": _duration(run), "duration_s": _seconds(run), "samples": samples,
+            "stop_reason": run.stop_reason, "description": run.description}
 
 
 def progress(store: Store, run: RunInfo, samples: int, now: float) -> dict[str, Any]:

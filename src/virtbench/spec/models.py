@@ -9,14 +9,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
+    Strict,
     field_validator,
     model_validator,
 )
 
-from virtbench.contract import MAX_SECONDS
+from virtbench.contract import MAX_SECONDS, NumbersNotBooleans
 from virtbench.search.spec import SearchSpec
 
 __all__ = [
@@ -49,7 +49,10 @@ def _printable(text: str) -> str:
 Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
 
 
-class _Strict(BaseModel):
+class _Strict(NumbersNotBooleans):
+    """Unknown fields refused, numbers finite, no yes/no value taken for a number, whole
+    numbers strictly whole (``2.0`` or ``"2"`` is not a count)."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
@@ -87,10 +90,10 @@ dwarfs the workload)."""
 class ProfileSpec(_Strict):
     """CPU samples with call stacks and counters during trials (docs/explain.md)."""
 
-    trials: int | None = Field(None, ge=1, le=MAX_REPETITIONS,
+    trials: int | None = Field(None, ge=1, le=MAX_REPETITIONS, strict=True,
                                description="profiled trials per variant, the first measured "
                                            "ones (default: every measured trial)")
-    frequency_hz: int = Field(99, ge=1, le=MAX_PROFILE_HZ,
+    frequency_hz: int = Field(99, ge=1, le=MAX_PROFILE_HZ, strict=True,
                               description="perf record sampling rate, samples per second "
                                           "per CPU")
     scope: Literal["auto", "system", "cgroup"] = Field(
@@ -128,8 +131,8 @@ class WorkloadSpec(_Strict):
 
 
 class Adaptive(_Strict):
-    min: int = Field(5, ge=2, le=MAX_REPETITIONS)
-    max: int = Field(20, ge=2, le=MAX_REPETITIONS)
+    min: int = Field(5, ge=2, le=MAX_REPETITIONS, strict=True)
+    max: int = Field(20, ge=2, le=MAX_REPETITIONS, strict=True)
     target_rel_ci: float = Field(0.02, gt=0, lt=1,
                                  description="stop when every primary metric's 95 % CI "
                                              "half-width / mean is at most this")
@@ -147,7 +150,7 @@ class Adaptive(_Strict):
 class Experiment(_Strict):
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
     description: str = ""
-    seed: int = Field(1, ge=SEED_MIN, le=SEED_MAX)
+    seed: int = Field(1, ge=SEED_MIN, le=SEED_MAX, strict=True)
     target: TargetSpec = Field(default_factory=TargetSpec)
     lab: LabSpec = Field(default_factory=LabSpec)
     baseline: str | None = None
@@ -158,8 +161,8 @@ class Experiment(_Strict):
     matrix: dict[str, list[Any]] | None = None
     factorial: Factorial | None = None
     workloads: list[WorkloadSpec] = Field(min_length=1)
-    repetitions: int | Adaptive = 10
-    warmup: int = Field(1, ge=0, le=100)
+    repetitions: Annotated[int, Strict()] | Adaptive = 10
+    warmup: int = Field(1, ge=0, le=100, strict=True)
     order: Literal["auto", "interleaved", "blocked"] = "auto"
 
     @field_validator("repetitions")

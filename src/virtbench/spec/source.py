@@ -7,12 +7,13 @@ An experiment built in code has no file: its messages name the field and the sou
 from __future__ import annotations
 
 import difflib
-import types
 from dataclasses import dataclass
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from virtbench.contract import types_of
 
 __all__ = ["Loc", "SourceMap"]
 
@@ -81,22 +82,12 @@ def field_path(loc: Loc) -> str:
     return "".join(parts) or "(top level)"
 
 
-def _branches(annotation: Any) -> list[Any]:
-    """The types an annotation may hold: Annotated unwrapped, unions split."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _branches(get_args(annotation)[0])
-    if origin in (Union, types.UnionType):
-        return [b for arg in get_args(annotation) for b in _branches(arg)]
-    return [annotation]
-
-
 def _fields_at(model: Any, loc: Loc) -> list[str]:
     """The field names of the model(s) found at ``loc`` inside ``model`` (for a hint)."""
     current = [model]
     for key in loc:
         following: list[Any] = []
-        for branch in (b for tp in current for b in _branches(tp)):
+        for branch in (b for tp in current for b in types_of(tp)):
             if isinstance(key, int) and get_origin(branch) is list:
                 following.append(get_args(branch)[0])
             elif isinstance(branch, type) and issubclass(branch, BaseModel):
@@ -106,6 +97,6 @@ def _fields_at(model: Any, loc: Loc) -> list[str]:
                     # pydantic names the union member it tried (with its validators)
                     following.append(branch)
         current = following
-    return sorted({name for tp in current for b in _branches(tp)
+    return sorted({name for tp in current for b in types_of(tp)
                    if isinstance(b, type) and issubclass(b, BaseModel)
                    for name in b.model_fields})

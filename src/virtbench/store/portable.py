@@ -100,6 +100,10 @@ def import_tables(store: Store, path: Path, tables: dict[str, list[dict[str, Any
     run = tables["runs"][0]
     run_id = str(run["id"])
     run["imported_from"] = str(path)
+    # The process that ran it wrote to another store: whatever its pid and boot id, it is not
+    # this store's owner (a live pid of this boot would keep it "running" and refuse --resume).
+    # Without an owner, an imported run still marked running reads as abandoned.
+    run.update(owner_pid=None, owner_host=None, owner_boot_id=None)
     try:
         _insert_run(store, tables, run, replace=replace)
     except (IntegrityError, CompileError, DataError) as exc:

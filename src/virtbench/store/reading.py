@@ -150,7 +150,7 @@ _RUNS = checked(f"SELECT {listed('runs')} FROM runs ORDER BY started_at")
 _RUN = checked(f"SELECT {listed('runs')} FROM runs WHERE id = :id")
 _RUNS_VERSION = checked("SELECT count(*), max(started_at), count(ended_at), sum(ended_at) "
                         "FROM runs")
-_RUNNING_OWNERS = checked("SELECT owner_pid, owner_host, owner_boot_id FROM runs "
+_RUNNING_OWNERS = checked("SELECT owner_pid, owner_host, owner_boot_id, imported_from FROM runs "
                           "WHERE status = 'running'")
 _VARIANTS = checked("SELECT name, knobs_json, is_baseline FROM variants WHERE run_id = :run "
                     "ORDER BY position")
@@ -296,7 +296,9 @@ class StoreReader:
         it only then (one aggregate over the runs table, and the owners of running runs)."""
         aggregate = self._rows(_RUNS_VERSION)[0]
         running = self._rows(_RUNNING_OWNERS)
-        gone = sum(owner_state(*row) == OwnerState.GONE for row in running)
+        gone = sum((bool(imported) and pid is None)  # imported, no owner here: abandoned
+                   or owner_state(pid, host, boot) == OwnerState.GONE
+                   for pid, host, boot, imported in running)
         return (*aggregate, gone)
 
     # ---- what a run is made of -----------------------------------------------------------
@@ -498,16 +500,28 @@ def check_current(version: int, location: str) -> None:
             "e.g. `virtbench runs`, does)")
 
 
+def _abandoned(r: Mapping[str, Any]) -> str | None:
+    """Why a run stored as running is abandoned (its resume command), or None: its owner is
+    gone, or it was imported without one (the process that ran it wrote another store)."""
+    if r["status"] != "running":
+        return None
+    if r["imported_from"] and r["owner_pid"] is None:
+        why = f"imported from {r['imported_from']} while it ran elsewhere"
+    elif owner_state(r["owner_pid"], r["owner_host"], r["owner_boot_id"]) == OwnerState.GONE:
+        why = f"process {r['owner_pid']} on {r['owner_host']} is gone"
+    else:
+        return None
+    command = (f"virtbench calibrate {r['spec_path'] or 'FILE'} --resume {r['calibration']}"
+               if r["calibration"] else
+               f"virtbench run {r['spec_path'] or 'FILE'} --resume {r['id']}")
+    return f"abandoned ({why}) — resume with `{command}`"
+
+
 def _run_info(r: Mapping[str, Any]) -> RunInfo:
     status, stop_reason = r["status"], r["stop_reason"]
-    if status == "running" and owner_state(r["owner_pid"], r["owner_host"], r["owner_boot_id"]
-                                           ) == OwnerState.GONE:
-        status = "abandoned"
-        command = (f"virtbench calibrate {r['spec_path'] or 'FILE'} --resume {r['calibration']}"
-                   if r["calibration"] else
-                   f"virtbench run {r['spec_path'] or 'FILE'} --resume {r['id']}")
-        stop_reason = (f"abandoned (process {r['owner_pid']} on {r['owner_host']} is gone) — "
-                       f"resume with `{command}`")
+    abandoned = _abandoned(r)
+    if abandoned is not None:
+        status, stop_reason = "abandoned", abandoned
     return RunInfo(
         id=r["id"], experiment=r["experiment"], description=r["description"], status=status,
         stop_reason=stop_reason, started_at=r["started_at"], ended_at=r["ended_at"],

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from virtbench.contract import NoParams, Params, Port
+from virtbench.contract import NoParams, Params, Port, SshWord
 from virtbench.model import VirtbenchError
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.targets.target_contract import Target
@@ -20,8 +20,8 @@ class NetnsParams(Params):
 
 
 class SshParams(Params):
-    host: str = Field(min_length=1, description="host name or address")
-    user: str | None = Field(None, description="login (default: ssh's)")
+    host: SshWord = Field(min_length=1, description="host name or address")
+    user: SshWord | None = Field(None, description="login (default: ssh's)")
     port: Port = 22
     identity_file: str | None = Field(None, description="private key file")
     known_hosts: str | None = Field(None, description="known_hosts file for the host's key")
@@ -31,8 +31,8 @@ class SshParams(Params):
 class LibvirtGuestParams(Params):
     domain: str = Field(min_length=1, description="the libvirt domain")
     connect: str | None = Field(None, description="libvirt URI")
-    ssh_host: str | None = Field(None, description="guest address: run commands over ssh")
-    ssh_user: str | None = None
+    ssh_host: SshWord | None = Field(None, description="guest address: run commands over ssh")
+    ssh_user: SshWord | None = None
     ssh_port: Port = 22
     identity_file: str | None = None
     known_hosts: str | None = None

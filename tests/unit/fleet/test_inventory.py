@@ -104,6 +104,37 @@ def test_bad_inventories_name_the_line(text: str, message: str) -> None:
         parse_inventory(text, "inv")
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    # a null key became a host (or group) named "None", a float key a rounded name
+    ("all:\n  hosts:\n    ~:\n", "inv:3: a host without a name (YAML null"),
+    ("all:\n  hosts:\n    h1:\n    ? \n", "inv:4: a host without a name (YAML null"),
+    ("all:\n  hosts:\n    1.10:\n", r"inv:3: host 1.1 is a number in YAML, not a name: quote"),
+    ("all:\n  hosts:\n    true:\n", "inv:3: host True is a yes/no value in YAML"),
+    ("~:\n  hosts: {h1: }\n", "inv:1: a group without a name"),
+    ("all:\n  children:\n    ~: {hosts: {h1: }}\n", "inv:3: a group without a name"),
+    # a leading '-' is an ssh option, not a host (it failed only at connect)
+    ("all:\n  hosts:\n    -oProxyCommand=x:\n", "inv:3: '-oProxyCommand=x' starts with '-'"),
+    ("[web]\n-oProxyCommand=x\n", "inv:2: '-oProxyCommand=x' starts with '-'"),
+    ("[web]\n-web[1:2]\n", "inv:2: '-web1' starts with '-'"),
+    ("all:\n  hosts:\n    h1: {ansible_host: -oProxyCommand=x}\n",
+     "inv:3: host h1: ansible_host '-oProxyCommand=x' starts with '-': ssh would read it"),
+    ("[web]\nh1 ansible_user=-lroot\n", "inv:2: host h1: ansible_user '-lroot' starts with"),
+])
+def test_nameless_and_option_like_hosts_are_refused_at_load(text: str, message: str) -> None:
+    with pytest.raises(InventoryError) as info:
+        parse_inventory(text, "inv")
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_option_like_ssh_url_is_refused() -> None:
+    for url, what in (("ssh://-oProxyCommand=x", "host"), ("ssh://-lroot@h", "user")):
+        with pytest.raises(InventoryError, match=f"--host '{url}': {what} '-"):
+            host_from_url(url)
+    assert [h.name for h in parse_inventory("all:\n  hosts:\n    h-1:\n    '12':\n")] == [
+        "h-1", "12"]  # a '-' inside a name, and a quoted number, are names
+
+
 def test_ssh_args_of_the_inventory_follow_virtbenchs_host_key_options() -> None:
     from virtbench.fleet.connect import connect
 

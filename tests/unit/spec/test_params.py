@@ -139,3 +139,17 @@ def test_workload_param_typo_gets_the_closest_name() -> None:
 
 def test_seed_at_the_64_bit_limit_is_accepted() -> None:
     assert parse_experiment(f"name: x\nseed: {2**63 - 1}\n{NOOP}").seed == 2**63 - 1
+
+
+@pytest.mark.parametrize(("target", "field"), [
+    ("{kind: ssh, params: {host: -oProxyCommand=x}}", "host"),
+    ("{kind: ssh, params: {host: h, user: -lroot}}", "user"),
+    ("{kind: libvirt-guest, params: {domain: d, ssh_host: -oX=y}}", "ssh_host"),
+    ("{kind: libvirt-guest, params: {domain: d, ssh_user: -lx}}", "ssh_user"),
+])
+def test_an_ssh_host_or_user_that_reads_as_an_option_is_refused(target: str,
+                                                                field: str) -> None:
+    """A leading '-' would reach ssh's command line as an option: refused at load."""
+    message = refusal(f"name: t\ntarget: {target}\n{NOOP}")
+    assert f"p.yaml:2: target.params.{field}: the value '-" in message
+    assert "ssh would read it as an option" in message

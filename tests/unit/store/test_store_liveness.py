@@ -94,3 +94,33 @@ def test_serve_notices_a_process_that_died_while_it_served(tmp_path: Path) -> No
     finally:
         owner.kill()
         owner.wait()
+
+
+def test_an_imported_run_that_was_running_is_abandoned_and_resumable(tmp_path: Path) -> None:
+    """A run exported while it ran carries its owner (this boot, a live pid: here our own):
+    imported, it stayed "running" for ever and --resume refused it. The process wrote another
+    store: an imported run has no owner here, reads as abandoned and can be resumed."""
+    from virtbench.runner.record import refuse_if_running
+    from virtbench.store.portable import export_run, import_run
+
+    source = Store(str(tmp_path / "source.db"))
+    run_id = make_run(source)
+    source.set_run_status(run_id, "running")  # this process owns it: alive
+    assert source.run(run_id).status == "running"
+    export_run(source, run_id, tmp_path / "run.json.gz")
+    store = Store(str(tmp_path / "target.db"))
+    import_run(store, tmp_path / "run.json.gz")
+    info = store.run(run_id)
+    assert info.status == "abandoned" and info.recorded_status == "running"
+    assert info.owner_pid is None and info.owner_host is None and info.owner_boot_id is None
+    assert info.stop_reason.startswith(f"abandoned (imported from {tmp_path / 'run.json.gz'} "
+                                       "while it ran elsewhere) — resume with `virtbench run ")
+    assert info.stop_reason.endswith(f"--resume {run_id}`")
+    refuse_if_running(info)  # resumable: nobody runs it here
+    with TestClient(create_app(store), base_url=BASE_URL) as client:
+        assert ">abandoned<" in client.get("/runs").text
+        before = store.runs_version()
+        assert store.claim_run(info)  # what --resume does first: this process owns it now
+        assert store.runs_version() != before  # serve re-reads its runs table
+        assert store.run(run_id).status == "running"
+        assert ">running<" in client.get("/runs").text
