@@ -14,7 +14,13 @@ from sqlalchemy.exc import CompileError, DataError, IntegrityError
 from virtbench import __version__
 from virtbench.compressed import compression_of
 from virtbench.model import VirtbenchError
-from virtbench.store.rows import TABLES, ImportInvalid, valid_document, validate_tables
+from virtbench.store.rows import (
+    TABLES,
+    ImportInvalid,
+    stored_rows,
+    valid_document,
+    validate_tables,
+)
 from virtbench.store.store import Store
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_bytes", "export_run",
@@ -39,7 +45,7 @@ def export_bytes(store: Store, run_id: str, *, compressed: bool) -> tuple[bytes,
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION,
                                 "virtbench": __version__, "tables": {}}
     for table in TABLES:
-        rows = store.table_rows(table, run_id)
+        rows = stored_rows(table, store.table_rows(table, run_id))
         if table == "artifacts":
             for row in rows:
                 row["content"] = base64.b64encode(row["content"]).decode()

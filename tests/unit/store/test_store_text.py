@@ -1,0 +1,165 @@
+"""One rule for stored text (safetext.stored): what the store writes, `export` carries and
+`import` accepts are the same text. A run with hostile text in every field (control
+characters, ANSI colours, NUL, U+202E, lone surrogates as a surrogateescape decode leaves
+them, very long text, markup, formulas) goes run -> export -> import into a fresh store ->
+export again, and the two files are the same; its CSV and HTML reports show that text, with
+nothing in them that acts on a terminal or a page."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_helpers import cli, write
+
+from virtbench import safetext
+from virtbench.model import Artifact, Better, Measurement, Metric
+from virtbench.store import Store, TrialRecord
+from virtbench.store.columns import _TEXT, NAME_MAX, TEXT_LIMITS
+from virtbench.store.portable import export_run
+
+ANSI = "\x1b[31mred\x1b[0m \x1b]0;title\x07"
+HOSTILE = [ANSI, "nul\x00byte", "rtl\u202eexe.txt", "bad\udcff\udcfebytes",
+           "<script>alert(1)</script> [/] [bold]b :smile:", "=cmd|' /C calc'!A0",
+           "c\r\nd\x9b31m\u2028\ufffe", "\ue000private"]
+LONG = "x\x1b" * 2_100_000  # escaped, 10.5 million characters: more than a field keeps
+BAD_CHARS = {chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E, 0x2028)} - {
+    "\n", "\t"}
+
+
+def _text(i: int) -> str:
+    return " | ".join(HOSTILE[i:] + HOSTILE[:i])
+
+
+def hostile_run(store: Store) -> str:
+    """A run whose every text field holds hostile text, written through the store's API as
+    the runner writes it."""
+    run_id = store.create_run(
+        experiment="hostile", description=_text(0), spec_yaml="name: hostile\r\n# " + _text(1),
+        spec_path="/tmp/\udcffexp\x1b.yaml", seed=1, host="host" + _text(2)[:100],
+        target="ssh:" + _text(3)[:150], baseline="base", version="1.0\x1b")
+    store.add_variants(run_id, [("base", {"k": _text(4)}), ("fast\u202e", {"k": ANSI})],
+                       "base")
+    metric = Metric("time", "s", Better.LOWER, _text(5), primary=True)
+    store.add_workload(run_id, "w", "exec.command", 0, {"argv": [_text(6)]}, [metric])
+    facts = store.add_facts(run_id, "before", {"cpu": _text(7), "kernel": "\x00"})
+    store.add_realisation(run_id, "base", "w", _text(1), {"x": ANSI}, [_text(2)],
+                          {"ENV": "\x1b"})
+    order = 0
+    for rep in range(2):
+        for variant in ("base", "fast\u202e"):
+            failed = rep == 1 and variant == "base"
+            store.record_trial(run_id, TrialRecord(
+                variant, "w", rep, order, False, "failed" if failed else "ok",
+                (_text(rep) + LONG) if failed else "", 1000.0 + order, 1001.0 + order,
+                "local" + ANSI, facts, {"note": _text(3)}),
+                [] if failed else [Measurement("time", 1.0 + order, labels={"l": _text(0)})],
+                {"time": "s"}, [Artifact("raw\x1b.txt", ANSI.encode())])
+            order += 1
+    store.set_run_status(run_id, "complete", _text(4) + LONG)
+    return run_id
+
+
+def _without_import_path(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    document["tables"]["runs"][0]["imported_from"] = ""  # import records where it came from
+    return document
+
+
+def _all_text(document: dict[str, Any]) -> list[str]:
+    return [value for rows in document["tables"].values() for row in rows
+            for value in row.values() if isinstance(value, str)]
+
+
+@pytest.mark.timeout(120)
+def test_hostile_run_round_trips_through_export_and_import(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "a.db"))
+    run_id = hostile_run(store)
+    first = tmp_path / "first.json.gz"
+    export_run(store, run_id, first)
+    result = cli("import", str(first), "--store", str(tmp_path / "b.db"))
+    assert result.exit_code == 0, result.output
+    second = tmp_path / "second.json.gz"
+    result = cli("export", run_id, "--store", str(tmp_path / "b.db"), "-o", str(second))
+    assert result.exit_code == 0, result.output
+    assert _without_import_path(second) == _without_import_path(first)
+    texts = _all_text(_without_import_path(first))
+    for value in texts:  # every stored character shows as itself
+        assert safetext.unshown(value) is None, value[:80]
+        assert len(value) <= _TEXT
+    joined = "".join(texts)
+    assert "\\x1b[31mred" in joined and "nul\\x00byte" in joined and "rtl\\u202eexe" in joined
+    assert "bad\\udcff\\udcfebytes" in joined and "[... " in joined  # the long text, cut
+
+
+@pytest.mark.timeout(120)
+def test_the_stored_fields_keep_their_limits(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "a.db"))
+    run_id = hostile_run(store)
+    info = store.run(run_id)
+    assert _TEXT - 10 <= len(info.stop_reason) <= _TEXT
+    assert info.stop_reason.endswith("x\\x1b") and " characters cut ...] " in info.stop_reason
+    assert len(info.host) <= NAME_MAX and info.spec_path == "/tmp/\\udcffexp\\x1b.yaml"
+    assert info.spec_yaml.startswith("name: hostile\n# ")  # YAML's line break, kept as LF
+    assert TEXT_LIMITS["runs"]["description"] == safetext.STORED_MAX_CHARS == _TEXT
+
+
+@pytest.mark.timeout(120)
+def test_an_older_stores_raw_text_exports_as_stored_today(tmp_path: Path) -> None:
+    """A store written before the rule holds ESC and NUL raw: its export carries them as the
+    store keeps them now, and imports."""
+    path = tmp_path / "old.db"
+    store = Store(str(path))
+    run_id = hostile_run(store)
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE trials SET error = ?, target = ?", (ANSI + "\x00", "t\u202e"))
+        conn.execute("UPDATE samples SET target = ?", ("t\u202e",))
+        conn.execute("UPDATE runs SET description = ?", ("d\x1b",))
+        conn.execute("UPDATE trials SET notes_json = ?", ('{"n": "\u202e"}',))
+    export = tmp_path / "old.json.gz"
+    assert cli("export", run_id, "--store", str(path), "-o", str(export)).exit_code == 0
+    document = _without_import_path(export)
+    assert document["tables"]["runs"][0]["description"] == "d\\x1b"
+    assert {t["target"] for t in document["tables"]["samples"]} == {"t\\u202e"}
+    assert document["tables"]["trials"][0]["notes_json"] == '{"n": "\\u202e"}'
+    result = cli("import", str(export), "--store", str(tmp_path / "new.db"))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("table", "column", "value"), [
+    ("runs", "description", "d\x1b[31m"), ("trials", "error", "e\x00"),
+    ("trials", "target", "t\u202e"), ("samples", "target", "t\r"),
+    ("metrics", "description", "m\x85"), ("trials", "notes_json", '{"n": "\u2028"}'),
+])
+@pytest.mark.timeout(60)
+def test_import_refuses_text_the_store_would_have_escaped(
+        document: dict[str, Any], tmp_path: Path, table: str, column: str, value: str) -> None:
+    document["tables"][table][-1][column] = value
+    index = len(document["tables"][table]) - 1
+    result = cli("import", str(write(document, tmp_path / "bad.json.gz")), "--store",
+                 str(tmp_path / "new.db"))
+    assert result.exit_code == 2, result.output
+    assert f"{table}[{index}].{column}: must be " in result.output
+    assert " as the store keeps " in result.output
+    assert "nothing imported" in result.output
+    assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.timeout(120)
+def test_reports_show_the_stored_text_and_nothing_that_acts(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "a.db"))
+    run_id = hostile_run(store)
+    for fmt in ("csv", "html"):
+        out = tmp_path / f"report.{fmt}"
+        result = cli("report", run_id, "--store", str(tmp_path / "a.db"), "-f", fmt, "-o",
+                     str(out))
+        assert result.exit_code == 0, result.output
+        written = out.read_text(encoding="utf-8")
+        assert not BAD_CHARS & set(written.replace("\r\n", "\n")), fmt
+        assert "fast\\u202e" in written  # the variant, as the store keeps it
+    assert "<script>alert" not in (tmp_path / "report.html").read_text(encoding="utf-8")
