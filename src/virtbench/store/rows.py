@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from virtbench.model import VirtbenchError
+from virtbench.model import Domain, VirtbenchError, default_domain
 from virtbench.safetext import stored, unshown, visible
 from virtbench.store.columns import COLUMNS, NAME_MAX, TEXT_LIMITS
 from virtbench.store.ids import NAME_PATTERN, RUN_ID_PATTERN
@@ -330,7 +330,31 @@ def validate_tables(tables: dict[str, list[Any]], *, checked: bool = False
     _check_rows(out)
     _check_text(out)
     _check_references(out)
+    _check_domains(out)
     return out
+
+
+def _check_domains(tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Every measured value lies in its metric's domain (the metric's declared ``domain``, as
+    the report reads it; by its unit when the file has none): a negative time, rate or count,
+    or a proportion over 100 %, is refused as a parser refuses it (Domain.refusal)."""
+    # Values in [0, 100] are sound in every domain: only the others are looked at.
+    doubtful = [i for i, r in enumerate(tables["samples"])
+                if r["status"] == "ok" and r["value"] is not None
+                and not 0.0 <= r["value"] <= 100.0]
+    if not doubtful:
+        return
+    domains = {(m["workload_id"], m["name"]): Domain(m["domain"]) if m["domain"]
+               else default_domain(m["unit"]) for m in tables["metrics"]}
+    run_id = tables["runs"][0]["id"]
+    for index in doubtful:
+        sample = tables["samples"][index]
+        domain = domains[(sample["workload_id"], sample["metric"])]
+        reason = domain.refusal(sample["value"])
+        if reason is not None:
+            raise ImportInvalid(
+                f"samples[{index}].value: {sample['value']!r} is {reason}: run {run_id}'s "
+                f"metric {sample['workload_id']}/{sample['metric']} has domain {domain}")
 
 
 # ---- stored text: one rule (safetext.stored) for what the store, export and import hold ----

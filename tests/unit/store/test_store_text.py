@@ -163,3 +163,31 @@ def test_reports_show_the_stored_text_and_nothing_that_acts(tmp_path: Path) -> N
         assert not BAD_CHARS & set(written.replace("\r\n", "\n")), fmt
         assert "fast\\u202e" in written  # the variant, as the store keeps it
     assert "<script>alert" not in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("domain", "unit", "value", "refused"), [
+    ("positive", "s", -0.33, "is negative"), (None, "ms", -330.0, "is negative"),
+    ("proportion", "%", 100.5, "is over 100 %"), (None, "%", -1.0, "is negative"),
+    ("real", "s", -0.33, ""), ("positive", "%", 250.0, ""),
+])
+@pytest.mark.timeout(60)
+def test_import_checks_values_against_their_metrics_domain(
+        document: dict[str, Any], tmp_path: Path, domain: str | None, unit: str, value: float,
+        refused: str) -> None:
+    """The hostile sweep's negative times that "won" the report: refused, naming the run,
+    the metric and the value (the metric's declared domain; by its unit when it has none)."""
+    tables = document["tables"]
+    tables["metrics"][0].update(domain=domain, unit=unit)
+    for sample in tables["samples"]:
+        sample["unit"] = unit
+    tables["samples"][2]["value"] = value
+    run_id = tables["runs"][0]["id"]
+    result = cli("import", str(write(document, tmp_path / "neg.json.gz")), "--store",
+                 str(tmp_path / "new.db"))
+    if not refused:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2, result.output
+    assert f"samples[2].value: {value!r} {refused}" in result.output
+    assert f"run {run_id}'s metric w/time_s has domain" in result.output
+    assert not (tmp_path / "new.db").exists()
