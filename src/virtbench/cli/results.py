@@ -85,7 +85,7 @@ def export_cmd(
 
     if format not in ("json", "openmetrics"):
         raise VirtbenchError("--format must be json or openmetrics")
-    st = open_store(store)
+    st = open_reader(store)  # reads only: also a store on a read-only filesystem
     info = st.run(run_ref)
     if format == "openmetrics":
         from virtbench.analysis import analyse

@@ -14,6 +14,7 @@ from sqlalchemy.exc import CompileError, DataError, IntegrityError
 from virtbench import __version__
 from virtbench.compressed import compression_of
 from virtbench.model import VirtbenchError
+from virtbench.store.reading import StoreReader
 from virtbench.store.rows import (
     TABLES,
     ImportInvalid,
@@ -32,14 +33,14 @@ MAX_DOCUMENT_BYTES = 2 * 2**30
 """Largest result file, uncompressed (a compressed file is read only up to this size)."""
 
 
-def export_run(store: Store, run_id: str, path: Path) -> int:
+def export_run(store: StoreReader, run_id: str, path: Path) -> int:
     """Write the run to ``path`` (``.json.gz`` compressed, else plain JSON); return sample count."""
     payload, count = export_bytes(store, run_id, compressed=path.suffix == ".gz")
     path.write_bytes(payload)
     return count
 
 
-def export_bytes(store: Store, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
+def export_bytes(store: StoreReader, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
     """The export file's content (gzip when ``compressed``) and its sample count, in memory:
     `virtbench serve` streams it, never building a path from a stored run id."""
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION,

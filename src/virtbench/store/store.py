@@ -45,6 +45,7 @@ from virtbench.store.reading import (
     check_current,
     store_url,
 )
+from virtbench.store.sqlite_reader import check_store_file, connect_read_only
 
 __all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url",
            "stored_spec_yaml"]
@@ -129,17 +130,23 @@ class Store(StoreReader):
         connect_args: dict[str, Any] = {}
         if read_only and self.url.startswith("postgresql"):
             connect_args["options"] = "-c default_transaction_read_only=on"
-        if read_only and self.url.startswith("sqlite:///"):
+        engine_args: dict[str, Any] = {}
+        if self.url.startswith("sqlite:///") and "?" not in self.url:
             path = Path(self.url.removeprefix("sqlite:///"))
-            if not path.is_file():
-                raise VirtbenchError(NO_STORE.format(path))
-        if not create and self.url.startswith("sqlite:///"):
-            path = Path(self.url.removeprefix("sqlite:///"))
-            if not path.is_file() or path.stat().st_size == 0:
+            if read_only:
+                if not path.is_file():
+                    raise VirtbenchError(NO_STORE.format(path))
+                # mode=ro (immutable=1 on a read-only filesystem): never a write, not even
+                # the journal mode (sqlite_reader.py)
+                engine_args["creator"] = functools.partial(connect_read_only, path,
+                                                           check_same_thread=False)
+            elif not create and (not path.is_file() or path.stat().st_size == 0):
                 raise VirtbenchError(NO_STORE.format(location))
+            else:  # before SQLite opens it: a device or another program's database refused
+                check_store_file(path, location)
         try:
             self.engine: Engine = create_engine(self.url, future=True,
-                                                connect_args=connect_args)
+                                                connect_args=connect_args, **engine_args)
         except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
             raise VirtbenchError(
                 f"cannot open result store {location!r}: {exc}; give a SQLite file path or "
@@ -409,16 +416,7 @@ class Store(StoreReader):
             assert key is not None
             return int(key[0])
 
-    # ---- raw table access for export/import ----------------------------------------------
-    def table_rows(self, table_name: str, run_id: str) -> list[dict[str, Any]]:
-        table = s.metadata.tables[table_name]
-        key = table.c.id if table_name == "runs" else table.c.run_id
-        # in the order of their keys, so an export, imported and exported again, is the same
-        # file (import numbers trials and facts in the order it reads them)
-        query = select(table).where(key == run_id).order_by(*table.primary_key.columns)
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(query).mappings()]
-
+    # ---- import (portable.py) -------------------------------------------------------------
     def insert_rows(self, conn: Connection, table_name: str, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn.execute(insert(s.metadata.tables[table_name]), rows)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_helpers import cli, write
+from store_helpers import cli, make_run, write
 
 from virtbench import safetext
 from virtbench.model import Artifact, Better, Measurement, Metric
@@ -191,3 +191,53 @@ def test_import_checks_values_against_their_metrics_domain(
     assert f"samples[2].value: {value!r} {refused}" in result.output
     assert f"run {run_id}'s metric w/time_s has domain" in result.output
     assert not (tmp_path / "new.db").exists()
+
+
+NOOP = "name: noop\nrepetitions: 1\nwarmup: 0\nworkloads:\n  - {name: exec.noop}\n"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.mark.timeout(60)
+def test_run_refuses_a_database_of_another_program_touching_nothing(tmp_path: Path) -> None:
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER, amount REAL)")
+        conn.execute("CREATE TABLE \"cust\x1bomers\" (id INTEGER)")
+    conn.close()
+    (tmp_path / "source").mkdir()
+    source = Store(str(tmp_path / "source" / "s.db"))
+    export_run(source, make_run(source), tmp_path / "source" / "run.json")
+    before = _files(tmp_path)
+    for args in (["run", str(tmp_path / "noop.yaml")], ["import", str(tmp_path / "source" /
+                 "run.json")], ["runs"], ["export", "latest", "-o", str(tmp_path / "x.json")]):
+        result = cli(*args, "--store", str(other))
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.output.split())
+        assert "a SQLite database of another program (tables cust\\x1bomers, invoices)" in (
+            said), said
+        assert "Traceback" not in result.output and "\x1b" not in result.output
+    assert _files(tmp_path) == before  # no table added, no -journal or -wal left
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/zero"])
+@pytest.mark.timeout(60)
+def test_run_refuses_a_device_as_its_store(tmp_path: Path, device: str) -> None:
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    result = cli("run", str(tmp_path / "noop.yaml"), "--store", device)
+    assert result.exit_code == 2, result.output
+    assert f"cannot use '{device}' as a result store: it is a device, FIFO or socket, not a " \
+           "file" in " ".join(result.output.split())
+    assert not Path(device + "-journal").exists() and not Path(device + "-wal").exists()
+
+
+@pytest.mark.timeout(60)
+def test_run_still_uses_a_new_file_an_empty_file_and_its_own_store(tmp_path: Path) -> None:
+    (tmp_path / "noop.yaml").write_text(NOOP)
+    (tmp_path / "empty.db").write_bytes(b"")
+    for name in ("new.db", "empty.db", "new.db"):
+        result = cli("run", str(tmp_path / "noop.yaml"), "--store", str(tmp_path / name))
+        assert result.exit_code == 0, result.output
