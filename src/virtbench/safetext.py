@@ -73,7 +73,15 @@ def visible(value: object) -> str:
     s = value if isinstance(value, str) else str(value)
     if s.isprintable():  # the common case, checked in C
         return s
-    return "".join(ch if _is_shown(ch) else _escape_char(ch) for ch in s)
+    return _NOT_PLAIN.sub(_shown_or_escaped, s)  # runs of plain ASCII skipped in C
+
+
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n\t]")
+
+
+def _shown_or_escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    return ch if _is_shown(ch) else _escape_char(ch)
 
 
 def unshown(value: str, *, line: bool = False) -> int | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_helpers import cli, make_run, write
+from store_helpers import cli, make_run, scratch_database, write
 
 from virtbench import safetext
 from virtbench.model import Artifact, Better, Measurement, Metric
@@ -26,7 +26,7 @@ ANSI = "\x1b[31mred\x1b[0m \x1b]0;title\x07"
 HOSTILE = [ANSI, "nul\x00byte", "rtl\u202eexe.txt", "bad\udcff\udcfebytes",
            "<script>alert(1)</script> [/] [bold]b :smile:", "=cmd|' /C calc'!A0",
            "c\r\nd\x9b31m\u2028\ufffe", "\ue000private"]
-LONG = "x\x1b" * 2_100_000  # escaped, 10.5 million characters: more than a field keeps
+LONG = "\x1b" + "y" * 10_050_000  # more than a field keeps
 BAD_CHARS = {chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E, 0x2028)} - {
     "\n", "\t"}
 
@@ -96,13 +96,41 @@ def test_hostile_run_round_trips_through_export_and_import(tmp_path: Path) -> No
     assert "bad\\udcff\\udcfebytes" in joined and "[... " in joined  # the long text, cut
 
 
+@pytest.mark.timeout(180)
+def test_the_same_round_trip_through_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    """PostgreSQL cannot hold NUL in text: stored as the same escape, it round-trips too, from
+    a run written on PostgreSQL and from a SQLite export imported there."""
+    sqlite = Store(str(tmp_path / "a.db"))
+    sqlite_run = hostile_run(sqlite)
+    from_sqlite = tmp_path / "from-sqlite.json.gz"
+    export_run(sqlite, sqlite_run, from_sqlite)
+    with (scratch_database(postgres_url, "vbstore_text_a") as written_there,
+          scratch_database(postgres_url, "vbstore_text_b") as imported_there):
+        store = Store(written_there)
+        run_id = hostile_run(store)
+        from_postgres = tmp_path / "from-postgres.json.gz"
+        export_run(store, run_id, from_postgres)
+        store.close()
+        assert cli("import", str(from_sqlite), "--store", imported_there).exit_code == 0
+        again = tmp_path / "again.json.gz"
+        assert cli("export", sqlite_run, "--store", imported_there, "-o", str(again)
+                   ).exit_code == 0
+    assert _without_import_path(again) == _without_import_path(from_sqlite)
+    assert cli("import", str(from_postgres), "--store", str(tmp_path / "b.db")).exit_code == 0
+    back = tmp_path / "back.json.gz"
+    assert cli("export", run_id, "--store", str(tmp_path / "b.db"), "-o", str(back)
+               ).exit_code == 0
+    assert _without_import_path(back) == _without_import_path(from_postgres)
+    assert "nul\\x00byte" in "".join(_all_text(_without_import_path(from_postgres)))
+
+
 @pytest.mark.timeout(120)
 def test_the_stored_fields_keep_their_limits(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "a.db"))
     run_id = hostile_run(store)
     info = store.run(run_id)
     assert _TEXT - 10 <= len(info.stop_reason) <= _TEXT
-    assert info.stop_reason.endswith("x\\x1b") and " characters cut ...] " in info.stop_reason
+    assert info.stop_reason.endswith("yyy") and " characters cut ...] " in info.stop_reason
     assert len(info.host) <= NAME_MAX and info.spec_path == "/tmp/\\udcffexp\\x1b.yaml"
     assert info.spec_yaml.startswith("name: hostile\n# ")  # YAML's line break, kept as LF
     assert TEXT_LIMITS["runs"]["description"] == safetext.STORED_MAX_CHARS == _TEXT
