@@ -269,3 +269,30 @@ def test_run_still_uses_a_new_file_an_empty_file_and_its_own_store(tmp_path: Pat
     for name in ("new.db", "empty.db", "new.db"):
         result = cli("run", str(tmp_path / "noop.yaml"), "--store", str(tmp_path / name))
         assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("better", "domain", "refused"), [
+    ("lower", "positive", False), ("lower", None, False), ("higher", "positive", True),
+    ("lower", "real", True),
+])
+@pytest.mark.timeout(60)
+def test_import_holds_a_metric_to_what_its_workload_plugin_declares(
+        document: dict[str, Any], tmp_path: Path, better: str, domain: str | None,
+        refused: bool) -> None:
+    """exec.command declares wall_time_s: seconds, lower is better, positive. A file that
+    turns the direction around, or makes the domain "real" so that negative times pass, is
+    refused before anything is stored."""
+    tables = document["tables"]
+    tables["workloads"][0]["name"] = "exec.command"
+    tables["metrics"][0].update(name="wall_time_s", better=better, domain=domain)
+    for sample in tables["samples"]:
+        sample["metric"] = "wall_time_s"
+    result = cli("import", str(write(document, tmp_path / "flip.json.gz")), "--store",
+                 str(tmp_path / "new.db"))
+    if not refused:
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2, result.output
+    assert ("metrics[0]: w/wall_time_s is declared by workload exec.command as lower is "
+            "better, domain positive; the file says") in " ".join(result.output.split())
+    assert not (tmp_path / "new.db").exists()
