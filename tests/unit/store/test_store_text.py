@@ -296,3 +296,38 @@ def test_import_holds_a_metric_to_what_its_workload_plugin_declares(
     assert ("metrics[0]: w/wall_time_s is declared by workload exec.command as lower is "
             "better, domain positive; the file says") in " ".join(result.output.split())
     assert not (tmp_path / "new.db").exists()
+
+
+FAILING = r"""name: hostile-run
+description: "rtl \u202e <b>markup</b> [/] =cmd|' /C calc'!A0 \e]0;title\a"
+repetitions: 2
+warmup: 0
+workloads:
+  - name: exec.command
+    params:
+      argv: ["python3", "-c", "import sys; e = chr(27); sys.stderr.write(e + '[31mboom' + e +
+             '[0m ' + chr(0) + chr(0x202e) + chr(10)); sys.stderr.flush();
+             sys.stderr.buffer.write(bytes([255, 254])); sys.exit(3)"]
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_run_whose_failed_trials_stderr_holds_colour_codes_round_trips(tmp_path: Path) -> None:
+    """The hostile sweep's case through `virtbench run` itself: a failing command's stderr
+    with colour codes, NUL, U+202E and bytes that are not UTF-8; its export imports, and the
+    import exports the same file."""
+    (tmp_path / "exp\x1b.yaml").write_text(FAILING)
+    result = cli("run", str(tmp_path / "exp\x1b.yaml"), "--store", str(tmp_path / "a.db"))
+    assert "1 failed" in result.output or "failed trials" in result.output, result.output
+    first, second = tmp_path / "first.json.gz", tmp_path / "second.json.gz"
+    assert cli("export", "latest", "--store", str(tmp_path / "a.db"), "-o", str(first)
+               ).exit_code == 0
+    result = cli("import", str(first), "--store", str(tmp_path / "b.db"))
+    assert result.exit_code == 0, result.output
+    assert cli("export", "latest", "--store", str(tmp_path / "b.db"), "-o", str(second)
+               ).exit_code == 0
+    assert _without_import_path(second) == _without_import_path(first)
+    trials = _without_import_path(first)["tables"]["trials"]
+    assert trials and all("\\x1b[31mboom\\x1b[0m \\x00\\u202e" in t["error"] for t in trials)
+    assert _without_import_path(first)["tables"]["runs"][0]["spec_path"].endswith(
+        "exp\\x1b.yaml")
