@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from virtbench.safetext import STORED_MAX_CHARS
+
 __all__ = ["COLUMNS", "NAME_MAX", "TEXT_LIMITS", "UNIT_MAX", "checked", "insert_sql", "listed",
            "written"]
 
@@ -45,7 +47,7 @@ NAME_MAX = 200
 """Longest name (variant, workload, metric, artifact, facts phase) and host or target."""
 UNIT_MAX = 40
 """Longest unit (and virtbench version)."""
-_TEXT = 10_000_000  # safetext.STORED_MAX_CHARS (kept equal by tests/unit/store/test_store_text.py)
+_TEXT = STORED_MAX_CHARS
 _RUN_NAMES = ("variant", "workload_id")
 
 TEXT_LIMITS: dict[str, dict[str, int]] = {

@@ -369,21 +369,24 @@ def stored_rows(table: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     as one stored today would, so that `import` takes it. A JSON column holding such a
     character raw is written again as ``json.dumps`` writes JSON (ASCII)."""
     limits = TEXT_LIMITS[table]
-    json_columns = _JSON_COLUMNS[table]
-    memo: dict[tuple[str, str], str] = {}  # samples repeat a few names millions of times
-    for row in rows:
-        for column, limit in limits.items():
-            value = row[column]
-            if isinstance(value, str) and (not value.isprintable() or len(value) > limit):
-                # (a line break is not printable: a name's is escaped, a text's kept)
-                key = (column, value)
-                if key not in memo:
-                    memo[key] = stored(value, limit, line=limit <= NAME_MAX)
-                row[column] = memo[key]
-        for column in json_columns:
-            value = row[column]
-            if isinstance(value, str) and unshown(value) is not None:
-                row[column] = _ascii_json(value)
+    for column in (*limits, *_JSON_COLUMNS[table]):
+        # each distinct value once (samples repeat a few names millions of times), and the
+        # rows rewritten only when one changes (a current store's never do)
+        changed = {}
+        for value in {row[column] for row in rows}:
+            if not isinstance(value, str) or (value.isprintable()
+                                              and len(value) <= limits.get(column, len(value))):
+                continue
+            if column in limits:
+                limit = limits[column]
+                now = stored(value, limit, line=limit <= NAME_MAX)
+            else:
+                now = value if unshown(value) is None else _ascii_json(value)
+            if now != value:
+                changed[value] = now
+        if changed:
+            for row in rows:
+                row[column] = changed.get(row[column], row[column])
     return rows
 
 
