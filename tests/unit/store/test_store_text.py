@@ -159,6 +159,16 @@ def test_an_older_stores_raw_text_exports_as_stored_today(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
 
 
+def _import_damaged(document: dict[str, Any], tmp_path: Path, *, refused: bool) -> str:
+    """``document`` imported into a new store: its output (one line), once the exit code says
+    it was imported, or refused with no store created."""
+    result = cli("import", str(write(document, tmp_path / "damaged.json.gz")), "--store",
+                 str(tmp_path / "new.db"))
+    assert result.exit_code == (2 if refused else 0), result.output
+    assert (tmp_path / "new.db").exists() is not refused
+    return " ".join(result.output.split())
+
+
 @pytest.mark.parametrize(("table", "column", "value"), [
     ("runs", "description", "d\x1b[31m"), ("trials", "error", "e\x00"),
     ("trials", "target", "t\u202e"), ("samples", "target", "t\r"),
@@ -169,13 +179,9 @@ def test_import_refuses_text_the_store_would_have_escaped(
         document: dict[str, Any], tmp_path: Path, table: str, column: str, value: str) -> None:
     document["tables"][table][-1][column] = value
     index = len(document["tables"][table]) - 1
-    result = cli("import", str(write(document, tmp_path / "bad.json.gz")), "--store",
-                 str(tmp_path / "new.db"))
-    assert result.exit_code == 2, result.output
-    assert f"{table}[{index}].{column}: must be " in result.output
-    assert " as the store keeps " in result.output
-    assert "nothing imported" in result.output
-    assert not (tmp_path / "new.db").exists()
+    said = _import_damaged(document, tmp_path, refused=True)
+    assert f"{table}[{index}].{column}: must be " in said and " as the store keeps " in said
+    assert "nothing imported" in said
 
 
 @pytest.mark.timeout(120)
@@ -210,15 +216,10 @@ def test_import_checks_values_against_their_metrics_domain(
         sample["unit"] = unit
     tables["samples"][2]["value"] = value
     run_id = tables["runs"][0]["id"]
-    result = cli("import", str(write(document, tmp_path / "neg.json.gz")), "--store",
-                 str(tmp_path / "new.db"))
-    if not refused:
-        assert result.exit_code == 0, result.output
-        return
-    assert result.exit_code == 2, result.output
-    assert f"samples[2].value: {value!r} {refused}" in result.output
-    assert f"run {run_id}'s metric w/time_s has domain" in result.output
-    assert not (tmp_path / "new.db").exists()
+    said = _import_damaged(document, tmp_path, refused=bool(refused))
+    if refused:
+        assert f"samples[2].value: {value!r} {refused}" in said
+        assert f"run {run_id}'s metric w/time_s has domain" in said
 
 
 NOOP = "name: noop\nrepetitions: 1\nwarmup: 0\nworkloads:\n  - {name: exec.noop}\n"
@@ -287,15 +288,10 @@ def test_import_holds_a_metric_to_what_its_workload_plugin_declares(
     tables["metrics"][0].update(name="wall_time_s", better=better, domain=domain)
     for sample in tables["samples"]:
         sample["metric"] = "wall_time_s"
-    result = cli("import", str(write(document, tmp_path / "flip.json.gz")), "--store",
-                 str(tmp_path / "new.db"))
-    if not refused:
-        assert result.exit_code == 0, result.output
-        return
-    assert result.exit_code == 2, result.output
-    assert ("metrics[0]: w/wall_time_s is declared by workload exec.command as lower is "
-            "better, domain positive; the file says") in " ".join(result.output.split())
-    assert not (tmp_path / "new.db").exists()
+    said = _import_damaged(document, tmp_path, refused=refused)
+    if refused:
+        assert ("metrics[0]: w/wall_time_s is declared by workload exec.command as lower is "
+                "better, domain positive; the file says") in said
 
 
 FAILING = r"""name: hostile-run
