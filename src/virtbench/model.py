@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -60,6 +61,17 @@ class Domain(StrEnum):
     PROPORTION = "proportion"  # a percentage in [0, 100]: hit ratio, success rate, loss
     POSITIVE = "positive"  # >= 0: times, rates, counts, sizes
     REAL = "real"  # any sign
+
+    def refusal(self, value: float) -> str | None:
+        """Why ``value`` cannot be a measurement of a metric of this domain, or None: the one
+        rule of parsers (parsers/parser_contract.py) and of `import` (store/rows.py)."""
+        if not math.isfinite(value):
+            return "not a finite number"
+        if self is not Domain.REAL and value < 0:
+            return "negative (it counts or times something)"
+        if self is Domain.PROPORTION and value > 100:
+            return "over 100 % (a proportion)"
+        return None
 
 
 # Units whose quantities cannot be negative; a unit ending in "/s" (a rate) is one too.

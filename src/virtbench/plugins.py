@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from virtbench import registry
-from virtbench.model import VirtbenchError
+from virtbench.model import Metric, VirtbenchError
 
 if TYPE_CHECKING:
     from virtbench.analysis import Analysis
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from virtbench.workloads.workload_contract import Workload
 
 __all__ = ["all_labs", "all_parsers", "all_sections", "all_workloads", "build_sections",
-           "clear_cache", "get_lab", "get_parser", "get_workload"]
+           "clear_cache", "declared_metric", "get_lab", "get_parser", "get_workload"]
 
 
 def _exported(export: str, modules: Iterable[ModuleType]) -> tuple[tuple[object, str], ...]:
@@ -135,6 +135,16 @@ def get_workload(name: str) -> type[Workload]:
     workloads = all_workloads()
     _named("unknown workload", workloads, name, "known workloads")
     return workloads[name]
+
+
+def declared_metric(workload: str, metric: str) -> Metric | None:
+    """The metric ``metric`` as workload plugin ``workload`` declares it here (its unit,
+    direction and domain), or None: no such plugin here, or it declares no such metric."""
+    try:
+        found = get_workload(workload)
+    except VirtbenchError:
+        return None
+    return next((m for m in found.metrics if m.name == metric), None)
 
 
 def get_lab(name: str) -> type[Lab]:

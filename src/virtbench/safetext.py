@@ -10,15 +10,16 @@ written by someone else. Every printer passes them through one rule per kind of 
   rich markup string (``[/dev/sdz]`` printed as written, not read as a closing tag);
   :func:`text` is a rich ``Text`` (never read as markup) for table cells and lines;
   :func:`console` makes a rich console that does not turn ``:name:`` into emoji;
-- the store: :func:`storable` writes what no database keeps (NUL, lone surrogates) as
-  :func:`visible`'s escapes, in a failed trial's error and a run's stop reason;
 - Markdown: :func:`markdown_text` writes every character Markdown or HTML acts on as a
   numeric character reference, for the report, the gate's table and job summaries;
 - CSV: :func:`csv_cell` neutralises a cell that a spreadsheet would run as a formula (OWASP:
   a leading ``'`` before ``= + - @``, tab or CR) and keeps numbers numbers; :func:`csv_document`
   writes rows with it;
 - JSON: :func:`dumps` writes strict JSON (NaN and infinities as ``null``, ``allow_nan=False`` so
-  a missed one raises) with control and format characters escaped as ``\\uXXXX``.
+  a missed one raises) with control and format characters escaped as ``\\uXXXX``;
+- the store: :func:`stored` is the one rule for text a result store keeps. Every write of the
+  store applies it, `export` applies it again (to what an older store holds) and `import`
+  accepts exactly what it yields (:func:`unshown` names the first character it would change).
 
 Light on purpose: ``virtbench parse`` imports this on its fast path, so rich is imported only
 by the functions that make rich objects.
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-__all__ = ["console", "csv_cell", "csv_document", "dumps", "finite_or_reason", "json_safe",
-           "markdown_text", "markup", "storable", "text", "visible"]
+__all__ = ["STORED_MAX_CHARS", "console", "csv_cell", "csv_document", "dumps",
+           "finite_or_reason", "json_safe", "markdown_text", "markup", "stored", "text",
+           "unshown", "visible"]
 
 # Kept as they are: a line break and a tab lay text out and cannot act on the terminal.
 _KEPT = frozenset("\n\t")
@@ -71,20 +73,56 @@ def visible(value: object) -> str:
     s = value if isinstance(value, str) else str(value)
     if s.isprintable():  # the common case, checked in C
         return s
-    return "".join(ch if _is_shown(ch) else _escape_char(ch) for ch in s)
+    return _NOT_PLAIN.sub(_shown_or_escaped, s)  # runs of plain ASCII skipped in C
 
 
-_NOT_STORABLE = re.compile("[\x00\ud800-\udfff]")
+_NOT_PLAIN = re.compile(r"[^\x20-\x7e\n\t]")
 
 
-def storable(value: str) -> str:
-    """``value`` as the store keeps free text (a failed trial's error, a run's stop reason):
-    NUL, which PostgreSQL's text cannot hold, and lone surrogates, which no UTF-8 encoder
-    writes, as the escapes :func:`visible` shows for them (``\\x00``, ``\\udcff``), so that
-    SQLite and PostgreSQL store the same text and a report shows what the terminal would."""
-    if _NOT_STORABLE.search(value) is None:
-        return value
-    return _NOT_STORABLE.sub(lambda m: _escape_char(m.group()), value)
+def _shown_or_escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    return ch if _is_shown(ch) else _escape_char(ch)
+
+
+def unshown(value: str, *, line: bool = False) -> int | None:
+    """The index of the first character of ``value`` that :func:`visible` would write as an
+    escape (``line``: also a line break or tab), or None when it shows every one as itself."""
+    if value.isprintable():
+        return None
+    return next((i for i, ch in enumerate(value)
+                 if not _is_shown(ch) or (line and ch in _KEPT)), None)
+
+
+# ---- the store -----------------------------------------------------------------------------
+
+STORED_MAX_CHARS = 10_000_000
+"""Longest text a store keeps in one field (a failed trial's stderr, an experiment file)."""
+
+
+def stored(value: object, limit: int = STORED_MAX_CHARS, *, line: bool = False) -> str:
+    """``value`` as a result store keeps it: :func:`visible` (every control, format, bidi,
+    separator, surrogate, private-use or unassigned character written as its escape, so NUL is
+    the four characters ``\\x00`` on SQLite and PostgreSQL alike, and ESC ``\\x1b``), then at
+    most ``limit`` characters: a longer text keeps its beginning and its end (a failed
+    command's last lines say most) around a note of how much was cut. Idempotent, so a run
+    exported, imported and exported again is the same file; what it yields is what `import`
+    accepts, and what every output shows (each applies :func:`visible` again, a no-op here).
+    ``line``: one line (a name, a host), line breaks and tabs escaped too."""
+    shown = visible(value)
+    if line and ("\n" in shown or "\t" in shown):
+        shown = shown.replace("\n", "\\x0a").replace("\t", "\\x09")
+    if len(shown) <= limit:
+        return shown
+    keep = limit - len(_cut_note(len(shown)))  # the note is never longer than this one
+    if keep < 2:
+        return shown[:limit]
+    head = keep // 2
+    return shown[:head] + _cut_note(len(shown) - keep) + shown[len(shown) - (keep - head):]
+
+
+def _cut_note(count: int) -> str:
+    return f" [... {count:,} characters cut ...] "
+
 
 
 def markup(value: object) -> str:

@@ -196,20 +196,38 @@ def test_markdown_text_shows_every_construct_as_written() -> None:
     assert safetext.markdown_text("x\\|y") == "x&#92;&#124;y"
 
 
-@given(st.text())
-@example("a\x00b\udcff\ud800")
-def test_storable_text_encodes_and_shows_as_visible_does(value: str) -> None:
-    """What the store keeps: UTF-8 with no NUL (PostgreSQL's text), the rest unchanged, and
-    NUL and lone surrogates as the escapes the terminal shows for them."""
-    stored = safetext.storable(value)
-    assert "\x00" not in stored
-    stored.encode("utf-8")  # no lone surrogate left
-    assert safetext.visible(stored) == safetext.visible(value)
-    if "\x00" not in value and not re.search("[\ud800-\udfff]", value):
-        assert stored == value
-
-
 def test_csv_numbers_are_ascii_digits() -> None:
     """"-١" is no number to a spreadsheet: a leading minus makes it a formula."""
     assert safetext.csv_cell("-١") == "'-١"
     assert safetext.csv_cell("-1") == "-1"
+
+
+# ---- the store's rule ----------------------------------------------------------------------
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.text(st.characters(codec=None), max_size=300), st.integers(1, 400), st.booleans())
+@example("\x1b[31m\x00\u202e\udcff\n\t" * 30, 50, True)
+@example("x" * 500, 60, False)
+def test_stored_is_idempotent_bounded_and_shown_fuzz(value: str, limit: int, line: bool) -> None:
+    kept = safetext.stored(value, limit, line=line)
+    assert len(kept) <= limit
+    assert safetext.stored(kept, limit, line=line) == kept  # export, import, export: the same
+    assert safetext.unshown(kept, line=line) is None
+    assert safetext.visible(kept) == kept  # every output shows it as it is stored
+    if len(safetext.visible(value)) <= limit and not line:
+        assert kept == safetext.visible(value)
+
+
+def test_stored_cuts_the_middle_and_says_how_much() -> None:
+    kept = safetext.stored("a" * 100 + "b" * 100, 80)
+    note = re.search(r" \[\.\.\. (\d+) characters cut \.\.\.\] ", kept)
+    assert note is not None and kept.startswith("a" * 10) and kept.endswith("b" * 10)
+    assert len(kept) - len(note.group()) + int(note.group(1)) == 200  # kept + cut: the whole
+
+
+def test_unshown_names_the_first_character_the_store_escapes() -> None:
+    assert safetext.unshown("plain µ × text\n\tok") is None
+    assert safetext.unshown("ab\u202ecd") == 2
+    assert safetext.unshown("a\nb", line=True) == 1
+    assert safetext.stored("a\nb\tc", line=True) == "a\\x0ab\\x09c"
+    assert safetext.stored("nul\x00 bad\udcff") == "nul\\x00 bad\\udcff"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -89,7 +89,7 @@ def export_cmd(
 
     if format not in ("json", "openmetrics"):
         raise VirtbenchError("--format must be json or openmetrics")
-    st = open_store(store)
+    st = open_reader(store)  # reads only: also a store on a read-only filesystem
     info = st.run(run_ref)
     if format == "openmetrics":
         from virtbench.analysis import analyse
@@ -119,5 +119,30 @@ def import_cmd(
     from virtbench.store.portable import import_tables, tables_to_import
 
     tables = tables_to_import(file)  # a refused file creates no store
+    _check_declared_metrics(file, tables)
     run_id = import_tables(open_store(store, create=True), file, tables, replace=replace)
     consoles.err.print(f"imported run {safetext.markup(run_id)}")
+
+
+def _check_declared_metrics(file: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """A metric of a workload plugin this virtbench has must say what the plugin declares:
+    which direction is better and its domain (what the report ranks and bounds values by). A
+    file that turned "lower is better" around, or made a time's domain "real" so that negative
+    times pass, is refused."""
+    from virtbench.model import default_domain
+    from virtbench.plugins import declared_metric
+    from virtbench.store.rows import ImportInvalid
+
+    plugins = {row["workload_id"]: row["name"] for row in tables["workloads"]}
+    for index, row in enumerate(tables["metrics"]):
+        declared = declared_metric(plugins[row["workload_id"]], row["name"])
+        if declared is None:  # a plugin (or a metric, e.g. a profile's) not declared here
+            continue
+        said = (row["better"], row["domain"] or default_domain(row["unit"]).value)
+        wanted = (declared.better.value, declared.value_domain.value)
+        if said != wanted:
+            raise ImportInvalid(
+                f"{file}: metrics[{index}]: {safetext.visible(row['workload_id'])}/"
+                f"{safetext.visible(row['name'])} is declared by workload "
+                f"{safetext.visible(plugins[row['workload_id']])} as {wanted[0]} is better, "
+                f"domain {wanted[1]}; the file says {said[0]}, {said[1]}; nothing imported")

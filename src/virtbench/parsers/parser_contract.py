@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -162,13 +161,7 @@ def _domains(metrics: Iterable[Metric]) -> dict[str, Domain]:
 
 
 def _invalid(value: float, domain: Domain) -> str | None:
-    if not math.isfinite(value):
-        return "not a finite number"
-    if domain is not Domain.REAL and value < 0:
-        return "negative (it counts or times something)"
-    if domain is Domain.PROPORTION and value > 100:
-        return "over 100 % (a proportion)"
-    return None
+    return domain.refusal(value)
 
 
 def checked(parsed: Parsed, metrics: Iterable[Metric], tool: str) -> Parsed:

@@ -25,6 +25,8 @@ from virtbench import __version__
 from virtbench.model import VirtbenchError
 from virtbench.store import RunInfo, Store, StoreFailed
 from virtbench.store.ids import check_run_id
+from virtbench.store.liveness import this_owner
+from virtbench.store.store import stored_spec_yaml
 
 if TYPE_CHECKING:
     from virtbench.profiling import Profiler
@@ -42,7 +44,7 @@ def refuse_if_running(info: RunInfo) -> None:
     processes would measure its remaining trials twice."""
     if info.status != "running" or info.owner_pid is None:  # None: recorded before schema 5
         return
-    if info.owner_host == socket.gethostname():
+    if info.owner_host == this_owner().host:
         raise VirtbenchError(f"run {info.id} is still running ({info.owner}); wait for it to "
                              "end, or stop that process, then resume")
     raise VirtbenchError(f"run {info.id} is marked running by {info.owner}, which this host "
@@ -117,7 +119,9 @@ class RunRecord:
                     f"run {info.id} is a calibration run; `virtbench calibrate "
                     f"{spec_path or info.spec_path} --resume {info.calibration}` continues it")
             raise VirtbenchError(f"run {info.id} is not a run of calibration {calibration}")
-        if spec_digest(info.spec_yaml) != spec_digest(spec_yaml):
+        # the file as the store keeps it (an older store kept it as read)
+        if spec_digest(info.spec_yaml) not in {spec_digest(spec_yaml),
+                                               spec_digest(stored_spec_yaml(spec_yaml))}:
             raise VirtbenchError(f"run {info.id} was started from a different experiment file; "
                                  "resume needs the same file (or start a new run)")
         if info.status == "complete":

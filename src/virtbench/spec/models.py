@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -16,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from virtbench import safetext
 from virtbench.contract import MAX_SECONDS, NumbersNotBooleans
 from virtbench.search.spec import SearchSpec
 
@@ -39,10 +39,11 @@ SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 
 
 def _printable(text: str) -> str:
-    """Names are shown in terminals, HTML and file names: no control characters in them."""
-    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
-    if bad is not None:
-        raise ValueError(f"must not contain control characters (found U+{ord(bad):04X})")
+    """Names are shown in terminals, HTML and file names and kept by the store as they are: only
+    characters the store's rule (safetext.stored) keeps as themselves."""
+    at = safetext.unshown(text, line=True)
+    if at is not None:
+        raise ValueError(f"must not contain control characters (found U+{ord(text[at]):04X})")
     return text
 
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["COLUMNS", "checked", "insert_sql", "listed", "written"]
+from virtbench.safetext import STORED_MAX_CHARS
+
+__all__ = ["COLUMNS", "NAME_MAX", "TEXT_LIMITS", "UNIT_MAX", "checked", "insert_sql", "listed",
+           "written"]
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "schema_version": ("version",),
@@ -39,6 +42,34 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "noise_profiles": ("id", "fingerprint", "experiment_hash", "experiment", "host", "variant",
                        "run_ids_json", "created_at", "virtbench_version", "data_json"),
 }
+
+NAME_MAX = 200
+"""Longest name (variant, workload, metric, artifact, facts phase) and host or target."""
+UNIT_MAX = 40
+"""Longest unit (and virtbench version)."""
+_TEXT = STORED_MAX_CHARS
+_RUN_NAMES = ("variant", "workload_id")
+
+TEXT_LIMITS: dict[str, dict[str, int]] = {
+    "runs": {"description": _TEXT, "spec_yaml": _TEXT, "spec_path": _TEXT,
+             "stop_reason": _TEXT, "host": NAME_MAX, "target": NAME_MAX, "baseline": NAME_MAX,
+             "virtbench_version": UNIT_MAX, "imported_from": _TEXT, "owner_host": NAME_MAX},
+    "variants": {"name": NAME_MAX},
+    "workloads": {"workload_id": NAME_MAX, "name": NAME_MAX},
+    "metrics": {"workload_id": NAME_MAX, "name": NAME_MAX, "unit": UNIT_MAX,
+                "description": _TEXT},
+    "facts": {"phase": NAME_MAX},
+    "realisations": {**dict.fromkeys(_RUN_NAMES, NAME_MAX), "mechanism": _TEXT},
+    "trials": {**dict.fromkeys(_RUN_NAMES, NAME_MAX), "error": _TEXT, "target": NAME_MAX},
+    "samples": {**dict.fromkeys(_RUN_NAMES, NAME_MAX), "metric": NAME_MAX, "unit": UNIT_MAX,
+                "target": NAME_MAX},
+    "artifacts": {"name": NAME_MAX},
+}
+"""The free-text columns of each exported table and the most characters each keeps: the
+store writes them through ``safetext.stored``, export applies it again and import accepts
+what it yields. Ids, statuses and media types have grammars of their own (store/rows.py); the
+``*_json`` columns hold JSON as ``json.dumps`` writes it (ASCII: every other character as a
+``\\u`` escape), whose strings are shown through safetext when read."""
 
 
 def written(table: str) -> tuple[str, ...]:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from virtbench.safetext import stored
+from virtbench.store.columns import NAME_MAX
+
 __all__ = ["BOOT_ID_PATH", "Owner", "OwnerState", "owner_state", "this_owner"]
 
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
@@ -43,8 +46,9 @@ def _boot_id() -> str:
 
 
 def this_owner() -> Owner:
-    """This process, as a run's owner."""
-    return Owner(os.getpid(), socket.gethostname(), _boot_id())
+    """This process, as a run's owner: its host name as the store keeps it (safetext.stored,
+    NAME_MAX), so that a stored owner compares equal to this one."""
+    return Owner(os.getpid(), stored(socket.gethostname(), NAME_MAX, line=True), _boot_id())
 
 
 def owner_state(pid: int | None, host: str | None, boot_id: str | None) -> OwnerState:

@@ -14,7 +14,14 @@ from sqlalchemy.exc import CompileError, DataError, IntegrityError
 from virtbench import __version__
 from virtbench.compressed import compression_of
 from virtbench.model import VirtbenchError
-from virtbench.store.rows import TABLES, ImportInvalid, valid_document, validate_tables
+from virtbench.store.reading import StoreReader
+from virtbench.store.rows import (
+    TABLES,
+    ImportInvalid,
+    stored_rows,
+    valid_document,
+    validate_tables,
+)
 from virtbench.store.store import Store
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DOCUMENT_BYTES", "export_bytes", "export_run",
@@ -26,20 +33,20 @@ MAX_DOCUMENT_BYTES = 2 * 2**30
 """Largest result file, uncompressed (a compressed file is read only up to this size)."""
 
 
-def export_run(store: Store, run_id: str, path: Path) -> int:
+def export_run(store: StoreReader, run_id: str, path: Path) -> int:
     """Write the run to ``path`` (``.json.gz`` compressed, else plain JSON); return sample count."""
     payload, count = export_bytes(store, run_id, compressed=path.suffix == ".gz")
     path.write_bytes(payload)
     return count
 
 
-def export_bytes(store: Store, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
+def export_bytes(store: StoreReader, run_id: str, *, compressed: bool) -> tuple[bytes, int]:
     """The export file's content (gzip when ``compressed``) and its sample count, in memory:
     `virtbench serve` streams it, never building a path from a stored run id."""
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION,
                                 "virtbench": __version__, "tables": {}}
     for table in TABLES:
-        rows = store.table_rows(table, run_id)
+        rows = stored_rows(table, store.table_rows(table, run_id))
         if table == "artifacts":
             for row in rows:
                 row["content"] = base64.b64encode(row["content"]).decode()

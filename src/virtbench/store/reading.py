@@ -208,6 +208,16 @@ _GROUP_MOMENTS = checked(
     "SELECT run_id, variant, workload_id, metric, count(value), sum(value), sum(value * value) "
     "FROM samples WHERE run_id IN {runs} AND t IS NULL AND value IS NOT NULL "
     "GROUP BY run_id, variant, workload_id, metric")
+# A run's rows of each table `export` writes, in the order of the table's key (an export,
+# imported and exported again, is the same file); booleans made bool (SQLite gives 0/1).
+_KEYS = {"runs": "id", "variants": "name", "workloads": "workload_id",
+         "metrics": "workload_id, name", "facts": "id", "realisations": "variant, workload_id",
+         "trials": "id", "samples": "id", "artifacts": "id"}
+_TABLE_ROWS = {
+    table: checked(f"SELECT {listed(table)} FROM {table} "
+                   f"WHERE {'id' if table == 'runs' else 'run_id'} = :run ORDER BY {key}")
+    for table, key in _KEYS.items()}
+_BOOLEANS = {"variants": ("is_baseline",), "metrics": ("is_primary",), "trials": ("warmup",)}
 _LOAD_STATE = checked("SELECT value_json FROM saved_state WHERE key = :key")
 _STATE_KEYS = checked("SELECT key FROM saved_state WHERE key LIKE :pattern ESCAPE '/' "
                       "ORDER BY key")
@@ -246,6 +256,15 @@ class StoreReader:
     def shown(self) -> str:
         """The location as any output may say it: its passwords masked (store/redaction.py)."""
         return shown(self.location)
+
+    # ---- whole rows, for export ------------------------------------------------------------
+    def table_rows(self, table: str, run_id: str) -> list[dict[str, Any]]:
+        """Every row of ``table`` (one `export` writes) that belongs to the run, by column."""
+        rows = self._mappings(_TABLE_ROWS[table], {"run": run_id})
+        for column in _BOOLEANS.get(table, ()):
+            for row in rows:
+                row[column] = bool(row[column])
+        return rows
 
     # ---- runs ----------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:

@@ -21,11 +21,13 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from virtbench.model import VirtbenchError
-from virtbench.store.columns import COLUMNS
+from virtbench.model import Domain, VirtbenchError, default_domain
+from virtbench.safetext import stored, unshown, visible
+from virtbench.store.columns import COLUMNS, NAME_MAX, TEXT_LIMITS
 from virtbench.store.ids import NAME_PATTERN, RUN_ID_PATTERN
 
-__all__ = ["MAX_ROWS", "TABLES", "ImportInvalid", "valid_document", "validate_tables"]
+__all__ = ["MAX_ROWS", "TABLES", "ImportInvalid", "stored_rows", "valid_document",
+           "validate_tables"]
 
 # Order matters on import: parents before children (foreign keys).
 TABLES = ("runs", "variants", "workloads", "metrics", "facts", "realisations", "trials",
@@ -326,8 +328,92 @@ def validate_tables(tables: dict[str, list[Any]], *, checked: bool = False
             rows = [row if len(row) == width else defaults | row for row in rows]
         out[table] = rows
     _check_rows(out)
+    _check_text(out)
     _check_references(out)
+    _check_domains(out)
     return out
+
+
+def _check_domains(tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Every measured value lies in its metric's domain (the metric's declared ``domain``, as
+    the report reads it; by its unit when the file has none): a negative time, rate or count,
+    or a proportion over 100 %, is refused as a parser refuses it (Domain.refusal)."""
+    # Values in [0, 100] are sound in every domain: only the others are looked at.
+    doubtful = [i for i, r in enumerate(tables["samples"])
+                if r["status"] == "ok" and r["value"] is not None
+                and not 0.0 <= r["value"] <= 100.0]
+    if not doubtful:
+        return
+    domains = {(m["workload_id"], m["name"]): Domain(m["domain"]) if m["domain"]
+               else default_domain(m["unit"]) for m in tables["metrics"]}
+    run_id = tables["runs"][0]["id"]
+    for index in doubtful:
+        sample = tables["samples"][index]
+        domain = domains[(sample["workload_id"], sample["metric"])]
+        reason = domain.refusal(sample["value"])
+        if reason is not None:
+            raise ImportInvalid(
+                f"samples[{index}].value: {sample['value']!r} is {reason}: run {run_id}'s "
+                f"metric {sample['workload_id']}/{sample['metric']} has domain {domain}")
+
+
+# ---- stored text: one rule (safetext.stored) for what the store, export and import hold ----
+
+_JSON_COLUMNS = {table: tuple(c for c in COLUMNS[table] if c.endswith("_json"))
+                 for table in TABLES}
+
+
+def stored_rows(table: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows read from the store, their text as the store keeps it now (safetext.stored): a
+    run stored by an older virtbench (ESC, NUL or U+202E in a failed trial's stderr) exports
+    as one stored today would, so that `import` takes it. A JSON column holding such a
+    character raw is written again as ``json.dumps`` writes JSON (ASCII)."""
+    limits = TEXT_LIMITS[table]
+    for column in (*limits, *_JSON_COLUMNS[table]):
+        # each distinct value once (samples repeat a few names millions of times), and the
+        # rows rewritten only when one changes (a current store's never do)
+        changed = {}
+        for value in {row[column] for row in rows}:
+            if not isinstance(value, str) or (value.isprintable()
+                                              and len(value) <= limits.get(column, len(value))):
+                continue
+            if column in limits:
+                limit = limits[column]
+                now = stored(value, limit, line=limit <= NAME_MAX)
+            else:
+                now = value if unshown(value) is None else _ascii_json(value)
+            if now != value:
+                changed[value] = now
+        if changed:
+            for row in rows:
+                row[column] = changed.get(row[column], row[column])
+    return rows
+
+
+def _ascii_json(value: str) -> str:
+    try:
+        return json.dumps(json.loads(value), sort_keys=True)
+    except (ValueError, RecursionError):  # not JSON: import says so, naming the row
+        return value
+
+
+def _check_text(tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Every text and JSON column holds text as the store keeps it (safetext.stored): what
+    this virtbench's store and export write passes; a character they would have escaped is
+    refused, naming it. A sample's names are its trial's and metric's (_check_samples)."""
+    for table in TABLES:
+        rows = tables[table]
+        columns = (*TEXT_LIMITS[table], *_JSON_COLUMNS[table])
+        if table == "samples":  # millions of rows: each distinct value once
+            columns = ("target", "labels_json")
+        for column in columns:
+            for value in {row[column] for row in rows}:
+                if isinstance(value, str) and (at := unshown(value)) is not None:
+                    index = next(i for i, row in enumerate(rows) if row[column] == value)
+                    raise ImportInvalid(
+                        f"{table}[{index}].{column}: must be text as the store keeps it (holds "
+                        f"U+{ord(value[at]):04X} at character {at + 1}, kept as the text "
+                        f"{visible(value[at])}); export the run again with this virtbench")
 
 
 def _check_rows(tables: dict[str, list[dict[str, Any]]]) -> None:
@@ -389,10 +475,10 @@ _PATTERNS = {
                     "or digit)",
     NAME_PATTERN: "a name of letters, digits, '.', '_' or '-' (at most 200)",
     _TOKEN_PATTERN: "a status word (lower-case letters, digits and '_', at most 20)",
-    _NAME_PATTERN: "1-200 characters, no control characters",
-    _SHORT_PATTERN: "at most 200 characters, no control characters",
-    _UNIT_PATTERN: "at most 40 characters, no control characters",
-    _TEXT_PATTERN: "text without control characters other than tab and newline",
+    _NAME_PATTERN: "1-200 characters as the store keeps them (no control characters)",
+    _SHORT_PATTERN: "at most 200 characters as the store keeps them (no control characters)",
+    _UNIT_PATTERN: "at most 40 characters as the store keeps them (no control characters)",
+    _TEXT_PATTERN: "text as the store keeps it (no control characters but tab and newline)",
     _MEDIA_PATTERN: "a media type (type/subtype)",
     _BOOT_ID_PATTERN: "a boot id (hex digits and '-')",
 }

@@ -11,7 +11,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from virtbench import safetext
 from virtbench.model import VirtbenchError
+from virtbench.store.columns import COLUMNS
 from virtbench.store.reading import (
     BUSY_TIMEOUT_MS,
     NO_STORE,
@@ -23,7 +25,64 @@ from virtbench.store.reading import (
 )
 from virtbench.store.redaction import shown
 
-__all__ = ["SqliteReader", "open_reader"]
+__all__ = ["SqliteReader", "check_store_file", "connect_read_only", "open_reader"]
+
+# virtbench's own tables (store/columns.py); SQLite's own are named sqlite_*.
+_OURS = frozenset(COLUMNS)
+
+
+def connect_read_only(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection that reads ``path`` and can write nothing, also on a read-only filesystem:
+    ``mode=ro``, then (when SQLite cannot open that, as for a store in WAL mode whose -shm
+    file it may not create) ``immutable=1``, which reads the file as it is and needs no lock:
+    only where nothing can write it either (no writer keeps a -shm beside it).
+    ``check_same_thread``: False for SQLAlchemy's pool, which hands connections to threads."""
+    uri = path.as_uri()
+    connection = sqlite3.connect(f"{uri}?mode=ro", uri=True,
+                                 check_same_thread=check_same_thread)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc):
+            connection.close()
+            raise
+        connection.close()
+        connection = sqlite3.connect(f"{uri}?immutable=1", uri=True,
+                                     check_same_thread=check_same_thread)
+    connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    connection.execute("PRAGMA query_only=ON")
+    return connection
+
+
+def check_store_file(path: Path, location: str) -> None:
+    """Refuse, touching nothing, a ``path`` that a writing command must not use as its store:
+    anything but a regular file (a device such as /dev/null, a directory, a FIFO), and a
+    SQLite database holding tables of another program (virtbench would add its own beside
+    them). A path that does not exist yet, or an empty file, is a new store."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        kind = "a directory" if path.is_dir() else "a device, FIFO or socket"
+        raise VirtbenchError(f"cannot use {location!r} as a result store: it is {kind}, not a "
+                             "file (give the path of a new or existing store)")
+    if path.stat().st_size == 0:
+        return
+    try:
+        connection = connect_read_only(path)
+        try:
+            names = [row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:  # not a database: said as the store says it
+        raise VirtbenchError(f"cannot open result store {location!r}: {exc}") from exc
+    foreign = [name for name in names if name not in _OURS and not name.startswith("sqlite_")]
+    if foreign:
+        shown = ", ".join(safetext.visible(name)[:60] for name in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise VirtbenchError(f"cannot use {location!r} as a result store: it is a SQLite "
+                             f"database of another program (tables {shown}{more}); give "
+                             "another file")
 
 
 def open_reader(location: str) -> StoreReader:
@@ -50,9 +109,7 @@ class SqliteReader(StoreReader):
         self.url = url
         self.dialect = "sqlite"
         try:
-            self._connection = sqlite3.connect(path)
-            self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            self._connection.execute("PRAGMA query_only=ON")
+            self._connection = connect_read_only(path)
         except sqlite3.DatabaseError as exc:  # not a database, unreadable
             raise VirtbenchError(f"cannot open result store {shown(location)!r}: {exc}") from exc
 

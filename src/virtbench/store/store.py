@@ -28,10 +28,10 @@ from sqlalchemy import (
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, OperationalError
 
-from virtbench import safetext
 from virtbench.model import Artifact, Measurement, Metric, VirtbenchError, better_text
+from virtbench.safetext import stored
 from virtbench.store import schema as s
-from virtbench.store.columns import insert_sql, listed, written
+from virtbench.store.columns import NAME_MAX, TEXT_LIMITS, insert_sql, listed, written
 from virtbench.store.ids import check_run_id
 from virtbench.store.liveness import this_owner
 from virtbench.store.migrations import current_version, migrate_exclusively
@@ -46,8 +46,10 @@ from virtbench.store.reading import (
     store_url,
 )
 from virtbench.store.redaction import scrubbed, shown
+from virtbench.store.sqlite_reader import check_store_file, connect_read_only
 
-__all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url"]
+__all__ = ["RunInfo", "SampleRow", "Store", "StoreFailed", "TrialRecord", "store_url",
+           "stored_spec_yaml"]
 
 
 @dataclass(frozen=True)
@@ -129,17 +131,23 @@ class Store(StoreReader):
         connect_args: dict[str, Any] = {}
         if read_only and self.url.startswith("postgresql"):
             connect_args["options"] = "-c default_transaction_read_only=on"
-        if read_only and self.url.startswith("sqlite:///"):
+        engine_args: dict[str, Any] = {}
+        if self.url.startswith("sqlite:///") and "?" not in self.url:
             path = Path(self.url.removeprefix("sqlite:///"))
-            if not path.is_file():
-                raise VirtbenchError(NO_STORE.format(path))
-        if not create and self.url.startswith("sqlite:///"):
-            path = Path(self.url.removeprefix("sqlite:///"))
-            if not path.is_file() or path.stat().st_size == 0:
+            if read_only:
+                if not path.is_file():
+                    raise VirtbenchError(NO_STORE.format(path))
+                # mode=ro (immutable=1 on a read-only filesystem): never a write, not even
+                # the journal mode (sqlite_reader.py)
+                engine_args["creator"] = functools.partial(connect_read_only, path,
+                                                           check_same_thread=False)
+            elif not create and (not path.is_file() or path.stat().st_size == 0):
                 raise VirtbenchError(NO_STORE.format(shown(location)))
+            else:  # before SQLite opens it: a device or another program's database refused
+                check_store_file(path, location)
         try:
             self.engine: Engine = create_engine(self.url, future=True,
-                                                connect_args=connect_args)
+                                                connect_args=connect_args, **engine_args)
         except (ArgumentError, ImportError, ValueError) as exc:  # a malformed or foreign URL
             raise VirtbenchError(
                 f"cannot open result store {shown(location)!r}: {scrubbed(str(exc), location)}; "
@@ -205,27 +213,25 @@ class Store(StoreReader):
         if calibration is not None:
             check_run_id(calibration, "calibration id")
         owner = this_owner()
+        row = _stored_text("runs", {
+            "description": description, "spec_yaml": stored_spec_yaml(spec_yaml),
+            "spec_path": spec_path,
+            "host": host, "target": target, "baseline": baseline, "virtbench_version": version,
+            "owner_host": owner.host})
         with self.engine.begin() as conn:
             conn.execute(
                 insert(s.runs).values(
                     id=run_id,
                     experiment=experiment,
-                    description=description,
-                    spec_yaml=spec_yaml,
-                    spec_path=spec_path,
                     seed=seed,
                     status="running",
                     stop_reason="",
                     started_at=time.time(),
-                    host=host,
-                    target=target,
-                    baseline=baseline,
-                    virtbench_version=version,
                     imported_from="",
                     owner_pid=owner.pid,
-                    owner_host=owner.host,
                     owner_boot_id=owner.boot_id,
                     calibration=calibration,
+                    **row,
                 )
             )
         return run_id
@@ -233,8 +239,9 @@ class Store(StoreReader):
     def add_variants(self, run_id: str, items: Sequence[tuple[str, Mapping[str, Any]]],
                      baseline: str) -> None:
         rows = [
-            {"run_id": run_id, "name": name, "position": i,
-             "knobs_json": json.dumps(knobs, sort_keys=True), "is_baseline": name == baseline}
+            {"run_id": run_id, "name": _stored_text("variants", {"name": name})["name"],
+             "position": i, "knobs_json": json.dumps(knobs, sort_keys=True),
+             "is_baseline": name == baseline}
             for i, (name, knobs) in enumerate(items)
         ]
         with self.engine.begin() as conn:
@@ -244,19 +251,22 @@ class Store(StoreReader):
                      params: Mapping[str, Any], metrics: Iterable[Metric]) -> None:
         with self.engine.begin() as conn:
             conn.execute(insert(s.workloads).values(
-                run_id=run_id, workload_id=workload_id, name=name, position=position,
-                params_json=json.dumps(params, sort_keys=True, default=str)))
+                run_id=run_id, position=position,
+                params_json=json.dumps(params, sort_keys=True, default=str),
+                **_stored_text("workloads", {"workload_id": workload_id, "name": name})))
             conn.execute(insert(s.metrics), [
-                {"run_id": run_id, "workload_id": workload_id, "name": m.name, "unit": m.unit,
-                 "better": better_text(m.better), "description": m.description,
-                 "is_primary": m.primary, "domain": m.value_domain.value}
+                {"run_id": run_id, "better": better_text(m.better), "is_primary": m.primary,
+                 "domain": m.value_domain.value,
+                 **_stored_text("metrics", {"workload_id": workload_id, "name": m.name,
+                                            "unit": m.unit, "description": m.description})}
                 for m in metrics
             ])
 
     def add_facts(self, run_id: str, phase: str, data: Mapping[str, Any]) -> int:
         with self.engine.begin() as conn:
             result = conn.execute(insert(s.facts).values(
-                run_id=run_id, phase=phase, captured_at=time.time(),
+                run_id=run_id, phase=_stored_text("facts", {"phase": phase})["phase"],
+                captured_at=time.time(),
                 data_json=json.dumps(data, sort_keys=True, default=str)))
             key = result.inserted_primary_key
             assert key is not None
@@ -267,12 +277,14 @@ class Store(StoreReader):
                         env: Mapping[str, str | None] | None = None) -> None:
         """How a variant was realised for a workload; ``env`` is what its trials ran with."""
         with self.engine.begin() as conn:
+            text_row = _stored_text("realisations", {
+                "variant": variant, "workload_id": workload_id, "mechanism": mechanism})
             conn.execute(delete(s.realisations).where(
-                s.realisations.c.run_id == run_id, s.realisations.c.variant == variant,
-                s.realisations.c.workload_id == workload_id))
+                s.realisations.c.run_id == run_id,
+                s.realisations.c.variant == text_row["variant"],
+                s.realisations.c.workload_id == text_row["workload_id"]))
             conn.execute(insert(s.realisations).values(
-                run_id=run_id, variant=variant, workload_id=workload_id, mechanism=mechanism,
-                settings_json=json.dumps(settings, sort_keys=True),
+                run_id=run_id, **text_row, settings_json=json.dumps(settings, sort_keys=True),
                 limitations_json=json.dumps(list(limitations)),
                 env_json=json.dumps(dict(env or {}), sort_keys=True)))
 
@@ -344,7 +356,7 @@ class Store(StoreReader):
         def write() -> None:
             with self.engine.begin() as conn:
                 conn.execute(update(s.runs).where(s.runs.c.id == run_id).values(
-                    status=status, stop_reason=safetext.storable(stop_reason),
+                    status=status, stop_reason=stored(stop_reason),
                     ended_at=None if status == "running" else time.time()))
 
         try:
@@ -407,13 +419,7 @@ class Store(StoreReader):
             assert key is not None
             return int(key[0])
 
-    # ---- raw table access for export/import ----------------------------------------------
-    def table_rows(self, table_name: str, run_id: str) -> list[dict[str, Any]]:
-        table = s.metadata.tables[table_name]
-        key = table.c.id if table_name == "runs" else table.c.run_id
-        with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(select(table).where(key == run_id)).mappings()]
-
+    # ---- import (portable.py) -------------------------------------------------------------
     def insert_rows(self, conn: Connection, table_name: str, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn.execute(insert(s.metadata.tables[table_name]), rows)
@@ -421,13 +427,30 @@ class Store(StoreReader):
 
 def trial_row(run_id: str, trial: TrialRecord) -> dict[str, Any]:
     """The row of ``trial`` in the trials table, by column (all but the id it is given)."""
-    return {"run_id": run_id, "variant": trial.variant, "workload_id": trial.workload_id,
-            "repetition": trial.repetition, "order_index": trial.order_index,
-            "warmup": trial.warmup, "status": trial.status,
-            "error": safetext.storable(trial.error),
-            "started_at": trial.started_at, "ended_at": trial.ended_at, "target": trial.target,
-            "facts_id": trial.facts_id,
-            "notes_json": json.dumps(dict(trial.notes), sort_keys=True)}
+    return {"run_id": run_id, "repetition": trial.repetition, "order_index": trial.order_index,
+            "warmup": trial.warmup, "status": trial.status, "started_at": trial.started_at,
+            "ended_at": trial.ended_at, "facts_id": trial.facts_id,
+            "notes_json": json.dumps(dict(trial.notes), sort_keys=True),
+            **_stored_text("trials", {"variant": trial.variant,
+                                      "workload_id": trial.workload_id, "error": trial.error,
+                                      "target": trial.target})}
+
+
+def stored_spec_yaml(spec_yaml: str) -> str:
+    """An experiment file as the store keeps it: its line breaks as YAML reads them (CR LF and
+    CR as LF), then :func:`_stored_text`'s rule, so that the stored text still reads as the
+    same experiment (the report's capacity section and `compare` read it back)."""
+    text = spec_yaml.replace("\r\n", "\n").replace("\r", "\n")
+    return stored(text, TEXT_LIMITS["runs"]["spec_yaml"])
+
+
+def _stored_text(table: str, values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` (columns of ``table``) as the store keeps text (safetext.stored, the one rule
+    for stored text; store/columns.py's limits): ESC, NUL, bidi overrides and surrogates as
+    escapes, on SQLite and PostgreSQL alike."""
+    limits = TEXT_LIMITS[table]
+    return {name: stored(value, limits[name], line=limits[name] <= NAME_MAX)
+            for name, value in values.items()}
 
 
 # A sample row: the columns a sample takes from its measurement, in this order, after those it
@@ -453,7 +476,8 @@ def sample_rows(trial_id: int, trial: Mapping[str, Any], measurements: Sequence[
 
 def artifact_row(run_id: str, trial_id: int, artifact: Artifact) -> dict[str, Any]:
     """The row of a trial's artifact in the artifacts table, by column (all but its id)."""
-    return {"run_id": run_id, "trial_id": trial_id, "name": artifact.name,
+    return {"run_id": run_id, "trial_id": trial_id,
+            "name": _stored_text("artifacts", {"name": artifact.name})["name"],
             "media_type": artifact.media_type, "content": artifact.content}
 
 

@@ -263,8 +263,9 @@ def test_markdown_report_shows_names_as_written(which: str,
     tokens = _markdown_tokens(out)
     assert {t.type for t in tokens} & MARKUP == set()  # no tag, code span, link, image, ...
     cells = [t.content for t in tokens if t.type == "text"]
-    for name in names:  # each name is shown as written (control characters as escapes)
-        shown = safetext.visible(name).replace("\n", " ")
+    for name in names:  # each name is shown as the store keeps it (control characters and a
+        # name's line breaks as escapes: safetext.stored)
+        shown = safetext.stored(name, line=True)
         assert shown in cells, (name, [c for c in cells if c[:3] == shown[:3]])
     for raw in ("<img", "<script", "<b>", "`", "](", "@here", "~~", "\\|"):
         assert raw not in out, raw

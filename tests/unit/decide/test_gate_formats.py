@@ -32,6 +32,8 @@ SAME = [1.0, 1.0, 1.01, 0.99, 1.0]
 # Stored names as an imported export could carry them: XML and Markdown markup, a workflow
 # command after a line break, quotes and backslashes for OpenMetrics, a terminal escape.
 HOSTILE_WID = "w<b>&amp;]]>|`x`\n::warning::pwned\\\"\x1b[2J"
+# as the store keeps it (safetext.stored): one line, its line break and ESC as escapes
+STORED_WID = "w<b>&amp;]]>|`x`\\x0a::warning::pwned\\\"\\x1b[2J"
 HOSTILE_VARIANT = '<img src=x onerror=alert(1)>|[a](http://x.example) @here "q"\\'
 HOSTILE_METRICS = [Metric("lat-p99.9 ms", "ms", Better.LOWER, "p99.9 <b>latency</b>\n# EOF",
                           True),
@@ -101,7 +103,7 @@ def test_junit_keeps_hostile_names_as_text(tmp_path: Path, cli: CliRun) -> None:
     document = output.read_text(encoding="utf-8")
     JUNIT.validate(document)  # XML 1.0 holds no ESC: it is written as the text '\x1b'
     classnames = {c.get("classname") for c in ET.fromstring(document).iter("testcase")}
-    assert classnames == {"w<b>&amp;]]>|`x`\n::warning::pwned\\\"\\x1b[2J"}
+    assert classnames == {STORED_WID}
 
 
 # A small JUnit document as CI systems read it, and ways to break it that a reader (or the
@@ -172,7 +174,7 @@ def test_github_annotations_and_job_summary(tmp_path: Path, cli: CliRun,
     # every line is one of ours: the name's line break and '::warning::' start nothing
     assert len(lines) == 3 and all(re.match(r"::(error|notice) title=[^:]*::", li) for li in lines)
     assert [li.split(" ", 1)[0] for li in lines] == ["::error"] * 3
-    assert "%0A%3A%3Awarning%3A%3Apwned" in lines[0]  # in the title: ':' and LF escaped
+    assert "\\x0a%3A%3Awarning%3A%3Apwned" in lines[0]  # in the title: ':' escaped
     assert "\x1b" not in out and "\\x1b[2J" in out
     assert "95 %25 CI" in lines[0] and "one-sided p = " in lines[0]
     written = summary.read_text()
@@ -216,7 +218,7 @@ def test_gitlab_code_quality_and_metrics_reports(tmp_path: Path, cli: CliRun,
     regression = families["virtbench_compare_regression"].samples
     assert [s.value for s in regression] == [1.0, 1.0]
     assert {s.labels["workload"] for s in regression} == {
-        "w<b>&amp;]]>|`x`\n::warning::pwned\\\"\\x1b[2J"}
+        STORED_WID}
     # the same regression in another pair of runs is the same issue (GitLab's MR widget)
     again, newer, store2 = _runs(tmp_path / "b", BASE, SLOWER, wid=HOSTILE_WID)
     _, out2, _ = cli("compare", again, newer, "-s", store2, "--fail-if-worse", "5", "-f",
@@ -298,7 +300,7 @@ def test_export_openmetrics_parses_back(tmp_path: Path, cli: CliRun) -> None:
     assert by_stat["ci_low"].value < by_stat["mean"].value < by_stat["ci_high"].value
     assert by_stat["mean"].value == pytest.approx(sum(BASE) / len(BASE))
     labels = by_stat["mean"].labels
-    assert labels["workload"] == "w<b>&amp;]]>|`x`\n::warning::pwned\\\"\\x1b[2J"
+    assert labels["workload"] == STORED_WID
     assert labels["metric"] == "lat-p99.9 ms" and labels["run"] == base
     assert [s.value for s in families["virtbench_values"].samples] == [5.0, 5.0]
 

@@ -15,6 +15,7 @@ from virtbench.model import Measurement, VirtbenchError
 from virtbench.store import Store, StoreFailed, TrialRecord
 from virtbench.store.migrations import MIGRATIONS
 from virtbench.store.reading import SCHEMA_VERSION
+from virtbench.store.rows import TABLES
 from virtbench.store.sqlite_reader import SqliteReader, open_reader
 
 
@@ -44,6 +45,9 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
             mine, theirs = getattr(reader, name)(run_id), getattr(store, name)(run_id)
             assert mine == theirs, name
             assert repr(mine) == repr(theirs), name  # the same types too (bool, not 0/1)
+        for table in TABLES:  # export's rows, the same values and types on both ways
+            mine, theirs = reader.table_rows(table, run_id), store.table_rows(table, run_id)
+            assert repr(mine) == repr(theirs), table
         assert list(reader.scalar_values(run_id)) == list(store.scalar_values(run_id))
         assert reader.samples(run_id) == store.samples(run_id)
         assert (reader.samples(run_id, workload_id="w", metric="time_s", series_only=True)

@@ -51,8 +51,8 @@ def _sample(document: dict[str, Any], index: int = 2) -> dict[str, Any]:
     ("runs", 0, "calibration", "cal-1\x1b[2J", "runs[0].calibration: must be a run id"),
     ("runs", 0, "calibration", "", "runs[0].calibration: must be a run id"),
     ("runs", 0, "calibration", 7, "runs[0].calibration: must be a string"),
-    ("variants", 1, "name", "b\x1b[2J", "variants[1].name: must be 1-200 characters, no "
-                                        "control characters"),
+    ("variants", 1, "name", "b\x1b[2J", "variants[1].name: must be 1-200 characters as the "
+                                        "store keeps them (no control characters)"),
     ("variants", 1, "knobs_json", "{\"a\": NaN}", "variants[1].knobs_json: must be an object"),
     ("variants", 1, "knobs_json", "[1]", "variants[1].knobs_json: must be an object in JSON"),
     ("metrics", 0, "better", "sideways",
