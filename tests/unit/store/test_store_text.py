@@ -66,7 +66,10 @@ def hostile_run(store: Store) -> str:
 
 def _without_import_path(path: Path) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
-    document["tables"]["runs"][0]["imported_from"] = ""  # import records where it came from
+    run = document["tables"]["runs"][0]
+    run["imported_from"] = ""  # import records where it came from
+    for owner in ("owner_pid", "owner_host", "owner_boot_id"):
+        run[owner] = None  # and drops the owner: an imported run is never live here
     return document
 
 
