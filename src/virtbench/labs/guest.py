@@ -1,5 +1,6 @@
 """The ``guest`` lab: a libvirt guest built and booted by virtbench, whose variants are VM knobs
-(vCPUs, memory, the test disk's bus, cache and I/O mode, IOThreads, image format).
+(vCPUs, memory, the test disk's bus, cache and I/O mode, IOThreads, queues, image format and
+preallocation, vCPU/emulator pinning, huge pages).
 
 ``up`` starts a private libvirtd (``connect: private``, the default: TCG, as ``kvm sandbox``)
 or uses the given URI, builds (once, cached by content) the sandbox's Debian image with the
@@ -7,7 +8,9 @@ storage tools, and writes the session directory and the domain's name into the l
 before anything is created. ``enter`` validates the knobs against the domain capabilities,
 (re)defines and boots the guest with a fresh test disk, waits for SSH with the pinned host key,
 formats and mounts the disk as ext4 inside the guest, verifies each knob from the live XML,
-QEMU's command line and the guest's own /proc and /sys, and publishes a FilesystemService on
+QEMU's command line, threads and memory map, qemu-img and the guest's own /proc and /sys (a
+knob found otherwise than asked: the guest and its disk are removed, the variant refused), and
+publishes a FilesystemService on
 the guest's target. ``down`` (and ``virtbench lab clean``) remove the domain, the disk images
 and the keys. docs/guests.md.
 """
@@ -28,6 +31,12 @@ from pydantic import BaseModel, Field
 from virtbench.contract import MAX_SECONDS, Knob, Params, Tool
 from virtbench.kvm.access import GuestAccess
 from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
+from virtbench.kvm.guest_host import (
+    host_placement,
+    qemu_hugepage_mib,
+    qemu_process,
+    qemu_thread_affinity,
+)
 from virtbench.kvm.guest_image import DISK_MODULES, build_guest_image
 from virtbench.kvm.guest_knobs import (
     BUSES,
@@ -41,12 +50,15 @@ from virtbench.kvm.guest_knobs import (
     disk_devices,
     knobs_from,
     parse_qemu_disk,
+    qemu_summary,
     validate,
     verify_guest,
     verify_live_xml,
+    verify_preallocation,
     verify_qemu,
     with_vcpus,
 )
+from virtbench.kvm.guest_placement import format_cpuset, vcpu_pins, verify_threads
 from virtbench.kvm.sandbox import wait_ssh
 from virtbench.kvm.sandbox_image import GuestInstance, make_instance
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
@@ -108,17 +120,8 @@ def _takes_o_direct(directory: Path) -> bool:
 
 def _qemu_argv(domain: str) -> list[str] | None:
     """The running QEMU of ``domain`` (libvirt names it ``-name guest=DOMAIN,...``)."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        words = [w.decode(errors="replace") for w in argv if w]
-        if "-name" in words and any(w.startswith(f"guest={domain},") for w in words):
-            return words
-    return None
+    found = qemu_process(domain)
+    return None if found is None else found[1]
 
 
 class GuestLab(Lab):
@@ -140,6 +143,13 @@ class GuestLab(Lab):
         Knob("iothreads", "IOThreads (0..16); the disk is bound to the first", int),
         Knob("format", "the test disk image's format", choices=FORMATS),
         Knob("preallocation", "qemu-img preallocation (off, metadata, falloc, full)", str),
+        Knob("queues", "the test disk's virtio queues (virtio-blk num-queues, virtio-scsi "
+             "num_queues); 0 = QEMU's default", int),
+        Knob("vcpupin", "host CPUs of the vCPUs: a cpuset for all (0-1) or one per vCPU (0/1)",
+             int | str, values="cpuset, e.g. 0-1,^1 or 0/1"),
+        Knob("emulatorpin", "host CPUs of QEMU's emulator threads (a cpuset)", int | str,
+             values="cpuset, e.g. 1"),
+        Knob("hugepages", "guest memory backed by the host's huge pages", bool),
     )
 
     def __init__(self, params: BaseModel | None, workdir: Path, target: Target) -> None:
@@ -171,7 +181,8 @@ class GuestLab(Lab):
             parts = [*out[3].split("(")[0].split("."), "0", "0"][:3]
             version = int(parts[0]) * 1_000_000 + int(parts[1]) * 1000 + int(parts[2] or 0)
         return HostCaps(max_vcpus=os.cpu_count() or 1, memory_mib=_mem_available_mib(),
-                        buses=("virtio", "scsi", "sata"), iothreads=True, qemu_version=version)
+                        buses=("virtio", "scsi", "sata"), iothreads=True, qemu_version=version,
+                        placement=host_placement(own_hugetlbfs=self.params.connect == "private"))
 
     def check(self) -> list[str]:
         problems = super().check()
@@ -224,7 +235,8 @@ class GuestLab(Lab):
         return caps_from_domcaps(xml, memory_mib=_mem_available_mib(),
                                  qemu_version=int(self.conn.getVersion()),
                                  o_direct=_takes_o_direct(self.session),
-                                 disk_dir=str(self.session))
+                                 disk_dir=str(self.session), placement=host_placement(
+                                     own_hugetlbfs=self.params.connect == "private"))
 
     def down(self) -> None:
         self._close_target()
@@ -270,10 +282,23 @@ class GuestLab(Lab):
         self.current, self.current_state = None, None
         remove_domain(self.conn, self.domain)
         image = self.session / f"disk.{wanted.format}"
+        try:
+            state = self._start(variant, wanted, image)
+        except BaseException:
+            self._roll_back(image)  # no guest runs with knobs other than asked
+            raise
+        self.current, self.current_state = wanted, state
+        return state
+
+    def _roll_back(self, image: Path) -> None:
+        """Remove the guest and its test disk after a failed start or verification."""
+        self._close_target()
+        remove_domain(self.conn, self.domain)
         image.unlink(missing_ok=True)
-        self.target.run(["qemu-img", "create", "-q", "-f", wanted.format, "-o",
-                         f"preallocation={wanted.preallocation}", str(image),
-                         f"{self.params.disk_mib}M"])
+
+    def _start(self, variant: str, wanted: GuestKnobs, image: Path) -> LabState:
+        assert self.instance is not None and self.session is not None
+        notes = {"preallocation_verified": self._create_disk(wanted, image)}
         console = self.session / "console.log"
         console.unlink(missing_ok=True)
         xml = with_vcpus(direct_boot_domain_xml(
@@ -294,47 +319,83 @@ class GuestLab(Lab):
             self.instance.known_hosts), identity_file=str(self.instance.identity))
         self.guest_target = access.target(self.conn, self.domain)
         assert self.guest_target is not None
-        notes = self._verify(dom, wanted, str(image))
+        notes |= self._verify(dom, wanted, str(image))
         notes["boot_s"] = f"{boot_s:.1f}"
         if self.virt_type == "qemu":
             notes["emulated"] = EMULATED
         fs = self._mount(wanted)
-        self.current = wanted
-        self.current_state = LabState(target=self.guest_target, notes=notes,
-                                      services=self.publish(fs))
-        return self.current_state
+        return LabState(target=self.guest_target, notes=notes, services=self.publish(fs))
+
+    def _create_disk(self, wanted: GuestKnobs, image: Path) -> str:
+        """The fresh test disk, its preallocation verified from qemu-img's own view."""
+        image.unlink(missing_ok=True)
+        self.target.run(["qemu-img", "create", "-q", "-f", wanted.format, "-o",
+                         f"preallocation={wanted.preallocation}", str(image),
+                         f"{self.params.disk_mib}M"])
+        info = json.loads(self.target.run(["qemu-img", "info", "--output=json",
+                                           str(image)]).stdout)
+        extents = json.loads(self.target.run(["qemu-img", "map", "--output=json", "-f",
+                                              wanted.format, str(image)]).stdout)
+        summary, wrong = verify_preallocation(info, extents, wanted)
+        if wrong:
+            raise VirtbenchError(f"lab {self.name}: the test disk is not what was asked "
+                                 "(refused): " + "; ".join(wrong))
+        return summary
 
     def _verify(self, dom: Any, wanted: GuestKnobs, image: str) -> dict[str, str]:
-        """Each knob from the live XML, QEMU's command line and inside the guest; a knob
-        found otherwise than asked is refused (the caller's down removes the guest)."""
+        """Each knob from the live XML, QEMU's command line, threads and memory map, and
+        inside the guest; a knob found otherwise than asked is refused (``enter`` rolls the
+        guest back)."""
         assert self.guest_target is not None
         live = verify_live_xml(dom.XMLDesc(0), wanted)
-        wrong = [f"{k}: asked {getattr(wanted, k)}, the live XML has {live.get(k)}"
-                 for k in ("vcpus", "memory_mib", "bus", "cache", "io", "format", "iothreads")
-                 if str(live.get(k)) != str(getattr(wanted, k))]
-        argv = _qemu_argv(self.domain)
-        qemu: dict[str, Any] = {} if argv is None else parse_qemu_disk(argv, image)
-        if argv is None:
+        wrong = [f"{k}: asked {v}, the live XML has {live.get(k)}"
+                 for k, v in _live_expected(wanted).items() if str(live.get(k)) != str(v)]
+        found = qemu_process(self.domain)
+        qemu: dict[str, Any] = {} if found is None else parse_qemu_disk(found[1], image)
+        placement = ""
+        if found is None:
             wrong.append("QEMU's process of the domain was not found in /proc")
         else:
             wrong += verify_qemu(qemu, wanted)
+            placement, misplaced = self._verify_placement(found[0], wanted)
+            wrong += misplaced
         guest = self._guest_view(wanted)
         wrong += verify_guest(guest, wanted)
         if wrong:
             raise VirtbenchError(f"lab {self.name}: the guest does not run what was asked "
-                                 "(refused): " + "; ".join(wrong))
+                                 "(refused, guest removed): " + "; ".join(wrong))
         return {
             "guest": f"{wanted.vcpus} vCPU, {wanted.memory_mib} MiB, {self.virt_type}",
             "disk": (f"{wanted.bus} {wanted.target_dev}, {wanted.format} "
                      f"(preallocation {wanted.preallocation}), cache={wanted.cache}, "
-                     f"io={wanted.io}, iothreads={wanted.iothreads}"),
+                     f"io={wanted.io}, iothreads={wanted.iothreads}, "
+                     f"queues={wanted.queues or 'default'}"),
             "verified_xml": json.dumps(live, sort_keys=True),
-            "verified_qemu": json.dumps({k: v for k, v in qemu.items() if k != "device"},
-                                        sort_keys=True),
+            "verified_qemu": json.dumps(qemu_summary(qemu, wanted), sort_keys=True),
+            "verified_placement": placement,
             "verified_guest": (f"nproc={guest.nproc} MemTotal={guest.memtotal_mib}MiB "
                                f"{wanted.target_dev}: driver {guest.driver}, write_cache "
-                               f"'{guest.write_cache}'"),
+                               f"'{guest.write_cache}', {guest.queues} queue(s)"),
         }
+
+    def _verify_placement(self, pid: int, wanted: GuestKnobs) -> tuple[str, list[str]]:
+        """QEMU's threads' CPU affinity and its huge-page-backed memory: (summary, wrong)."""
+        assert self.caps is not None
+        threads = qemu_thread_affinity(pid)
+        pins = vcpu_pins(wanted.vcpupin, wanted.vcpus)
+        wrong = verify_threads(threads, pins, wanted.emulatorpin)
+        shown = {name: format_cpuset(cpus) for name, cpus in sorted(threads.items())
+                 if name == "main" or name.startswith("CPU ")}
+        summary = "threads on CPUs: " + ", ".join(f"{n} {c}" for n, c in shown.items())
+        page_kib = self.caps.placement.hugepage_kib if self.caps.placement else 0
+        if page_kib:
+            huge = qemu_hugepage_mib(pid, page_kib)
+            summary += f"; {huge} MiB of QEMU's memory on {page_kib} kB pages"
+            if wanted.hugepages and huge < wanted.memory_mib:
+                wrong.append(f"hugepages: asked, only {huge} MiB of QEMU's memory is on "
+                             f"{page_kib} kB pages (/proc/{pid}/smaps), the guest has "
+                             f"{wanted.memory_mib} MiB")
+        return summary, wrong
 
     def _guest_view(self, wanted: GuestKnobs) -> GuestView:
         assert self.guest_target is not None
@@ -352,11 +413,12 @@ class GuestLab(Lab):
             time.sleep(0.5)
         out = run(["sh", "-c", f"nproc; grep MemTotal /proc/meminfo; "
                                f"cat /sys/block/{dev}/queue/write_cache; "
+                               f"ls /sys/block/{dev}/mq | wc -l; "
                                f"basename $(readlink /sys/block/{dev}/device/driver) || "
                                f"echo virtio_blk"]).stdout.splitlines()
         # virtio-blk: /sys/block/vda/device is the virtio device, whose driver is virtio_blk
         return GuestView(nproc=int(out[0]), memtotal_mib=int(out[1].split()[1]) // 1024,
-                         write_cache=out[2].strip(), driver=out[3].strip())
+                         write_cache=out[2].strip(), queues=int(out[3]), driver=out[4].strip())
 
     def _mount(self, wanted: GuestKnobs) -> FilesystemService:
         assert self.guest_target is not None
@@ -376,6 +438,16 @@ class GuestLab(Lab):
             cache_policy=(f"guest page cache over a {wanted.cache} disk (host page cache "
                           f"{'bypassed' if wanted.cache in ('none', 'directsync') else 'used'})"),
             drop_caches=True)
+
+
+def _live_expected(wanted: GuestKnobs) -> dict[str, object]:
+    """What the live XML must say for each knob it shows (cpusets in their shortest form)."""
+    pins = vcpu_pins(wanted.vcpupin, wanted.vcpus)
+    return {**{k: getattr(wanted, k) for k in ("vcpus", "memory_mib", "bus", "cache", "io",
+                                               "format", "iothreads", "queues", "hugepages")},
+            "vcpupin": "/".join(format_cpuset(p) for p in pins),
+            "emulatorpin": format_cpuset(vcpu_pins(wanted.emulatorpin, 1)[0])
+            if wanted.emulatorpin else ""}
 
 
 def _remove(item: Mapping[str, Any], conn: Any) -> None:
