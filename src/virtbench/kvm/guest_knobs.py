@@ -27,18 +27,25 @@ __all__ = [
     "BUSES",
     "CACHES",
     "CACHE_FLAGS",
+    "CPU_BOUND_KNOBS",
+    "DEVICE_KNOBS",
+    "EMULATED",
+    "EMULATION_MEANING",
     "FORMATS",
+    "HOST_IO_KNOBS",
     "IO_MODES",
     "PREALLOCATION",
     "GuestKnobs",
     "HostCaps",
     "caps_from_domcaps",
     "disk_devices",
+    "emulation_notes",
     "guest_device",
     "knobs_from",
     "parse_qemu_disk",
     "qemu_summary",
     "validate",
+    "varied_knobs",
     "verify_guest",
     "verify_live_xml",
     "verify_preallocation",
@@ -142,6 +149,45 @@ def caps_from_domcaps(xml: str, *, memory_mib: int, qemu_version: int, o_direct:
                     iothreads=iothreads is not None and iothreads.get("supported") == "yes",
                     qemu_version=qemu_version, o_direct=o_direct, disk_dir=disk_dir,
                     placement=placement, memory_sources=sources)
+
+
+CPU_BOUND_KNOBS = ("vcpus", "vcpupin", "emulatorpin", "hugepages")
+"""Knobs whose effect is on the guest's CPU (and its memory translation): emulated under TCG."""
+HOST_IO_KNOBS = ("cache", "io", "format", "preallocation")
+"""Knobs whose effect is on the host's I/O path: real under TCG too."""
+DEVICE_KNOBS = ("bus", "iothreads", "queues")
+"""Knobs whose cost is split between the guest's (emulated) driver and QEMU on the host."""
+
+EMULATION_MEANING = (
+    "CPU-bound figures (CPU time, compute throughput, and absolute IOPS, bandwidth and "
+    "latency, which the emulated CPU sets) are meaningless; differences made on the host's I/O "
+    "path (cache mode, I/O mode, image format, preallocation) remain meaningful")
+EMULATED = f"emulated (TCG, no KVM): {EMULATION_MEANING}"
+
+
+def varied_knobs(variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The knobs whose value is not the same in every variant (absent counts as a value)."""
+    names = sorted({k for knobs in variants.values() for k in knobs})
+    return [k for k in names if len({repr(knobs.get(k)) for knobs in variants.values()}) > 1]
+
+
+def emulation_notes(varied: Sequence[str]) -> list[str]:
+    """What an emulated guest means for a comparison of variants that differ in ``varied``
+    (beyond :data:`EMULATION_MEANING`)."""
+    notes = []
+    cpu = [k for k in varied if k in CPU_BOUND_KNOBS]
+    io = [k for k in varied if k in HOST_IO_KNOBS]
+    device = [k for k in varied if k in DEVICE_KNOBS]
+    if cpu:
+        notes.append(f"the variants differ in {', '.join(cpu)}: meaningless under emulation "
+                     "(the emulated vCPUs, not the knob, set the figures)")
+    if device:
+        notes.append(f"the variants differ in {', '.join(device)}: partly meaningful (QEMU's "
+                     "host-side work is real, the guest driver's is emulated)")
+    if io:
+        notes.append(f"the variants differ in {', '.join(io)}: meaningful (a host-side "
+                     "I/O-path difference)")
+    return notes
 
 
 def _choice(problems: list[str], knob: str, value: object, allowed: Sequence[str]) -> bool:

@@ -41,6 +41,8 @@ from virtbench.kvm.guest_image import DISK_MODULES, build_guest_image
 from virtbench.kvm.guest_knobs import (
     BUSES,
     CACHES,
+    EMULATED,
+    EMULATION_MEANING,
     FORMATS,
     IO_MODES,
     GuestKnobs,
@@ -48,10 +50,12 @@ from virtbench.kvm.guest_knobs import (
     HostCaps,
     caps_from_domcaps,
     disk_devices,
+    emulation_notes,
     knobs_from,
     parse_qemu_disk,
     qemu_summary,
     validate,
+    varied_knobs,
     verify_guest,
     verify_live_xml,
     verify_preallocation,
@@ -70,9 +74,6 @@ from virtbench.targets.target_contract import Target
 
 __all__ = ["LABS", "GuestLab"]
 
-EMULATED = ("emulated (TCG): CPU-bound figures (CPU time, compute throughput) are meaningless; "
-            "differences made on the host's I/O path (cache mode, I/O mode, image format) "
-            "remain meaningful")
 MOUNT = "/mnt/vbguest"
 RNG = "<rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>"
 
@@ -161,6 +162,7 @@ class GuestLab(Lab):
         self.domain = f"vbguest-{os.getpid()}"
         self.instance: GuestInstance | None = None
         self.virt_type = "qemu"
+        self.varied: list[str] = []
         self.caps: HostCaps | None = None
         self.current: GuestKnobs | None = None
         self.current_state: LabState | None = None
@@ -189,6 +191,22 @@ class GuestLab(Lab):
         if self.params.connect == "private" and os.geteuid() != 0:
             problems.append(f"lab {self.name}: a private libvirtd needs root")
         return problems
+
+    @classmethod
+    def plan_notes(cls, params: BaseModel, variants: Mapping[str, Mapping[str, Any]]
+                   ) -> list[str]:
+        """`run --check`: whether the guest will be emulated, and what that makes of this
+        experiment's comparison."""
+        assert isinstance(params, GuestParams)
+        if params.virt_type == "kvm":
+            return ["the guest runs under KVM (virt_type kvm)"]
+        notes = emulation_notes(varied_knobs(variants))
+        if params.virt_type == "auto" and params.connect != "private":
+            return [f"accelerator chosen at start on {params.connect}: kvm where its domain "
+                    f"capabilities offer it, else TCG; under TCG {EMULATION_MEANING}", *notes]
+        why = "a private libvirtd" if params.connect == "private" else "virt_type qemu"
+        return [f"the guest will be emulated ({why}: TCG, no KVM): {EMULATION_MEANING}",
+                *notes]
 
     def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
         try:
@@ -321,10 +339,13 @@ class GuestLab(Lab):
         assert self.guest_target is not None
         notes |= self._verify(dom, wanted, str(image))
         notes["boot_s"] = f"{boot_s:.1f}"
+        caveats: tuple[str, ...] = ()
         if self.virt_type == "qemu":
             notes["emulated"] = EMULATED
+            caveats = (f"guest {EMULATED}",)
         fs = self._mount(wanted)
-        return LabState(target=self.guest_target, notes=notes, services=self.publish(fs))
+        return LabState(target=self.guest_target, notes=notes, services=self.publish(fs),
+                        caveats=caveats)
 
     def _create_disk(self, wanted: GuestKnobs, image: Path) -> str:
         """The fresh test disk, its preallocation verified from qemu-img's own view."""

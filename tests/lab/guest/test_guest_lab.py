@@ -87,6 +87,7 @@ def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: py
         first = lab.enter("one", {"vcpus": 1, "cache": "none", "io": "native", "queues": 1,
                                   "preallocation": "falloc"})
         assert "emulated" in first.notes["emulated"]
+        assert first.caveats and "CPU-bound figures" in first.caveats[0]
         assert "256 MiB allocated of 256 MiB" in first.notes["preallocation_verified"]
         assert "1 queue(s)" in first.notes["verified_guest"]
         assert json.loads(first.notes["verified_qemu"])["queues"] == 1

@@ -14,10 +14,12 @@ from virtbench.kvm.guest_knobs import (
     HostCaps,
     caps_from_domcaps,
     disk_devices,
+    emulation_notes,
     knobs_from,
     parse_qemu_disk,
     qemu_summary,
     validate,
+    varied_knobs,
     verify_guest,
     verify_live_xml,
     verify_preallocation,
@@ -220,3 +222,15 @@ def test_guest_queues_compared() -> None:
     assert verify_guest(view, GuestKnobs(vcpus=2)) == []
     assert [w.split(":")[0] for w in verify_guest(view, GuestKnobs(vcpus=2, queues=2))] == [
         "queues"]
+
+
+def test_emulation_notes_sort_the_varied_knobs() -> None:
+    variants = {"a": {"vcpus": 1, "cache": "none", "queues": 1},
+                "b": {"vcpus": 2, "cache": "writeback", "queues": 1}, "c": {"vcpus": 2}}
+    assert varied_knobs(variants) == ["cache", "queues", "vcpus"]
+    notes = emulation_notes(["cache", "queues", "vcpus", "memory_mib"])
+    assert [n.split(":")[0] for n in notes] == ["the variants differ in vcpus",
+                                                "the variants differ in queues",
+                                                "the variants differ in cache"]
+    assert "meaningless" in notes[0] and "partly" in notes[1] and "meaningful" in notes[2]
+    assert emulation_notes([]) == []

@@ -46,7 +46,8 @@ class SizedLab(Lab):
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
         SizedLab.entered.append(dict(knobs))
-        return LabState(env={"LAB": variant})
+        caveats = ("emulated: CPU-bound figures are meaningless",) if variant == "b" else ()
+        return LabState(env={"LAB": variant}, caveats=caveats)
 
 
 EXPERIMENT = """\
@@ -89,6 +90,9 @@ def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:
     assert stored["a"]["mechanism"] == "level mask"
     assert stored["a"]["env"] == {"LAB": "a", "LEVEL": "1"}
     assert stored["b"]["settings"] == {"level": "2"}
+    # A lab's caveat is stored with the realisation's limitations (the report lists them).
+    assert stored["a"]["limitations"] == []
+    assert stored["b"]["limitations"] == ["emulated: CPU-bound figures are meaningless"]
 
 
 def test_an_experiment_built_in_code_is_knob_checked_too(tmp_path: Path) -> None:
