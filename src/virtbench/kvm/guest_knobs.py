@@ -29,6 +29,7 @@ __all__ = [
     "CACHE_FLAGS",
     "CPU_BOUND_KNOBS",
     "DEVICE_KNOBS",
+    "DISK_SERIAL",
     "EMULATED",
     "EMULATION_MEANING",
     "FORMATS",
@@ -86,11 +87,16 @@ class GuestKnobs:
     """Host CPUs of QEMU's emulator threads (a cpuset)."""
     hugepages: bool = False
     """Guest memory backed by the host's huge pages."""
+    root_disk: bool = False
+    """Not a knob: the guest boots a user's image from a virtio disk (vda) of its own, so the
+    test disk is vdb on virtio."""
 
     @property
     def target_dev(self) -> str:
-        """The disk's name in the domain and (the only disk) in the guest."""
-        return "vda" if self.bus == "virtio" else "sda"
+        """The test disk's name in the domain and in the guest."""
+        if self.bus != "virtio":
+            return "sda"
+        return "vdb" if self.root_disk else "vda"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +126,8 @@ class HostCaps:
     image_buses: tuple[str, ...] = ("virtio", "scsi")
     """Buses the guest image's kernel has a driver for."""
     image_note: str = "Debian's cloud kernel has no AHCI (SATA) driver"
+    min_memory_mib: int = MIN_MEMORY_MIB
+    memory_note: str = "its root is in RAM"
     o_direct: bool = True
     """Whether the disk images' directory takes O_DIRECT (cache none/directsync)."""
     disk_dir: str = ""
@@ -215,9 +223,9 @@ def _check_size(problems: list[str], knobs: GuestKnobs, caps: HostCaps) -> None:
     if not 1 <= knobs.vcpus <= caps.max_vcpus:
         problems.append(f"knob vcpus: {knobs.vcpus} is outside 1..{caps.max_vcpus} "
                         "(the domain capabilities' vcpu max)")
-    if knobs.memory_mib < MIN_MEMORY_MIB:
+    if knobs.memory_mib < caps.min_memory_mib:
         problems.append(f"knob memory_mib: {knobs.memory_mib} MiB is too little; the guest "
-                        f"image needs at least {MIN_MEMORY_MIB} MiB (its root is in RAM)")
+                        f"image needs at least {caps.min_memory_mib} MiB ({caps.memory_note})")
     elif knobs.memory_mib > caps.memory_mib:
         problems.append(f"knob memory_mib: {knobs.memory_mib} MiB is more than the host has "
                         f"available ({caps.memory_mib} MiB MemAvailable)")

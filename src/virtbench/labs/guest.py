@@ -30,6 +30,15 @@ from pydantic import BaseModel, Field
 
 from virtbench.contract import MAX_SECONDS, Knob, Params, Tool
 from virtbench.kvm.access import GuestAccess
+from virtbench.kvm.guest_cloud import (
+    GUEST_MAC,
+    CloudGuest,
+    CloudSeed,
+    check_user_image,
+    cloud_disks,
+    make_overlay,
+    make_seed_iso,
+)
 from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
 from virtbench.kvm.guest_host import (
     host_placement,
@@ -41,6 +50,7 @@ from virtbench.kvm.guest_image import DISK_MODULES, build_guest_image
 from virtbench.kvm.guest_knobs import (
     BUSES,
     CACHES,
+    DISK_SERIAL,
     EMULATED,
     EMULATION_MEANING,
     FORMATS,
@@ -64,11 +74,12 @@ from virtbench.kvm.guest_knobs import (
 )
 from virtbench.kvm.guest_placement import format_cpuset, vcpu_pins, verify_threads
 from virtbench.kvm.sandbox import wait_ssh
-from virtbench.kvm.sandbox_image import GuestInstance, make_instance
+from virtbench.kvm.sandbox_image import GuestInstance, make_instance, make_keys
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
 from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
 from virtbench.services import FilesystemService
+from virtbench.targets.daemon import free_port
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
 from virtbench.targets.target_contract import Target
 
@@ -79,9 +90,10 @@ RNG = "<rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>"
 
 
 def user_network(port: int) -> list[str]:
-    """QEMU user-mode networking on loopback only, as the sandbox's guest."""
+    """QEMU user-mode networking on loopback only, as the sandbox's guest (the MAC is the one
+    a user image's cloud-init network-config matches)."""
     return ["-netdev", f"user,id=vbnet0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
-            "-device", "virtio-net-pci,netdev=vbnet0,addr=0x10"]
+            "-device", f"virtio-net-pci,netdev=vbnet0,addr=0x10,mac={GUEST_MAC}"]
 
 
 class GuestParams(Params):
@@ -97,6 +109,14 @@ class GuestParams(Params):
     memory_mib: int = Field(768, ge=1, description="default guest memory, MiB")
     boot_timeout_s: float = Field(300.0, ge=1, le=MAX_SECONDS,
                                   description="wait for the guest's sshd")
+    image: str | None = Field(None, description="a user's own cloud image (qcow2 or raw, with "
+                              "cloud-init) instead of the built one; never written: the guest "
+                              "boots an overlay, cloud-init NoCloud gives it keys and address")
+    kernel: str | None = Field(None, description="with image: boot this kernel directly (an "
+                               "image without a boot loader); default: the image's own")
+    initrd: str | None = Field(None, description="with kernel: its initramfs")
+    cmdline: str = Field("root=/dev/vda rw", description="with kernel: its command line "
+                         "(the serial console is added)")
 
 
 def _mem_available_mib() -> int:
@@ -167,10 +187,20 @@ class GuestLab(Lab):
         self.current: GuestKnobs | None = None
         self.current_state: LabState | None = None
         self.guest_target: Target | None = None
+        self.cloud: CloudGuest | None = None
 
     @property
     def defaults(self) -> GuestKnobs:
-        return GuestKnobs(vcpus=self.params.vcpus, memory_mib=self.params.memory_mib)
+        return GuestKnobs(vcpus=self.params.vcpus, memory_mib=self.params.memory_mib,
+                          root_disk=self.params.image is not None)
+
+    def _image_caps(self) -> dict[str, Any]:
+        """What a user's image changes in HostCaps: its kernel's drivers are its own (every
+        bus is tried), its root is on disk (systemd and cloud-init need less memory)."""
+        if self.params.image is None:
+            return {}
+        return {"image_buses": BUSES, "image_note": "", "min_memory_mib": 384,
+                "memory_note": "systemd and cloud-init"}
 
     # -- before anything starts ------------------------------------------------------------
 
@@ -184,12 +214,31 @@ class GuestLab(Lab):
             version = int(parts[0]) * 1_000_000 + int(parts[1]) * 1000 + int(parts[2] or 0)
         return HostCaps(max_vcpus=os.cpu_count() or 1, memory_mib=_mem_available_mib(),
                         buses=("virtio", "scsi", "sata"), iothreads=True, qemu_version=version,
-                        placement=host_placement(own_hugetlbfs=self.params.connect == "private"))
+                        placement=host_placement(own_hugetlbfs=self.params.connect == "private"),
+                        **self._image_caps())
 
     def check(self) -> list[str]:
         problems = super().check()
         if self.params.connect == "private" and os.geteuid() != 0:
             problems.append(f"lab {self.name}: a private libvirtd needs root")
+        if self.params.image is not None:
+            problems += self._check_user_image()
+        return problems
+
+    def _check_user_image(self) -> list[str]:
+        problems = [f"lab {self.name}, param image: '{tool}' is missing: apt-get install {pkg}"
+                    for tool, pkg in (("genisoimage", "genisoimage"),)
+                    if self.target.which(tool) is None]
+        for param in ("kernel", "initrd"):
+            value = getattr(self.params, param)
+            if value is not None and not Path(value).is_file():
+                problems.append(f"lab {self.name}, param {param}: {value} does not exist")
+        if self.params.initrd is not None and self.params.kernel is None:
+            problems.append(f"lab {self.name}, param initrd: given without kernel")
+        try:
+            check_user_image(self.target, Path(str(self.params.image)))
+        except VirtbenchError as exc:
+            problems.append(str(exc))
         return problems
 
     @classmethod
@@ -225,7 +274,8 @@ class GuestLab(Lab):
         private = self.params.connect == "private"
         self.manifest.add("guest", {"session": str(self.session), "private": private,
                                     "connect": self.params.connect, "domain": self.domain})
-        image = build_guest_image(Path(self.params.image_cache).resolve())
+        image = None if self.params.image else build_guest_image(
+            Path(self.params.image_cache).resolve())
         if private:
             self.daemon = PrivateLibvirtd(self.session / "d", caps_cache=Path(
                 self.params.image_cache).resolve().parent / "qemu-caps")
@@ -234,7 +284,33 @@ class GuestLab(Lab):
             self.conn = open_connection(self.params.connect)
         self.virt_type = self._choose_virt_type(private)
         self.caps = self._host_caps()
-        self.instance = make_instance(image, self.session / "guest")
+        if image is not None:
+            self.instance = make_instance(image, self.session / "guest")
+        else:
+            self.instance, self.cloud = self._cloud_guest(self.session / "guest")
+
+    def _cloud_guest(self, workdir: Path) -> tuple[GuestInstance, CloudGuest]:
+        """The user's image checked, its overlay, fresh keys and the NoCloud seed."""
+        image = Path(str(self.params.image)).resolve()
+        fmt = check_user_image(self.target, image)
+        port = free_port()
+        keys = make_keys(workdir, port)
+        seed = CloudSeed(instance_id=f"{self.domain}-{os.urandom(4).hex()}",
+                         hostname=self.domain,
+                         host_key_private=keys.host_key.read_text(),
+                         host_key_public=keys.host_key.with_suffix(".pub").read_text().strip(),
+                         authorized_key=keys.identity.with_suffix(".pub").read_text().strip())
+        iso = make_seed_iso(self.target, seed, workdir / "seed")
+        keys.host_key.unlink()  # the seed carries it to the guest; nothing else needs it
+        overlay = make_overlay(self.target, image, fmt, workdir / "root-overlay.qcow2")
+        kernel = Path(self.params.kernel).resolve() if self.params.kernel else None
+        initrd = Path(self.params.initrd).resolve() if self.params.initrd else None
+        cloud = CloudGuest(overlay=overlay, seed_iso=iso, kernel=kernel, initrd=initrd,
+                           cmdline=f"{self.params.cmdline} {CONSOLE_CMDLINE}")
+        instance = GuestInstance(kernel=kernel or image, initrd=initrd or image, port=port,
+                                 known_hosts=keys.known_hosts, identity=keys.identity,
+                                 workdir=workdir)
+        return instance, cloud
 
     def _choose_virt_type(self, private: bool) -> str:
         if self.params.virt_type != "auto":
@@ -319,11 +395,7 @@ class GuestLab(Lab):
         notes = {"preallocation_verified": self._create_disk(wanted, image)}
         console = self.session / "console.log"
         console.unlink(missing_ok=True)
-        xml = with_vcpus(direct_boot_domain_xml(
-            self.domain, kernel=self.instance.kernel, initrd=self.instance.initrd,
-            console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet", virt_type=self.virt_type,
-            memory_mib=wanted.memory_mib, devices=[RNG, *disk_devices(wanted, str(image))],
-            qemu_args=user_network(self.instance.port)), wanted)
+        xml = with_vcpus(self._domain_xml(wanted, image, console), wanted)
         started = time.monotonic()
         dom = self.conn.defineXML(xml)
         try:
@@ -331,7 +403,7 @@ class GuestLab(Lab):
         except libvirt_module().libvirtError as exc:
             raise VirtbenchError(f"lab {self.name}, variant {variant}: libvirt refused the "
                                  f"guest: {exc}") from exc
-        wait_ssh(self.instance, self.params.boot_timeout_s)
+        self._wait_for_ssh(dom, variant, console)
         boot_s = time.monotonic() - started
         access = GuestAccess(ssh=self.instance.ssh_spec, known_hosts=str(
             self.instance.known_hosts), identity_file=str(self.instance.identity))
@@ -346,6 +418,50 @@ class GuestLab(Lab):
         fs = self._mount(wanted)
         return LabState(target=self.guest_target, notes=notes, services=self.publish(fs),
                         caveats=caveats)
+
+    def _wait_for_ssh(self, dom: Any, variant: str, console: Path) -> None:
+        """Until the guest's sshd answers with the pinned key; a guest that stops meanwhile
+        (an image that does not boot: on_crash and a kernel panic power it off) fails at
+        once, one that never answers at ``boot_timeout_s``, both naming the image and the
+        console's last lines."""
+        assert self.instance is not None
+        limit = self.params.boot_timeout_s
+        deadline = time.monotonic() + limit
+        while True:  # ends: answered, stopped, or past the deadline
+            try:
+                wait_ssh(self.instance, min(10.0, max(deadline - time.monotonic(), 0.0)))
+                return
+            except VirtbenchError as exc:
+                last = str(exc)
+            image = (f"param image {self.params.image}" if self.params.image is not None
+                     else f"the built image in {self.params.image_cache}")
+            where = f"lab {self.name}, variant {variant} ({image})"
+            if not dom.isActive():
+                raise VirtbenchError(f"{where}: the guest stopped before its sshd answered "
+                                     f"(an image that does not boot?); console: "
+                                     f"{_console_tail(console)}")
+            if time.monotonic() >= deadline:
+                raise VirtbenchError(f"{where}: the guest's sshd did not answer within "
+                                     f"{limit:g} s (param boot_timeout_s); console: "
+                                     f"{_console_tail(console)}; ssh: {last[-200:]}")
+
+    def _domain_xml(self, wanted: GuestKnobs, image: Path, console: Path) -> str:
+        """The built image's direct boot, or the user's image: its root disk (overlay), the
+        test disk, then the seed (so the guest names them vda, vdb, vdc)."""
+        assert self.instance is not None
+        test_disk = disk_devices(wanted, str(image))
+        if self.cloud is None:
+            return direct_boot_domain_xml(
+                self.domain, kernel=self.instance.kernel, initrd=self.instance.initrd,
+                console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet",
+                virt_type=self.virt_type, memory_mib=wanted.memory_mib,
+                devices=[RNG, *test_disk], qemu_args=user_network(self.instance.port))
+        root, seed = cloud_disks(self.cloud)
+        return direct_boot_domain_xml(
+            self.domain, kernel=self.cloud.kernel, initrd=self.cloud.initrd,
+            console_log=console, cmdline=self.cloud.cmdline, virt_type=self.virt_type,
+            memory_mib=wanted.memory_mib, devices=[root, RNG, *test_disk, seed],
+            qemu_args=user_network(self.instance.port))
 
     def _create_disk(self, wanted: GuestKnobs, image: Path) -> str:
         """The fresh test disk, its preallocation verified from qemu-img's own view."""
@@ -421,7 +537,9 @@ class GuestLab(Lab):
     def _guest_view(self, wanted: GuestKnobs) -> GuestView:
         assert self.guest_target is not None
         run = self.guest_target.run
-        for module in DISK_MODULES:
+        if self.cloud is not None:  # the image's own kernel: its modules load by name
+            run(["sh", "-c", "modprobe -a virtio_blk virtio_scsi sd_mod 2>/dev/null; true"])
+        for module in () if self.cloud is not None else DISK_MODULES:
             name = Path(module).name
             run(["sh", "-c", f"grep -q '^{name[:-3]} ' /proc/modules || "
                              f"busybox insmod /lib/modules/vbkvm/{name}"])
@@ -432,6 +550,11 @@ class GuestLab(Lab):
                 raise VirtbenchError(f"lab {self.name}: the guest has no /sys/block/{dev} "
                                      f"(bus {wanted.bus})")
             time.sleep(0.5)
+        if wanted.bus == "virtio":  # never format another disk than the test disk
+            serial = run(["cat", f"/sys/block/{dev}/serial"], check=False).stdout.strip()
+            if serial != DISK_SERIAL:
+                raise VirtbenchError(f"lab {self.name}: the guest's {dev} is not the test disk "
+                                     f"(serial {serial[:40]!r}, expected {DISK_SERIAL})")
         out = run(["sh", "-c", f"nproc; grep MemTotal /proc/meminfo; "
                                f"cat /sys/block/{dev}/queue/write_cache; "
                                f"ls /sys/block/{dev}/mq | wc -l; "
@@ -459,6 +582,18 @@ class GuestLab(Lab):
             cache_policy=(f"guest page cache over a {wanted.cache} disk (host page cache "
                           f"{'bypassed' if wanted.cache in ('none', 'directsync') else 'used'})"),
             drop_caches=True)
+
+
+def _console_tail(console: Path, lines: int = 3) -> str:
+    """The serial console's last lines, printable characters only (guest output is not
+    trusted), or a word saying there is none."""
+    try:
+        text = console.read_text(errors="replace")
+    except OSError:
+        return "no console output"
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    shown = " | ".join("".join(c for c in line if c.isprintable()) for line in kept)
+    return shown[-400:] or "no console output"
 
 
 def _live_expected(wanted: GuestKnobs) -> dict[str, object]:

@@ -225,7 +225,7 @@ def test_guest_queues_compared() -> None:
 
 
 def test_emulation_notes_sort_the_varied_knobs() -> None:
-    variants = {"a": {"vcpus": 1, "cache": "none", "queues": 1},
+    variants: dict[str, dict[str, object]] = {"a": {"vcpus": 1, "cache": "none", "queues": 1},
                 "b": {"vcpus": 2, "cache": "writeback", "queues": 1}, "c": {"vcpus": 2}}
     assert varied_knobs(variants) == ["cache", "queues", "vcpus"]
     notes = emulation_notes(["cache", "queues", "vcpus", "memory_mib"])
