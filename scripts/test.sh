@@ -115,7 +115,11 @@ case "$area" in
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
     start_line knees "$web_knee" "$storage_knee" tests/lab/assess
     fleet_runs=tests/lab/fleet/test_fleet_run.py
-    start_line guests tests/lab/kvm tests/lab/guest "$fleet_runs"
+    # The user-image boot (systemd + cloud-init under TCG: 206 s on a loaded machine, plus ~4 min
+    # to build its image the first time) would put the suite further over its 10 minutes: it
+    # runs with `scripts/test.sh lab guest` or `-- tests/lab/guest/test_guest_cloud_image.py`.
+    cloud_boot=tests/lab/guest/test_guest_cloud_image.py::test_user_cloud_image_boots_with_nocloud_keys_and_address
+    start_line guests tests/lab/kvm tests/lab/guest "$fleet_runs" --deselect "$cloud_boot"
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/guest --ignore "$fleet_runs" \
       --ignore tests/lab/assess \
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"

@@ -43,6 +43,9 @@ def plan_lines(plan: Plan, guess: Estimate) -> list[str]:
         unknown = (f"; {item.unknown_pairs} variant(s) of unknown length"
                    if item.unknown_pairs else "")
         lines.append(what + f"{count} trials, about {spent} ({sources}){unknown}")
+    lab = plan.resolved.lab_class
+    own = {name: lab.own_knobs(knobs) for name, knobs in plan.variants.items()}
+    lines += [f"lab {lab.name}: {note}" for note in lab.plan_notes(plan.resolved.lab_params, own)]
     low_s, high_s = guess.seconds
     if low_s or high_s:
         bound = "" if guess.complete else " at least (some trial times are unknown)"

@@ -51,18 +51,20 @@ def _device_element(xml: str) -> ET.Element:
         raise VirtbenchError(f"extra guest device is not one XML element ({exc}): {xml}") from exc
 
 
-def direct_boot_domain_xml(name: str, *, kernel: Path, initrd: Path, console_log: Path,
+def direct_boot_domain_xml(name: str, *, kernel: Path | None, initrd: Path | None,
+                           console_log: Path,
                            cmdline: str = CONSOLE_CMDLINE, virt_type: str = "qemu",
                            emulator: Path | None = None, memory_mib: int = 256,
                            disks: Sequence[Disk] = (), devices: Sequence[str] = (),
                            qemu_args: Sequence[str] = ()) -> str:
     """The domain XML.
 
-    ``virt_type`` is the accelerator: ``kvm``, or ``qemu`` for TCG (this machine's /dev/kvm runs
-    no stock guest); ``emulator`` a QEMU binary other than libvirt's default. ``devices`` are
-    extra ``<devices>`` children as XML text; ``qemu_args`` go straight to QEMU's command line
-    (``<qemu:commandline>``, e.g. user-mode networking, which libvirt 9.0 only offers through
-    passt).
+    ``kernel`` None: no direct boot, the firmware boots the first disk (a cloud image with its
+    own boot loader); ``initrd`` is then ignored too. ``virt_type`` is the accelerator:
+    ``kvm``, or ``qemu`` for TCG (this machine's /dev/kvm runs no stock guest); ``emulator`` a
+    QEMU binary other than libvirt's default. ``devices`` are extra ``<devices>`` children as
+    XML text; ``qemu_args`` go straight to QEMU's command line (``<qemu:commandline>``, e.g.
+    user-mode networking, which libvirt 9.0 only offers through passt).
     """
     root = ET.Element("domain", {"type": virt_type})
     if qemu_args:
@@ -72,9 +74,13 @@ def direct_boot_domain_xml(name: str, *, kernel: Path, initrd: Path, console_log
     ET.SubElement(root, "vcpu", {"placement": "static"}).text = "1"
     os_el = ET.SubElement(root, "os")
     ET.SubElement(os_el, "type", {"arch": "x86_64", "machine": "pc"}).text = "hvm"
-    ET.SubElement(os_el, "kernel").text = str(kernel)
-    ET.SubElement(os_el, "initrd").text = str(initrd)
-    ET.SubElement(os_el, "cmdline").text = cmdline
+    if kernel is None:
+        ET.SubElement(os_el, "boot", {"dev": "hd"})
+    else:
+        ET.SubElement(os_el, "kernel").text = str(kernel)
+        if initrd is not None:
+            ET.SubElement(os_el, "initrd").text = str(initrd)
+        ET.SubElement(os_el, "cmdline").text = cmdline
     # Without ACPI a poweroff only halts the guest.
     ET.SubElement(ET.SubElement(root, "features"), "acpi")
     # check='full' refuses what TCG adjusts (it adds the hypervisor flag, drops lahf_lm).

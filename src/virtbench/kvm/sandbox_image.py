@@ -32,9 +32,9 @@ from virtbench.targets.daemon import free_port
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.target_contract import CommandFailed
 
-__all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "build_debian_guest",
-           "download_deb", "kernel_package", "make_instance", "pack_cpio", "pack_tree",
-           "recipe", "unpack_cloud_kernel"]
+__all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "GuestKeys",
+           "build_debian_guest", "debian_mirror", "download_deb", "kernel_package", "make_instance",
+           "make_keys", "pack_cpio", "pack_tree", "recipe", "unpack_cloud_kernel"]
 
 # Named although apt would resolve it: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
@@ -182,7 +182,7 @@ def unpack_cloud_kernel(work: Path, modules: Sequence[str], module_dir: Path) ->
     return sorted((unpacked / "boot").glob("vmlinuz-*"))[-1]
 
 
-def _mirror() -> tuple[str, str]:
+def debian_mirror() -> tuple[str, str]:
     """(codename, mirror URI) of this machine's own Debian main archive, as apt uses it."""
     codename = ""
     for line in Path("/etc/os-release").read_text().splitlines():
@@ -226,7 +226,7 @@ def _build(cache: Path, extra_packages: Sequence[str] = (),
                             ("dpkg-deb", "dpkg")):
         if shutil.which(binary) is None and not Path(f"/usr/sbin/{binary}").exists():
             raise VirtbenchError(f"'{binary}' is missing: apt-get install {package}")
-    codename, mirror = _mirror()
+    codename, mirror = debian_mirror()
     log = cache / "build.log"
     done = _LOCAL.run(
         ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
@@ -339,6 +339,30 @@ def build_debian_guest(cache: Path, extra_packages: Sequence[str] = (),
         return _build(cache, extra_packages, extra_modules)
 
 
+@dataclass(frozen=True)
+class GuestKeys:
+    """Fresh SSH keys for one guest: its host key (pinned in ``known_hosts``) and the client
+    key it authorises."""
+
+    host_key: Path
+    identity: Path
+    known_hosts: Path
+
+
+def make_keys(directory: Path, port: int) -> GuestKeys:
+    """New host and client keys (ed25519) in ``directory``; the host key pinned for
+    127.0.0.1:``port``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    keys = GuestKeys(directory / "ssh_host_ed25519_key", directory / "id_ed25519",
+                     directory / "known_hosts")
+    for key in (keys.host_key, keys.identity):
+        _LOCAL.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vbkvm", "-f",
+                    str(key)])
+    kind, blob = keys.host_key.with_suffix(".pub").read_text().split()[:2]
+    keys.known_hosts.write_text(f"[127.0.0.1]:{port} {kind} {blob}\n")
+    return keys
+
+
 def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = None
                   ) -> GuestInstance:
     """Fresh host and client keys for one guest, its initramfs, and a pinned known_hosts."""
@@ -347,28 +371,25 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
     overlay = workdir / "overlay"
     (overlay / "etc" / "ssh").mkdir(parents=True)
     (overlay / "root" / ".ssh").mkdir(parents=True, mode=0o700)
+    keys = make_keys(workdir, port)
     host_key = overlay / "etc" / "ssh" / "ssh_host_ed25519_key"
-    identity = workdir / "id_ed25519"
-    for key in (host_key, identity):
-        _LOCAL.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "vbkvm", "-f",
-                    str(key)])
+    shutil.copy2(keys.host_key, host_key)
+    shutil.copy2(keys.host_key.with_suffix(".pub"), host_key.with_suffix(".pub"))
     authorized = overlay / "root" / ".ssh" / "authorized_keys"
-    shutil.copy(identity.with_suffix(".pub"), authorized)
+    shutil.copy(keys.identity.with_suffix(".pub"), authorized)
     authorized.chmod(0o600)
-    kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
-    known_hosts = workdir / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {kind} {blob}\n")
     names = ["etc", "etc/ssh", "etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub",
              "root", "root/.ssh", "root/.ssh/authorized_keys"]
     pack_cpio(overlay, names, workdir / "keys.cpio")
     shutil.rmtree(overlay)
+    keys.host_key.unlink()  # only the guest keeps its private host key
     initrd = workdir / "initrd.cpio"
     with initrd.open("wb") as out:
         for part in (image.rootfs, workdir / "keys.cpio"):
             with part.open("rb") as src:
                 shutil.copyfileobj(src, out, 1 << 20)
     (workdir / "keys.cpio").unlink()
-    return GuestInstance(image.kernel, initrd, port, known_hosts, identity, workdir)
+    return GuestInstance(image.kernel, initrd, port, keys.known_hosts, keys.identity, workdir)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from virtbench.targets.libvirt_connection import libvirt_module
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.private_mounts import launcher_argv
 
-__all__ = ["PrivateLibvirtd", "remove_domain"]
+__all__ = ["HUGETLBFS", "PrivateLibvirtd", "remove_domain"]
 
 QEMU_CONF = """
 # root/root avoids libvirt re-probing /dev/kvm permissions (~44 s per start).
@@ -36,6 +36,10 @@ namespaces = [ ]
 security_driver = "none"
 remember_owner = 0
 """
+
+HUGETLBFS = "/run/vbhugepages"
+"""A hugetlbfs of the daemon's own (its /run is private): where a guest with <hugepages/> gets
+its memory. Mounting reserves nothing; the pages come from the host's vm.nr_hugepages pool."""
 
 # Debian's libvirtd resolves its built-in default user 'libvirt-qemu' (created by the
 # libvirt-daemon-system package) before reading qemu.conf: it gets private passwd/group files.
@@ -87,7 +91,9 @@ class PrivateLibvirtd:
             f'unix_sock_dir = "{self.base}/sock"\n'
             'unix_sock_rw_perms = "0700"\nauth_unix_rw = "none"\nauth_unix_ro = "none"\n'
             f'log_outputs = "2:file:{self.base}/libvirtd.log"\n')
-        (etc / "qemu.conf").write_text(QEMU_CONF)
+        huge = Path("/sys/kernel/mm/hugepages").is_dir()
+        (etc / "qemu.conf").write_text(
+            QEMU_CONF + (f'hugetlbfs_mount = "{HUGETLBFS}"\n' if huge else ""))
         steps: list[list[str]] = [
             ["tmpfs", "/run"],
             ["overlay", "/var", str(self.base / "var-upper"), str(self.base / "var-work"),
@@ -102,6 +108,8 @@ class PrivateLibvirtd:
             steps.append(["bind", str(self.base / name), f"/etc/{name}"])
         steps += [["mkdir", d] for d in ("/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu",
                                          "/var/log/libvirt/qemu", "/run/libvirt")]
+        if huge:
+            steps += [["mkdir", HUGETLBFS], ["hugetlbfs", HUGETLBFS]]
         if self.caps_cache is not None:
             # QEMU capability probing takes seconds; a persistent cache keeps restarts fast.
             self.caps_cache.mkdir(parents=True, exist_ok=True)

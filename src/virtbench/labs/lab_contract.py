@@ -96,6 +96,9 @@ class LabState:
     """The typed services the workloads read (``Lab.publish``)."""
     notes: dict[str, str] = field(default_factory=dict)
     """How the variant was realised, shown in the report."""
+    caveats: tuple[str, ...] = ()
+    """What this variant's figures cannot be trusted for (an emulated guest's CPU-bound ones):
+    stored with the realisation's limitations, so the report lists them."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.services, Services):  # a plugin written for the string keys
@@ -154,6 +157,14 @@ class Lab(abc.ABC):
 
     def leave(self, variant: str) -> None:  # noqa: B027 - optional hook
         """Undo ``enter``."""
+
+    @classmethod
+    def plan_notes(cls, params: BaseModel, variants: Mapping[str, Mapping[str, Any]]
+                   ) -> list[str]:
+        """What the run's figures will and will not mean with these params and variants
+        (each variant's own knobs), said by `run --check` before anything starts; not
+        problems. Default: nothing."""
+        return []
 
     def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
         """Problems of one variant's own knobs with this lab's params, found before anything

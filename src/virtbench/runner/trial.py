@@ -138,7 +138,7 @@ class Trials:
         settings.update({f"lab.{k}": v for k, v in state.notes.items()})
         self.record.store.add_realisation(self.record.run_id, pair[0], pair[1],
                                           realisation.mechanism, settings,
-                                          realisation.limitations, ctx.env)
+                                          [*realisation.limitations, *state.caveats], ctx.env)
         workload = self.plan.workloads[pair[1]]
         if state.target is not None:  # the lab's own target (a guest): check it there too
             problems = workload.check(state.target)

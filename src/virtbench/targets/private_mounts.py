@@ -2,10 +2,10 @@
 
 Inside a fresh mount namespace (made by ``unshare``), this module makes every mount private,
 applies the mounts listed in SPEC (a JSON file: ``[["tmpfs", DIR], ["overlay", LOWER, UPPER,
-WORK, DIR], ["bind", SRC, DST], ["mkdir", DIR]]``, in order) and then replaces itself with
-ARGV, so the PID the caller recorded is the program's own. What is mounted here ends with the
-namespace: nothing is left on the host. Used to give a daemon that insists on system paths
-(libvirtd as root: /run, /var, /etc/libvirt) a private copy of them.
+WORK, DIR], ["bind", SRC, DST], ["mkdir", DIR], ["hugetlbfs", DIR]]``, in order) and then
+replaces itself with ARGV, so the PID the caller recorded is the program's own. What is
+mounted here ends with the namespace: nothing is left on the host. Used to give a daemon that
+insists on system paths (libvirtd as root: /run, /var, /etc/libvirt) a private copy of them.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def apply_mounts(steps: list[list[str]]) -> None:
                        f"lowerdir={lower},upperdir={upper},workdir={work}", where])
         elif kind == "bind":
             local.run(["mount", "--bind", args[0], args[1]])
+        elif kind == "hugetlbfs":  # huge pages are reserved by the kernel, not by the mount
+            local.run(["mount", "-t", "hugetlbfs", "vb-private", args[0]])
         elif kind == "mkdir":
             Path(args[0]).mkdir(parents=True, exist_ok=True)
         else:

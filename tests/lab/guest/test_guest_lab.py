@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from virtbench.labs import guest as guest_lab
 from virtbench.labs.guest import GuestLab, GuestParams
 from virtbench.services import FilesystemService
 from virtbench.targets.local import LocalTarget
@@ -30,8 +32,24 @@ def _fio(state_target: object, directory: str) -> dict[str, object]:
     return json.loads(out)["jobs"][0]  # type: ignore[no-any-return]
 
 
-def test_guest_lab_variants_verified_and_removed(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
+
+
+@pytest.fixture
+def hugepages() -> Iterator[int]:
+    """640 more 2 MiB huge pages for the test, the host's reservation put back afterwards:
+    384 for one guest's 768 MiB, the rest for whatever else maps huge pages while they are
+    there (a PostgreSQL started with huge_pages=try takes ~72)."""
+    before = int(NR_HUGEPAGES.read_text())
+    NR_HUGEPAGES.write_text(f"{before + 640}\n")
+    try:
+        yield before + 640
+    finally:
+        NR_HUGEPAGES.write_text(f"{before}\n")
+
+
+def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 hugepages: int) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
     params = GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image"),
                          disk_mib=256)
@@ -45,6 +63,17 @@ def test_guest_lab_variants_verified_and_removed(tmp_path: Path,
     assert any("knob io" in p and "O_DIRECT" in p
                for p in lab.check_variant("bad", {"cache": "writeback", "io": "native"}))
     assert lab.check_variant("ok", {"cache": "none", "io": "native"}) == []
+    assert any("knob vcpupin" in p and "online" in p
+               for p in lab.check_variant("bad", {"vcpupin": "0-63"}))
+    assert any("knob queues" in p and "per CPU" in p
+               for p in lab.check_variant("bad", {"vcpus": 1, "queues": 2}))
+    NR_HUGEPAGES.write_text("0\n")
+    try:  # none reserved: refused, naming the host's count (pages some other process still
+        # holds stay counted in HugePages_Total as surplus, then too few are free)
+        assert any("knob hugepages" in p and ("HugePages_Total 0" in p or "free of" in p)
+                   for p in lab.check_variant("bad", {"hugepages": True}))
+    finally:
+        NR_HUGEPAGES.write_text(f"{hugepages}\n")
     session = None
     try:
         lab.up()
@@ -55,26 +84,46 @@ def test_guest_lab_variants_verified_and_removed(tmp_path: Path,
         # the host's own view: sata is refused for this image (no AHCI in the guest kernel)
         with pytest.raises(Exception, match="knob bus"):
             lab.enter("sata", {"bus": "sata"})
-        first = lab.enter("one", {"vcpus": 1, "cache": "none", "io": "native"})
+        first = lab.enter("one", {"vcpus": 1, "cache": "none", "io": "native", "queues": 1,
+                                  "preallocation": "falloc"})
         assert "emulated" in first.notes["emulated"]
+        assert first.caveats and "CPU-bound figures" in first.caveats[0]
+        assert "256 MiB allocated of 256 MiB" in first.notes["preallocation_verified"]
+        assert "1 queue(s)" in first.notes["verified_guest"]
+        assert json.loads(first.notes["verified_qemu"])["queues"] == 1
         assert json.loads(first.notes["verified_qemu"])["aio"] == "native"
         assert json.loads(first.notes["verified_qemu"])["direct"] is True
         assert "write_cache 'write back'" in first.notes["verified_guest"]
         fs = first.services.get(FilesystemService)
         assert fs.mount["fstype"] == "ext4"
         assert float(_fio(first.target, fs.path)["read"]["iops"]) > 0  # type: ignore[index]
-        second = lab.enter("two", {"vcpus": 2, "cache": "writethrough", "io": "threads",
-                                   "bus": "scsi", "format": "qcow2", "iothreads": 1})
+        two = {"vcpus": 2, "cache": "writethrough", "io": "threads", "bus": "scsi",
+               "format": "qcow2", "preallocation": "metadata", "iothreads": 1, "queues": 2,
+               "vcpupin": "0/1", "emulatorpin": 1, "hugepages": True}
+        second = lab.enter("two", two)
         assert "nproc=2" in second.notes["verified_guest"]
         assert "write_cache 'write through'" in second.notes["verified_guest"]
         assert "driver sd" in second.notes["verified_guest"]
         qemu = json.loads(second.notes["verified_qemu"])
         assert qemu["format"] == "qcow2" and qemu["direct"] is False and qemu["smp"] == 2
+        assert qemu["iothread"] == "iothread1" and qemu["queues"] == 2  # the scsi controller
+        assert "2 queue(s)" in second.notes["verified_guest"]
+        live = json.loads(second.notes["verified_xml"])
+        assert (live["vcpupin"], live["emulatorpin"], live["hugepages"]) == ("0/1", "1", "True")
+        placement = second.notes["verified_placement"]
+        assert "CPU 0/TCG 0" in placement and "CPU 1/TCG 1" in placement
+        assert "main 1" in placement and "768 MiB of QEMU's memory on 2048 kB" in placement
         assert float(second.notes["boot_s"]) > 0
         # the same knobs again: no reboot, the same state
-        assert lab.enter("two-again", {"vcpus": 2, "cache": "writethrough", "io": "threads",
-                                       "bus": "scsi", "format": "qcow2",
-                                       "iothreads": 1}) is second
+        assert lab.enter("two-again", two) is second
+        # A knob the hypervisor drops (simulated: QEMU's vCPU threads found unpinned) is
+        # refused after the boot, and the guest and its disk are rolled back at once.
+        monkeypatch.setattr(guest_lab, "qemu_thread_affinity", lambda pid: {
+            "main": frozenset({0, 1}), "CPU 0/TCG": frozenset({0, 1})})
+        with pytest.raises(Exception, match=r"refused, guest removed.*vcpupin: vCPU 0"):
+            lab.enter("dropped", {"vcpus": 1, "vcpupin": "0", "emulatorpin": "1"})
+        assert lab.conn.listAllDomains() == []
+        assert not (session / "disk.raw").exists()
     finally:
         lab.down()
     assert session is not None and not session.exists()

@@ -14,14 +14,19 @@ from virtbench.kvm.guest_knobs import (
     HostCaps,
     caps_from_domcaps,
     disk_devices,
+    emulation_notes,
     knobs_from,
     parse_qemu_disk,
+    qemu_summary,
     validate,
+    varied_knobs,
     verify_guest,
     verify_live_xml,
+    verify_preallocation,
     verify_qemu,
     with_vcpus,
 )
+from virtbench.kvm.guest_placement import HostPlacement
 
 CAPS = HostCaps(max_vcpus=8, memory_mib=4096, buses=("ide", "scsi", "virtio", "sata"),
                 iothreads=True, qemu_version=7_002_000)
@@ -87,7 +92,8 @@ def test_xml_realises_and_live_xml_reads_back() -> None:
     found = verify_live_xml(_domain(knobs), knobs)
     assert found == {"vcpus": "2", "iothreads": "2", "memory_mib": "1024", "bus": "virtio",
                      "cache": "directsync", "io": "native", "format": "raw",
-                     "disk_iothread": "1"}
+                     "disk_iothread": "1", "queues": "0", "vcpupin": "", "emulatorpin": "",
+                     "hugepages": "False"}
     scsi = GuestKnobs(bus="scsi", iothreads=1)
     xml = _domain(scsi)
     assert "model='virtio-scsi'" in xml
@@ -123,3 +129,108 @@ def test_guest_view_compared() -> None:
     assert verify_guest(good, GuestKnobs(vcpus=2)) == []
     wrong = verify_guest(good, GuestKnobs(vcpus=1, cache="writethrough", bus="scsi"))
     assert [w.split(":")[0] for w in wrong] == ["vcpus", "cache", "bus"]
+
+
+PLACED = HostCaps(**{**CAPS.__dict__, "placement": HostPlacement(
+    cpus=frozenset({0, 1}), hugepage_kib=2048, hugepages_total=512, hugepages_free=512,
+    hugepage_sizes=(2048,))})
+
+
+@pytest.mark.parametrize(("knobs", "knob", "why"), [
+    ({"queues": 4, "vcpus": 2}, "queues", "at most one queue per CPU"),
+    ({"queues": 1, "bus": "sata"}, "queues", "sata"),
+    ({"queues": -1}, "queues", "negative"),
+])
+def test_queue_refusals(knobs: dict[str, object], knob: str, why: str) -> None:
+    problems = validate(knobs_from(knobs, GuestKnobs()), PLACED)
+    assert any(p.startswith(f"knob {knob}:") and why in p for p in problems), problems
+
+
+def test_placement_needs_known_host_and_file_backing() -> None:
+    assert any(p.startswith("knob vcpupin:") and "unknown" in p
+               for p in validate(GuestKnobs(vcpupin="0"), CAPS))
+    anon = HostCaps(**{**PLACED.__dict__, "memory_sources": ("anonymous",)})
+    assert any(p.startswith("knob hugepages:") and "sourceType: anonymous" in p
+               for p in validate(GuestKnobs(hugepages=True), anon))
+    assert validate(knobs_from({"vcpus": 2, "queues": 2, "vcpupin": 0, "emulatorpin": "1",
+                                "hugepages": True}, GuestKnobs()), PLACED) == []
+    assert knobs_from({"vcpupin": 0}, GuestKnobs()).vcpupin == "0"
+
+
+def test_queues_pins_and_hugepages_in_the_xml() -> None:
+    knobs = GuestKnobs(vcpus=2, queues=2, vcpupin="0/1", emulatorpin="1", hugepages=True)
+    found = verify_live_xml(_domain(knobs), knobs)
+    assert (found["queues"], found["vcpupin"], found["emulatorpin"], found["hugepages"]) == (
+        "2", "0/1", "1", "True")
+    scsi = GuestKnobs(bus="scsi", vcpus=2, queues=2)
+    xml = _domain(scsi)
+    assert "<driver queues=\"2\"" in xml or "<driver queues='2'" in xml
+    assert verify_live_xml(xml, scsi)["queues"] == "2"
+    assert verify_live_xml(_domain(GuestKnobs()), GuestKnobs())["queues"] == "0"
+
+
+def test_qemu_queues_scsi_iothread_and_memory_backend() -> None:
+    argv = [*_argv({"direct": True, "no-flush": False}, "native")]
+    argv[-1] = ('{"driver":"virtio-blk-pci","num-queues":2,"drive":"libvirt-1-format",'
+                '"id":"virtio-disk0","write-cache":"on","iothread":"iothread1"}')
+    argv += ["-object", json.dumps({"qom-type": "memory-backend-file", "id": "pc.ram",
+                                    "mem-path": "/run/vbhugepages/libvirt/qemu/1-g"})]
+    seen = parse_qemu_disk(argv, "/d/disk.raw")
+    knobs = GuestKnobs(vcpus=2, io="native", queues=2, iothreads=1, hugepages=True)
+    assert verify_qemu(seen, knobs) == []
+    summary = qemu_summary(seen, knobs)
+    assert summary["queues"] == 2 and summary["iothread"] == "iothread1"
+    assert [w.split(":")[0] for w in verify_qemu(
+        seen, GuestKnobs(vcpus=2, io="native", queues=1))] == ["queues"]
+    scsi = GuestKnobs(vcpus=2, io="native", bus="scsi", iothreads=1)
+    assert any(w.startswith("iothread:") for w in verify_qemu(seen, scsi))
+    argv += ["-device", '{"driver":"virtio-scsi-pci","id":"scsi0","iothread":"iothread1",'
+                        '"num_queues":2}']
+    assert verify_qemu(parse_qemu_disk(argv, "/d/disk.raw"),
+                       GuestKnobs(vcpus=2, io="native", bus="scsi", iothreads=1,
+                                  queues=2)) == []
+    plain = parse_qemu_disk(_argv({"direct": True, "no-flush": False}, "native"), "/d/disk.raw")
+    assert any(w.startswith("hugepages:") for w in verify_qemu(
+        plain, GuestKnobs(vcpus=2, io="native", hugepages=True)))
+
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize(("fmt", "prealloc", "actual", "mapped", "ok"), [
+    ("raw", "off", 4096, 4096, True), ("raw", "off", GIB, GIB, False),
+    ("raw", "falloc", GIB, 4096, True), ("raw", "falloc", 4096, 4096, False),
+    ("raw", "full", GIB, GIB, True), ("raw", "full", GIB, 4096, False),
+    ("qcow2", "off", 200_000, 0, True), ("qcow2", "metadata", 266_240, GIB, True),
+    ("qcow2", "metadata", 200_000, 0, False), ("qcow2", "falloc", GIB + 1, GIB, True),
+    ("qcow2", "full", GIB + 1, GIB, True), ("qcow2", "full", 200_000, 0, False)])
+def test_preallocation_verified(fmt: str, prealloc: str, actual: int, mapped: int,
+                                ok: bool) -> None:
+    info = {"format": fmt, "virtual-size": GIB, "actual-size": actual}
+    extents = [{"start": 0, "length": mapped, "data": True},
+               {"start": mapped, "length": GIB - mapped, "data": False}]
+    summary, wrong = verify_preallocation(info, extents, GuestKnobs(format=fmt,
+                                                                    preallocation=prealloc))
+    assert "MiB allocated of 1024 MiB" in summary
+    assert (wrong == []) is ok, wrong
+    assert all(w.startswith("preallocation:") for w in wrong)
+
+
+def test_guest_queues_compared() -> None:
+    view = GuestView(nproc=2, memtotal_mib=700, write_cache="write back", driver="virtio_blk",
+                     queues=1)
+    assert verify_guest(view, GuestKnobs(vcpus=2)) == []
+    assert [w.split(":")[0] for w in verify_guest(view, GuestKnobs(vcpus=2, queues=2))] == [
+        "queues"]
+
+
+def test_emulation_notes_sort_the_varied_knobs() -> None:
+    variants: dict[str, dict[str, object]] = {"a": {"vcpus": 1, "cache": "none", "queues": 1},
+                "b": {"vcpus": 2, "cache": "writeback", "queues": 1}, "c": {"vcpus": 2}}
+    assert varied_knobs(variants) == ["cache", "queues", "vcpus"]
+    notes = emulation_notes(["cache", "queues", "vcpus", "memory_mib"])
+    assert [n.split(":")[0] for n in notes] == ["the variants differ in vcpus",
+                                                "the variants differ in queues",
+                                                "the variants differ in cache"]
+    assert "meaningless" in notes[0] and "partly" in notes[1] and "meaningful" in notes[2]
+    assert emulation_notes([]) == []

@@ -46,7 +46,8 @@ class SizedLab(Lab):
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
         SizedLab.entered.append(dict(knobs))
-        return LabState(env={"LAB": variant})
+        caveats = ("emulated: CPU-bound figures are meaningless",) if variant == "b" else ()
+        return LabState(env={"LAB": variant}, caveats=caveats)
 
 
 EXPERIMENT = """\
@@ -89,6 +90,9 @@ def test_realised_once_carried_whole_and_stored(tmp_path: Path) -> None:
     assert stored["a"]["mechanism"] == "level mask"
     assert stored["a"]["env"] == {"LAB": "a", "LEVEL": "1"}
     assert stored["b"]["settings"] == {"level": "2"}
+    # A lab's caveat is stored with the realisation's limitations (the report lists them).
+    assert stored["a"]["limitations"] == []
+    assert stored["b"]["limitations"] == ["emulated: CPU-bound figures are meaningless"]
 
 
 def test_an_experiment_built_in_code_is_knob_checked_too(tmp_path: Path) -> None:
@@ -113,3 +117,46 @@ def test_a_version_2_store_gains_the_realisation_environment(tmp_path: Path) -> 
     store.add_variants(run_id, [("a", {})], "a")
     store.add_realisation(run_id, "a", "w", "m", {}, [], {"CRC32C_SW_MODE": "force"})
     assert store.realisations(run_id)[0]["env"] == {"CRC32C_SW_MODE": "force"}
+
+
+class RefusingLab(SizedLab):
+    """Enters variant a, refuses b (a guest that never answers, say), as a lab's enter does."""
+
+    name = "test.refusing"
+    switch_cost = "expensive"
+    downs: ClassVar[int] = 0
+
+    def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        if variant == "b":
+            from virtbench.model import VirtbenchError
+
+            raise VirtbenchError("lab test.refusing, variant b (param image x): the guest's "
+                                 "sshd did not answer within 1 s (param boot_timeout_s)")
+        return super().enter(variant, knobs)
+
+    def down(self) -> None:
+        RefusingLab.downs += 1
+
+
+def test_a_variant_the_lab_refuses_keeps_the_samples_before_it(
+        tmp_path: Path, fake_plugins: Callable[..., None]) -> None:
+    fake_plugins(workloads=(Masked,), labs=(RefusingLab,))
+    # three variants: at this seed at least one block runs before b's
+    text = EXPERIMENT.replace("test.sized", "test.refusing").replace(
+        "  - {name: a, knobs: {level: 1, size: 10}}\n  - {name: b, knobs: {level: 2, size: 20}}",
+        "  - {name: a, knobs: {level: 1, size: 10}}\n  - {name: b, knobs: {level: 2, size: 20}}"
+        "\n  - {name: c, knobs: {level: 3, size: 30}}") + "order: blocked\n"
+    store = Store(str(tmp_path / "s.db"))
+    runner = Runner(build_plan(parse_experiment(text)), RunRecord.new(store, text),
+                    workdir=tmp_path)
+    with pytest.raises(Exception, match="boot_timeout_s"):
+        runner.run()
+    run = store.runs()[-1]
+    assert run.status == "failed" and "param boot_timeout_s" in run.stop_reason
+    measured = [v for v, _r, _e in Masked.seen]
+    assert measured and "b" not in measured
+    trials = store.table_rows("trials", run.id)
+    samples = store.table_rows("samples", run.id)
+    assert len(trials) == len(measured) == 3 * len(set(measured))  # every trial before b kept
+    assert len(samples) >= len(trials)
+    assert RefusingLab.downs == 1

@@ -1,0 +1,80 @@
+"""What the host offers a guest and shows of it, read from /proc and /sys: the online CPUs and
+huge pages (:class:`~virtbench.kvm.guest_placement.HostPlacement`), the QEMU process of a
+domain, its threads' CPU affinity and how much of its memory sits on huge pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from virtbench.kvm.guest_placement import (
+    HostPlacement,
+    hugepage_backed_mib,
+    parse_cpuset,
+    parse_meminfo_hugepages,
+)
+
+__all__ = ["host_placement", "qemu_hugepage_mib", "qemu_process", "qemu_thread_affinity"]
+
+PROC = Path("/proc")
+SYS = Path("/sys")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def host_placement(*, own_hugetlbfs: bool = False) -> HostPlacement:
+    """This host's placement facts; ``own_hugetlbfs``: the lab mounts one for its private
+    libvirtd (else a hugetlbfs must already be mounted)."""
+    try:
+        cpus = parse_cpuset(_read(SYS / "devices/system/cpu/online").strip())
+    except ValueError:
+        cpus = frozenset()
+    size, total, free = parse_meminfo_hugepages(_read(PROC / "meminfo"))
+    pools = SYS / "kernel/mm/hugepages"
+    sizes = tuple(sorted(int(p.name.removeprefix("hugepages-").removesuffix("kB"))
+                         for p in pools.glob("hugepages-*kB"))) if pools.is_dir() else ()
+    mounted = any(len(f) > 2 and f[2] == "hugetlbfs"
+                  for f in (line.split() for line in _read(PROC / "mounts").splitlines()))
+    return HostPlacement(cpus=cpus, hugepage_kib=size, hugepages_total=total,
+                         hugepages_free=free, hugepage_sizes=sizes,
+                         hugetlbfs=own_hugetlbfs or mounted)
+
+
+def qemu_process(domain: str) -> tuple[int, list[str]] | None:
+    """(PID, argv) of the running QEMU of ``domain`` (libvirt names it ``-name
+    guest=DOMAIN,...``)."""
+    for proc in PROC.iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [w.decode(errors="replace") for w in argv if w]
+        if "-name" in words and any(w.startswith(f"guest={domain},") for w in words):
+            return int(proc.name), words
+    return None
+
+
+def qemu_thread_affinity(pid: int) -> dict[str, frozenset[int]]:
+    """Thread name -> CPUs it may run on (``Cpus_allowed_list``), the main thread as
+    ``"main"``; QEMU names its vCPU threads ``CPU N/TCG`` (``/KVM``)."""
+    out: dict[str, frozenset[int]] = {}
+    for task in (PROC / str(pid) / "task").glob("*"):
+        allowed = next((line.split(":", 1)[1].strip() for line in
+                        _read(task / "status").splitlines()
+                        if line.startswith("Cpus_allowed_list:")), "")
+        if not allowed:
+            continue
+        name = "main" if task.name == str(pid) else _read(task / "comm").strip()
+        out[name] = parse_cpuset(allowed)
+    return out
+
+
+def qemu_hugepage_mib(pid: int, page_kib: int) -> int:
+    """MiB of the process's memory mapped with ``page_kib`` pages (/proc/PID/smaps)."""
+    return hugepage_backed_mib(_read(PROC / str(pid) / "smaps"), page_kib)
