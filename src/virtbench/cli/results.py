@@ -129,7 +129,7 @@ def _check_declared_metrics(file: Path, tables: dict[str, list[dict[str, Any]]])
     which direction is better and its domain (what the report ranks and bounds values by). A
     file that turned "lower is better" around, or made a time's domain "real" so that negative
     times pass, is refused."""
-    from virtbench.model import default_domain
+    from virtbench.model import better_text, default_domain
     from virtbench.plugins import declared_metric
     from virtbench.store.rows import ImportInvalid
 
@@ -139,10 +139,11 @@ def _check_declared_metrics(file: Path, tables: dict[str, list[dict[str, Any]]])
         if declared is None:  # a plugin (or a metric, e.g. a profile's) not declared here
             continue
         said = (row["better"], row["domain"] or default_domain(row["unit"]).value)
-        wanted = (declared.better.value, declared.value_domain.value)
+        wanted = (better_text(declared.better), declared.value_domain.value)
         if said != wanted:
             raise ImportInvalid(
                 f"{file}: metrics[{index}]: {safetext.visible(row['workload_id'])}/"
                 f"{safetext.visible(row['name'])} is declared by workload "
-                f"{safetext.visible(plugins[row['workload_id']])} as {wanted[0]} is better, "
-                f"domain {wanted[1]}; the file says {said[0]}, {said[1]}; nothing imported")
+                f"{safetext.visible(plugins[row['workload_id']])} with better: {wanted[0]}, "
+                f"domain {wanted[1]}; the file says better: {safetext.visible(said[0])}, "
+                f"domain {safetext.visible(said[1])}; nothing imported")

@@ -293,8 +293,8 @@ def test_import_holds_a_metric_to_what_its_workload_plugin_declares(
         sample["metric"] = "wall_time_s"
     said = _import_damaged(document, tmp_path, refused=refused)
     if refused:
-        assert ("metrics[0]: w/wall_time_s is declared by workload exec.command as lower is "
-                "better, domain positive; the file says") in said
+        assert ("metrics[0]: w/wall_time_s is declared by workload exec.command with better: "
+                "lower, domain positive; the file says") in said
 
 
 FAILING = r"""name: hostile-run
