@@ -246,6 +246,16 @@ class StoreReader:
         """Rows without holding them all (the report's samples); by default fetched at once."""
         yield from self._rows(sql, params)
 
+    def _float_table(self, sql: str, params: Mapping[str, Any], width: int
+                     ) -> npt.NDArray[np.float64]:
+        """The rows of a query of ``width`` numeric columns as an (n, width) float array, made
+        straight from the rows (a list of a million row tuples, then an array of it, costs
+        twice the time)."""
+        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+
+        flat = itertools.chain.from_iterable(self._stream(sql, params))
+        return np.fromiter(flat, np.float64).reshape(-1, width)
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -397,13 +407,10 @@ class StoreReader:
     def group_values(self, run_id: str, variant: str, workload_id: str, metric: str
                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Repetitions and values of one group's measured per-trial samples (one index range)."""
-        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+        import numpy as np
 
-        rows = self._stream(_GROUP_VALUES, {"run": run_id, "workload": workload_id,
-                                            "metric": metric, "variant": variant})
-        # straight from the rows into one array: a list of a million row tuples, then an
-        # array of it, costs twice the time
-        table = np.fromiter(itertools.chain.from_iterable(rows), np.float64).reshape(-1, 2)
+        table = self._float_table(_GROUP_VALUES, {"run": run_id, "workload": workload_id,
+                                                  "metric": metric, "variant": variant}, 2)
         return table[:, 0].astype(np.int64), table[:, 1].copy()
 
     def series_count(self, run_id: str) -> int:
@@ -419,13 +426,10 @@ class StoreReader:
         """The time-stamped samples with a value of one (variant, workload, metric), in
         insertion order: an (n, 5) array of id, trial_id, repetition, t, value, and each
         sample's ``labels['series']`` (None: none of them has one)."""
-        import numpy as np
-
         params = {"run": run_id, "workload": workload_id, "metric": metric, "variant": variant}
         postgres = self.dialect == "postgresql"
-        rows = self._stream(_RANGE_SERIES_POSTGRES if postgres else _RANGE_SERIES_SQLITE,
-                            params)
-        table = np.fromiter(itertools.chain.from_iterable(rows), np.float64).reshape(-1, 6)
+        table = self._float_table(_RANGE_SERIES_POSTGRES if postgres else _RANGE_SERIES_SQLITE,
+                                  params, 6)
         if not table[:, 5].any():
             return table[:, :5], None
         labels = self._rows(_RANGE_LABELS_POSTGRES if postgres else _RANGE_LABELS_SQLITE, params)
