@@ -42,16 +42,18 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
 
 def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
             seed: int = 0, baseline: str | None = None,
-            compare_by: str | None = None) -> Analysis:
+            compare_by: str | None = None, with_series: bool = True) -> Analysis:
     """Analyse one run, or several runs side by side (variants become 'run-label/variant').
 
     ``baseline`` overrides the experiment's baseline, e.g. to express every guest CPU
     configuration's cost relative to host-passthrough. ``compare_by`` (default: the
     experiment's ``compare_by``) compares each variant with the one that differs only in that
     knob, set to the baseline's value (OVS-DPDK at 100 Mbit/s against OVS at 100 Mbit/s).
+    ``with_series=False`` leaves the time-stamped samples unread (``series`` empty): for what
+    shows only the result table (CSV), a million per-request samples are most of the reading.
     """
     runs = [store.run(ref) for ref in run_refs]
-    data = _gather(store, runs)
+    data = _gather(store, runs, with_series)
     baseline = baseline or data.key(runs[0].id, runs[0].baseline)
     variants = _marked_baseline(data.variants, baseline)
     rows = _metric_rows(data, variants, confidence)
@@ -111,7 +113,7 @@ class _Gathered:
         """A variant's name in the analysis: prefixed by its run's label when several."""
         return f"{self.labels[run_id]}/{variant}" if len(self.runs) > 1 else variant
 
-    def add_run(self, store: StoreReader, run: RunInfo) -> None:
+    def add_run(self, store: StoreReader, run: RunInfo, with_series: bool = True) -> None:
         key = partial(self.key, run.id)
         for name, knobs, is_baseline in store.variants(run.id):
             self.variants.append(VariantInfo(key(name), knobs,
@@ -125,7 +127,8 @@ class _Gathered:
         self.realisations += [item | {"variant": key(item["variant"])}
                               for item in store.realisations(run.id)]
         self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
-        self.series += _series(store, run.id, key)
+        if with_series:
+            self.series += _series(store, run.id, key)
         self.add_trials(run.id, store.trials(run.id))
 
     def add_trials(self, run_id: str, trials: list[dict[str, Any]]) -> None:
@@ -142,10 +145,10 @@ class _Gathered:
                            "error": t["error"]} for t in bad]
 
 
-def _gather(store: StoreReader, runs: list[RunInfo]) -> _Gathered:
+def _gather(store: StoreReader, runs: list[RunInfo], with_series: bool) -> _Gathered:
     data = _Gathered(runs, _run_labels(runs) if len(runs) > 1 else {runs[0].id: ""})
     for run in runs:
-        data.add_run(store, run)
+        data.add_run(store, run, with_series)
     return data
 
 

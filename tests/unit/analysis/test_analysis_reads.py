@@ -159,3 +159,14 @@ def test_runs_side_by_side_keep_each_runs_groups(tmp_path: Path) -> None:
                     for g in ref_first["per_rep"].keys() | ref_second["per_rep"].keys()},
     }
     _check(analysis, merged)
+
+
+def test_without_series_the_result_table_is_the_same(tmp_path: Path) -> None:
+    """What CSV shows (the result table) does not depend on the series it leaves unread."""
+    from virtbench.report.text import render_csv
+
+    st = Store(str(tmp_path / "s.db"))
+    run_id = _fill(st, "one", reps=3, seed=5)
+    full, tables_only = analyse(st, [run_id]), analyse(st, [run_id], with_series=False)
+    assert full.series and not tables_only.series
+    assert render_csv(tables_only) == render_csv(full)
