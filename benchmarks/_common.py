@@ -38,3 +38,50 @@ def linux_bridge_lab(workdir: Path) -> Iterator[LabState]:
         yield lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
     finally:
         lab.down()
+
+
+REPORT_FORMATS = (("terminal table", ["-f", "table"]), ("JSON", ["-f", "json", "-o", "r.json"]),
+                  ("CSV", ["-f", "csv", "-o", "r.csv"]),
+                  ("HTML with charts", ["-f", "html", "-o", "r.html"]))
+REPORT_FLOOR_S = 2.0
+
+
+def _wall(argv: list[str], cwd: Path) -> float:
+    import time
+
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, cwd=cwd, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def report_formats_table(db: str, workdir: Path, rounds: int = 5) -> str:
+    """Markdown: `virtbench report` of ``db`` in every format, each a fresh process, against
+    the reference (the sqlite3 command reading every sample's group and value: the least a
+    report must read), in alternating rounds whose order rotates; median, min–max."""
+    import os
+    import statistics
+
+    reference = ["sqlite3", db, "SELECT variant, workload_id, metric, value FROM samples"]
+    commands = [("reference: `sqlite3` reads every sample", reference)] + [
+        (label, [str(REPO / ".venv/bin/virtbench"), "report", "--store", db, *args])
+        for label, args in REPORT_FORMATS]
+    times: dict[str, list[float]] = {label: [] for label, _ in commands}
+    load_before = os.getloadavg()[0]
+    for i in range(rounds):
+        for label, argv in commands[i % len(commands):] + commands[:i % len(commands)]:
+            times[label].append(_wall(argv, workdir))
+    load_after = os.getloadavg()[0]
+    ref = statistics.median(times[commands[0][0]])
+    rows = []
+    for label, _argv in commands:
+        median = statistics.median(times[label])
+        verdict = "" if label.startswith("reference") else (
+            "MET" if median <= REPORT_FLOOR_S else "MISSED")
+        rows.append(f"| {label} | {median:.2f} s ({min(times[label]):.2f}–"
+                    f"{max(times[label]):.2f}) | {median / ref:.1f}× | {verdict} |")
+    return (f"{rounds} rounds, the order rotating each round; load average (1 min) of the "
+            f"shared 2-core machine {load_before:.1f} before, {load_after:.1f} after (the "
+            "reference takes the same load: compare the ratios across runs).\n\n"
+            "| command (fresh process) | wall, median (min–max) | ÷ reference | "
+            f"≤ {REPORT_FLOOR_S:g} s |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -41,16 +42,18 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
 
 def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
             seed: int = 0, baseline: str | None = None,
-            compare_by: str | None = None) -> Analysis:
+            compare_by: str | None = None, with_series: bool = True) -> Analysis:
     """Analyse one run, or several runs side by side (variants become 'run-label/variant').
 
     ``baseline`` overrides the experiment's baseline, e.g. to express every guest CPU
     configuration's cost relative to host-passthrough. ``compare_by`` (default: the
     experiment's ``compare_by``) compares each variant with the one that differs only in that
     knob, set to the baseline's value (OVS-DPDK at 100 Mbit/s against OVS at 100 Mbit/s).
+    ``with_series=False`` leaves the time-stamped samples unread (``series`` empty): for what
+    shows only the result table (CSV), a million per-request samples are most of the reading.
     """
     runs = [store.run(ref) for ref in run_refs]
-    data = _gather(store, runs)
+    data = _gather(store, runs, with_series)
     baseline = baseline or data.key(runs[0].id, runs[0].baseline)
     variants = _marked_baseline(data.variants, baseline)
     rows = _metric_rows(data, variants, confidence)
@@ -90,8 +93,7 @@ class _Gathered:
     runs: list[RunInfo]
     labels: dict[str, str]
     variants: list[VariantInfo] = field(default_factory=list)
-    values: defaultdict[tuple[str, str, str], list[float]] = field(
-        default_factory=lambda: defaultdict(list))
+    values: dict[tuple[str, str, str], npt.NDArray[np.float64]] = field(default_factory=dict)
     metric_defs: dict[tuple[str, str], Metric] = field(default_factory=dict)
     workloads: dict[str, tuple[str, str, dict[str, Any]]] = field(default_factory=dict)
     realisations: list[dict[str, Any]] = field(default_factory=list)
@@ -111,7 +113,7 @@ class _Gathered:
         """A variant's name in the analysis: prefixed by its run's label when several."""
         return f"{self.labels[run_id]}/{variant}" if len(self.runs) > 1 else variant
 
-    def add_run(self, store: StoreReader, run: RunInfo) -> None:
+    def add_run(self, store: StoreReader, run: RunInfo, with_series: bool = True) -> None:
         key = partial(self.key, run.id)
         for name, knobs, is_baseline in store.variants(run.id):
             self.variants.append(VariantInfo(key(name), knobs,
@@ -125,7 +127,8 @@ class _Gathered:
         self.realisations += [item | {"variant": key(item["variant"])}
                               for item in store.realisations(run.id)]
         self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
-        self.series += _series(store, run.id, key)
+        if with_series:
+            self.series += _series(store, run.id, key)
         self.add_trials(run.id, store.trials(run.id))
 
     def add_trials(self, run_id: str, trials: list[dict[str, Any]]) -> None:
@@ -142,10 +145,10 @@ class _Gathered:
                            "error": t["error"]} for t in bad]
 
 
-def _gather(store: StoreReader, runs: list[RunInfo]) -> _Gathered:
+def _gather(store: StoreReader, runs: list[RunInfo], with_series: bool) -> _Gathered:
     data = _Gathered(runs, _run_labels(runs) if len(runs) > 1 else {runs[0].id: ""})
     for run in runs:
-        data.add_run(store, run)
+        data.add_run(store, run, with_series)
     return data
 
 
@@ -187,7 +190,7 @@ def _metric_rows(data: _Gathered, variants: list[VariantInfo],
 
 
 def _compare_with_references(rows: list[MetricRow], reference: dict[str, str | None],
-                             values: dict[tuple[str, str, str], list[float]],
+                             values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
                              confidence: float, seed: int) -> None:
     """Each row's speedup and test against its reference variant; Holm's correction within
     each (workload, metric) family."""
@@ -228,7 +231,7 @@ def _compare_row(row: MetricRow, base: npt.NDArray[np.float64],
 
 def _measured(data: _Gathered, variants: list[VariantInfo], wid: str,
               mname: str) -> list[VariantInfo]:
-    return [v for v in variants if data.values.get((v.name, wid, mname))]
+    return [v for v in variants if (v.name, wid, mname) in data.values]
 
 
 def _factor_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: str | None,
@@ -310,7 +313,7 @@ MAX_TABLE_REPETITIONS = 50
 
 
 def _collect(store: StoreReader, run_id: str, names: dict[str, str],
-             values: dict[tuple[str, str, str], list[float]],
+             values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
              unmeasured: dict[tuple[str, str, str], dict[str, int]],
              per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
     """Values of every (variant, workload, metric) group, unmeasured counts by status, and
@@ -322,13 +325,13 @@ def _collect(store: StoreReader, run_id: str, names: dict[str, str],
         for stored_name, name in names.items():
             reps, group_values = store.group_values(run_id, stored_name, wid, mname)
             if group_values.size:
-                values[(name, wid, mname)].extend(group_values.tolist())
+                values[(name, wid, mname)] = group_values
                 repetitions[(name, wid, mname)] = reps
     for group, reps in repetitions.items():
         if reps.max() >= MAX_TABLE_REPETITIONS:
             continue
         rep_array = reps
-        sums = np.bincount(rep_array, weights=np.asarray(values[group], dtype=np.float64))
+        sums = np.bincount(rep_array, weights=values[group])
         counts_per_rep = np.bincount(rep_array)
         variant, wid, mname = group
         per_rep[(wid, mname)][variant] = [
@@ -360,23 +363,60 @@ def _first_vs_rest(per_rep: dict[tuple[str, str], dict[str, list[tuple[int, floa
 
 def _series(store: StoreReader, run_id: str, rename: Any) -> list[Series]:
     """Group time-stamped samples by (trial, metric, labels['series']); None values skipped.
+    Series in the order of their first sample, each one's samples in insertion order.
 
     Other labels (a request's URL, hit or miss) stay per sample and do not split a series.
+    Read one (variant, workload, metric) index range at a time, grouped with NumPy: the
+    declared metrics' ranges first, every range of the run when those do not hold all its
+    time-stamped samples (an undeclared metric's, or samples without a value).
     """
-    grouped: dict[tuple[int, str, str], Series] = {}
-    for trial_id, variant, wid, metric, rep, t, value, label in store.series_rows(run_id):
-        label_key = label or ""
-        item = grouped.get((trial_id, metric, label_key))
-        if item is None:
-            item = Series(rename(variant), wid, metric, rep, [], [],
-                          {"series": label_key} if label_key else {})
-            grouped[(trial_id, metric, label_key)] = item
-        item.t.append(t)
-        item.values.append(value)
-    return list(grouped.values())
+    expected = store.series_count(run_id)
+    if not expected:
+        return []
+    ranges = [(wid, metric, variant) for wid, metric in store.metrics(run_id)
+              for variant, _knobs, _b in store.variants(run_id)]
+    found: list[tuple[float, Series]] = []
+    seen = 0
+    for wid, metric, variant in ranges:
+        seen += _range_series(store, run_id, (wid, metric, variant), rename, found)
+    if seen != expected:
+        declared = set(ranges)
+        for key in store.series_ranges(run_id):
+            if key not in declared:
+                _range_series(store, run_id, key, rename, found)
+    found.sort(key=lambda item: item[0])
+    return [series for _first, series in found]
 
 
-def _array(values: list[float]) -> npt.NDArray[np.float64]:
+def _range_series(store: StoreReader, run_id: str, key: tuple[str, str, str], rename: Any,
+                  found: list[tuple[float, Series]]) -> int:
+    """Append the series of one (workload, metric, variant) range, each with the id of its
+    first sample; return how many samples the range had."""
+    wid, metric, variant = key
+    table, labels = store.range_series(run_id, variant, wid, metric)
+    if not table.size:
+        return 0
+    _trials, trial_of = np.unique(table[:, 1], return_inverse=True)
+    codes = trial_of.astype(np.int64)
+    names: list[str] = []
+    if labels is not None:
+        index: dict[str, int] = {}
+        label_of = np.fromiter((index.setdefault(label or "", len(index)) for label in labels),
+                               np.int64, len(labels))
+        names = list(index)
+        codes = codes * len(names) + label_of
+    order = np.argsort(codes, kind="stable")  # each group's samples stay in id order
+    starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
+    for group in np.split(order, starts[1:]):
+        first = group[0]
+        label = names[int(codes[first]) % len(names)] if names else ""
+        found.append((float(table[first, 0]), Series(
+            rename(variant), wid, metric, int(table[first, 2]), table[group, 3], table[group, 4],
+            {"series": label} if label else {})))
+    return int(table.shape[0])
+
+
+def _array(values: Sequence[float] | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.asarray(values, dtype=np.float64)
 
 

@@ -58,8 +58,8 @@ class Series:
     workload_id: str
     metric: str
     repetition: int
-    t: list[float]
-    values: list[float]
+    t: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
     labels: dict[str, str]
 
 

@@ -55,11 +55,14 @@ def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, P
     from virtbench.plugins import build_sections
 
     run_ids = _distinct_runs(st, run_ids)
-    analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by)
+    # CSV is the result table only: the series are read and the sections built when another
+    # format needs them
+    tables_only = all(f == "csv" for f, _ in outputs)
+    analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by,
+                       with_series=not tables_only)
     if len(run_ids) > 1:
         warn_if_not_comparable(st, run_ids, consoles.err)
-    # CSV is the result table only: the sections are built when another format needs them
-    sections = build_sections(analysis) if any(f != "csv" for f, _ in outputs) else []
+    sections = [] if tables_only else build_sections(analysis)
     for fmt, output_path in outputs:
         _render(st, run_ids, analysis, [] if fmt == "csv" else sections, fmt, output_path,
                 details, all_metrics)

@@ -395,7 +395,7 @@ def timeseries_chart(group: SeriesGroup) -> str | None:
     drawn: list[tuple[int, str, Any, Any]] = []
     for i, (variant, items) in enumerate(group.by_variant.items()):
         for item in items:
-            if item.values:
+            if len(item.values):
                 t, v = downsample_minmax(item.t, item.values, MAX_LINE_POINTS)
                 drawn.append((i, variant, t, v))
     if not drawn:
@@ -432,7 +432,7 @@ def distribution_chart(group: SeriesGroup) -> str | None:
     whiskers = 5th–95th percentile, ◆ = mean) and ECDF, both from quantiles, not raw points."""
     pooled = []
     for variant, items in group.by_variant.items():
-        arrays = [np.asarray(s.values, dtype=float) for s in items if s.values]
+        arrays = [np.asarray(s.values, dtype=float) for s in items if len(s.values)]
         if arrays:
             data = np.concatenate(arrays)
             data = data[np.isfinite(data)]

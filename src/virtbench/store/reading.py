@@ -13,6 +13,7 @@ what it returns: both ways give the same Python values (tests/unit/store/test_re
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -193,6 +194,26 @@ _SERIES_ROWS_SQLITE = checked(_SERIES_ROWS.format(
     series="json_extract(labels_json, '$.series')"))
 _SERIES_ROWS_POSTGRES = checked(_SERIES_ROWS.format(
     series="CAST(labels_json AS JSONB) ->> 'series'"))
+# The report's series, one (variant, workload, metric) index range at a time: rows come in
+# the index's order (its key, then id), so neither the database nor Python sorts a million
+# per-request samples. ``maybe_series`` is 1 where the labels may name a series: the key
+# "series" written plainly or with an escape (a backslash); only then are labels extracted.
+_SERIES_COUNT = checked("SELECT count(*) FROM samples WHERE run_id = :run AND t IS NOT NULL")
+_SERIES_RANGES = checked("SELECT DISTINCT workload_id, metric, variant FROM samples "
+                         "WHERE run_id = :run AND t IS NOT NULL")
+_RANGE_SERIES = ("SELECT {columns} FROM samples WHERE run_id = :run AND workload_id = :workload "
+                 "AND metric = :metric AND variant = :variant AND t IS NOT NULL "
+                 "AND value IS NOT NULL ORDER BY id")
+_RANGE_SERIES_SQLITE = checked(_RANGE_SERIES.format(
+    columns="id, trial_id, repetition, t, value, ifnull(instr(labels_json, 'series') > 0 "
+            "OR instr(labels_json, char(92)) > 0, 0)"))
+_RANGE_SERIES_POSTGRES = checked(_RANGE_SERIES.format(
+    columns="id, trial_id, repetition, t, value, CASE WHEN CAST(labels_json AS JSONB) ->> "
+            "'series' IS NULL THEN 0 ELSE 1 END"))
+_RANGE_LABELS_SQLITE = checked(_RANGE_SERIES.format(
+    columns="json_extract(labels_json, '$.series')"))
+_RANGE_LABELS_POSTGRES = checked(_RANGE_SERIES.format(
+    columns="CAST(labels_json AS JSONB) ->> 'series'"))
 _SAMPLE_ROW = ("run_id", "variant", "workload_id", "metric", "value", "unit", "repetition", "t",
                "labels_json", "status", "trial_id")
 """The columns of a :class:`SampleRow`, in its fields' order (labels decoded from JSON)."""
@@ -201,9 +222,12 @@ _SAMPLE_FILTERS = ("run_id = :run", "workload_id = :workload", "metric = :metric
                    "t IS NOT NULL")
 """What :meth:`StoreReader.samples` may ask, in this order (the run's always)."""
 checked(_SAMPLES.format(where=" AND ".join(_SAMPLE_FILTERS)))  # each query has some of these
+# Grouped by status first: so SQLite reads the run's per-trial samples through
+# ix_samples_series (run_id, t IS NULL), not every sample of the run through the group index
+# (a second instead of a hundredth over a million per-request samples).
 _STATUS_COUNTS = checked(
     "SELECT variant, workload_id, metric, status, count(*) FROM samples WHERE run_id = :run "
-    "AND status != 'ok' AND t IS NULL GROUP BY variant, workload_id, metric, status")
+    "AND status != 'ok' AND t IS NULL GROUP BY status, variant, workload_id, metric")
 _GROUP_MOMENTS = checked(
     "SELECT run_id, variant, workload_id, metric, count(value), sum(value), sum(value * value) "
     "FROM samples WHERE run_id IN {runs} AND t IS NULL AND value IS NOT NULL "
@@ -248,6 +272,16 @@ class StoreReader:
                 ) -> Iterator[tuple[Any, ...]]:
         """Rows without holding them all (the report's samples); by default fetched at once."""
         yield from self._rows(sql, params)
+
+    def _float_table(self, sql: str, params: Mapping[str, Any], width: int
+                     ) -> npt.NDArray[np.float64]:
+        """The rows of a query of ``width`` numeric columns as an (n, width) float array, made
+        straight from the rows (a list of a million row tuples, then an array of it, costs
+        twice the time)."""
+        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+
+        flat = itertools.chain.from_iterable(self._stream(sql, params))
+        return np.fromiter(flat, np.float64).reshape(-1, width)
 
     def close(self) -> None:
         raise NotImplementedError
@@ -417,12 +451,33 @@ class StoreReader:
     def group_values(self, run_id: str, variant: str, workload_id: str, metric: str
                      ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Repetitions and values of one group's measured per-trial samples (one index range)."""
-        rows = self._rows(_GROUP_VALUES, {"run": run_id, "workload": workload_id,
-                                          "metric": metric, "variant": variant})
-        import numpy as np  # only the analysis reads groups: `runs` and `import` never need it
+        import numpy as np
 
-        table = np.array(rows, dtype=np.float64).reshape(-1, 2)
-        return table[:, 0].astype(np.int64), table[:, 1]
+        table = self._float_table(_GROUP_VALUES, {"run": run_id, "workload": workload_id,
+                                                  "metric": metric, "variant": variant}, 2)
+        return table[:, 0].astype(np.int64), table[:, 1].copy()
+
+    def series_count(self, run_id: str) -> int:
+        """How many time-stamped samples the run has (with a value or not)."""
+        return int(self._rows(_SERIES_COUNT, {"run": run_id})[0][0])
+
+    def series_ranges(self, run_id: str) -> list[tuple[str, str, str]]:
+        """(workload_id, metric, variant) of every time-stamped sample of the run."""
+        return [(r[0], r[1], r[2]) for r in self._rows(_SERIES_RANGES, {"run": run_id})]
+
+    def range_series(self, run_id: str, variant: str, workload_id: str, metric: str
+                     ) -> tuple[npt.NDArray[np.float64], list[str | None] | None]:
+        """The time-stamped samples with a value of one (variant, workload, metric), in
+        insertion order: an (n, 5) array of id, trial_id, repetition, t, value, and each
+        sample's ``labels['series']`` (None: none of them has one)."""
+        params = {"run": run_id, "workload": workload_id, "metric": metric, "variant": variant}
+        postgres = self.dialect == "postgresql"
+        table = self._float_table(_RANGE_SERIES_POSTGRES if postgres else _RANGE_SERIES_SQLITE,
+                                  params, 6)
+        if not table[:, 5].any():
+            return table[:, :5], None
+        labels = self._rows(_RANGE_LABELS_POSTGRES if postgres else _RANGE_LABELS_SQLITE, params)
+        return table[:, :5], [None if r[0] is None else str(r[0]) for r in labels]
 
     def series_rows(self, run_id: str) -> list[tuple[int, str, str, str, int, float, float,
                                                       str | None]]:

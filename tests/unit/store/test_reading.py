@@ -41,7 +41,8 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
     for run_id in run_ids:
         for name in ("variants", "workloads", "metrics", "facts", "realisations", "trials",
                      "completed_trials", "next_order_index", "trial_progress", "sample_count",
-                     "series_rows", "status_counts", "artifacts"):
+                     "series_rows", "status_counts", "artifacts", "series_count",
+                     "series_ranges"):
             mine, theirs = getattr(reader, name)(run_id), getattr(store, name)(run_id)
             assert mine == theirs, name
             assert repr(mine) == repr(theirs), name  # the same types too (bool, not 0/1)
@@ -57,6 +58,9 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
             their_reps, their_values = store.group_values(run_id, variant, "w", METRIC.name)
             assert reps.tolist() == their_reps.tolist()
             assert values.tolist() == their_values.tolist()
+            table, labels = reader.range_series(run_id, variant, "w", METRIC.name)
+            their_table, their_labels = store.range_series(run_id, variant, "w", METRIC.name)
+            assert table.tolist() == their_table.tolist() and labels == their_labels
     # what the comparisons above rest on: the rows are there
     assert reader.trials(run_ids[0])[0]["warmup"] is True
     assert [r[7] for r in reader.series_rows(run_ids[0])] == ["GET /", None]
@@ -139,6 +143,10 @@ def test_the_reads_on_both_databases(store: Store, tmp_path: Path) -> None:
     assert trials[0]["notes"] == {"k": "v"}
     assert [r[7] for r in store.series_rows(first)] == ["GET /", None]
     assert store.status_counts(first) == {("a", "w", "time_s", "timeout"): 1}
+    table, labels = store.range_series(first, "a", "w", "time_s")
+    assert table[:, 3:].tolist() == [[0.25, 0.5], [0.5, 0.7]] and labels == ["GET /", None]
+    assert store.series_count(first) == 2 and store.series_count(second) == 0
+    assert store.series_ranges(first) == [("w", "time_s", "a")]
     assert store.completed_trials(second) == {(v, "w", r) for v in "ab" for r in range(2)}
     assert store.trial_progress(second)[:2] == (4, 0)
     assert store.next_order_index(second) == 6

@@ -48,11 +48,11 @@ def _steps(analysis: Analysis, label: str) -> dict[tuple[str, str], dict[int, St
     """Each trial's values in the series ``label``, by (variant, workload) and repetition."""
     steps: dict[tuple[str, str], dict[int, Step]] = defaultdict(dict)
     for series in analysis.series:
-        if series.labels.get("series") != label or not series.values:
+        if series.labels.get("series") != label or not len(series.values):
             continue
         pair = (series.variant, series.workload_id)
         step = steps[pair].setdefault(series.repetition, Step(series.repetition))
-        step.values[series.metric] = series.values[0]
+        step.values[series.metric] = float(series.values[0])
     return steps
 
 

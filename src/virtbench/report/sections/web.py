@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from virtbench.analysis import Analysis
 from virtbench.analysis.report_model import FirstVsRest
@@ -40,18 +41,19 @@ def _per_run(analysis: Analysis, wid: str, metric: str, variant: str) -> dict[in
     return dict(analysis.per_repetition.get((wid, metric), {}).get(variant, []))
 
 
-def _request_samples(analysis: Analysis, wid: str) -> dict[tuple[str, int], list[float]]:
-    """Per-request response times of each (variant, run); series without failed requests'
-    times only, see _run_section."""
-    out: dict[tuple[str, int], list[float]] = {}
+def _request_samples(analysis: Analysis, wid: str
+                     ) -> dict[tuple[str, int], npt.NDArray[np.float64]]:
+    """Per-request response times of each (variant, run), its series joined in their order;
+    series without failed requests' times only, see _run_section."""
+    parts: dict[tuple[str, int], list[npt.NDArray[np.float64]]] = {}
     for item in analysis.series:
         if item.workload_id == wid and item.metric == REQUEST_METRIC:
-            out.setdefault((item.variant, item.repetition), []).extend(item.values)
-    return out
+            parts.setdefault((item.variant, item.repetition), []).append(item.values)
+    return {key: np.concatenate(arrays) for key, arrays in parts.items()}
 
 
 def _run_section(analysis: Analysis, wid: str, variant: str, metrics: list[Metric],
-                 requests: dict[tuple[str, int], list[float]]) -> Section | None:
+                 requests: dict[tuple[str, int], npt.NDArray[np.float64]]) -> Section | None:
     columns = [(m, title, q) for name, title, q in RUN_COLUMNS
                if (m := metric_of(analysis, wid, name)) is not None]
     by_metric = {m.name: _per_run(analysis, wid, m.name, variant) for m, _t, _q in columns}
@@ -69,7 +71,7 @@ def _run_section(analysis: Analysis, wid: str, variant: str, metrics: list[Metri
         # the CI is that of the successful requests only when the counts agree.
         exact = (times is not None and samples is not None and failures is not None
                  and len(times) == round(samples - failures) and len(times) > 0)
-        array = np.asarray(times, dtype=np.float64) if exact and times else None
+        array = np.asarray(times, dtype=np.float64) if exact and times is not None else None
         cells = [str(rep + 1)]
         for metric, _title, q in columns:
             value = by_metric[metric.name].get(rep)
