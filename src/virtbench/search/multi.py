@@ -27,7 +27,7 @@ from virtbench.search.goals import (
     relevant_bounds,
 )
 
-__all__ = ["GoalResult", "MultiPlan", "MultiSearch", "MultiStep"]
+__all__ = ["GoalResult", "MultiPlan", "MultiSearch", "MultiStep", "predicted"]
 
 _MAX_TRIALS = 5000
 """A search that asks for more trials than this has a bug; it stops with an error."""
@@ -200,3 +200,13 @@ class MultiSearch:
         if load == bound and self.plan.integer:
             load = self.plan._round(bound + (1.0 if factor > 1 else -1.0))
         return load
+
+
+def predicted(plan: MultiPlan) -> tuple[int, float]:
+    """(trials, trial-seconds) of the search on a path that loses nothing up to the geometric
+    middle of the load range and everything above it, whatever the trial duration."""
+    threshold = math.sqrt(plan.lower * plan.upper)
+    search = MultiSearch(plan)
+    while (step := search.next()) is not None:
+        search.record(0.0 if step.load <= threshold else 1.0)
+    return len(search.trace), sum(t.duration_s for t in search.trace)
