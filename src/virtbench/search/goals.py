@@ -9,7 +9,6 @@ here is pure: it reads trials, it runs nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -123,10 +122,6 @@ class Goal:
         return None
 
 
-def _same(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
 def _sums(trials: Iterable[Trial], target: Target) -> tuple[float, float, float, float]:
     good_long = bad_long = good_short = bad_short = 0.0
     for t in trials:
@@ -181,11 +176,11 @@ def conditional_loss_ratio(trials: Iterable[Trial], target: Target) -> float:
 
 
 def by_load(trials: Sequence[Trial]) -> dict[float, list[Trial]]:
-    """Trials grouped by load (loads equal within 1e-9 relative are one load), load order."""
+    """Trials grouped by load, in load order (a stored load is its ``repr``, which reads back
+    as the same float, so equal loads are equal floats)."""
     groups: dict[float, list[Trial]] = {}
     for t in trials:
-        key = next((k for k in groups if _same(k, t.load)), t.load)
-        groups.setdefault(key, []).append(t)
+        groups.setdefault(t.load, []).append(t)
     return dict(sorted(groups.items()))
 
 

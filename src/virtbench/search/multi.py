@@ -1,13 +1,16 @@
 """One search for several RFC 9971 goals at once, sharing every trial between them.
 
-The next trial is a pure function of the trials so far (``next_step``), so a stored trace
-resumes exactly: replaying it asks for the same loads again. Goals are served in their listed
-order; each searches first a coarse target of single initial-length trials (when its initial
-trial duration is shorter than its final one), then the goal itself. For a target the next load
-is, in this order: an undecided load between its relevant bounds (more trials there), a missing
-upper bound (the coarse step's, else outward from the lower bound in steps whose logarithm
-doubles), a missing lower bound (likewise downward), else the geometric middle of the relevant
-bounds until they are within the goal's width. Every trial informs every goal.
+The next trial is a pure function of the trials so far (``MultiSearch.next``), so a stored
+trace resumes exactly: replaying it asks for the same loads again. Goals are served in their
+listed order; each searches two coarser targets first (``Goal.targets``), then the goal itself,
+each target starting from the bounds the one before found (its hint). For a target, in order:
+an undecided load within the hint while a bound is missing (more trials there); a missing upper
+bound at the hint's upper end (outward from the lower bound in steps whose logarithm doubles
+once the hint is passed); a missing lower bound likewise downward; the hint's bounds inside
+the relevant bounds; then a load inside them (one width below the upper bound when they are
+within twice the width, else their geometric middle, or an undecided load near it) until they
+are within the width. A load within twice the width of the bound it comes from is chosen one
+width from it, so that it ends the target if it holds. Every trial informs every goal.
 """
 
 from __future__ import annotations
@@ -96,6 +99,22 @@ class GoalResult:
 _Done = tuple[float | None, float | None]
 
 
+@dataclass(frozen=True)
+class _Context:
+    """One target's choice: the target, the coarser target's bounds (or the plan's), the
+    classes of the loads so far."""
+
+    target: Target
+    lo: float
+    hi: float
+    classes: dict[float, Bound]
+
+    @property
+    def step(self) -> float:
+        """The first outward step of a bound the hint did not find."""
+        return max(self.hi / self.lo, 1.0 / (1.0 - self.target.width))
+
+
 class MultiSearch:
     """A multi-goal search in progress; ``trace`` is every trial so far."""
 
@@ -161,38 +180,87 @@ class MultiSearch:
     def _target_next(self, target: Target, hint: _Done) -> float | _Done:
         plan = self.plan
         lo, hi, classes = relevant_bounds(self.trace, target)
+        ctx = _Context(target, plan.lower if hint[0] is None else hint[0],
+                       plan.upper if hint[1] is None else hint[1], classes)
         between = [load for load, c in classes.items() if c is Bound.UNDECIDED
                    and (lo is None or load > lo) and (hi is None or load < hi)]
-        if between:  # the one nearest the bound still missing (the lower, when both are)
-            return max(between) if lo is None else min(between)
-        hint_lo = plan.lower if hint[0] is None else hint[0]
-        hint_hi = plan.upper if hint[1] is None else hint[1]
-        step = max(hint_hi / hint_lo, 1.0 / (1.0 - target.width))
+        # A bound missing: an undecided load within the hint gets more trials first, the one
+        # likeliest to be that bound (the highest for an upper bound, which is looked for
+        # first; the lowest for a lower one): if it is not, the loads beyond it matter no more.
+        hinted = [u for u in between if ctx.lo * (1 - 1e-9) <= u <= ctx.hi * (1 + 1e-9)]
+        if hinted and hi is None:
+            return max(hinted)
+        if hinted and lo is None:
+            return min(hinted)
         if hi is None:
-            if lo is not None and lo >= plan.upper * (1 - 1e-12):
-                return lo, None
-            if lo is None or hint_hi > lo * (1 + 1e-9):
-                return plan._round(hint_hi)
-            moves = sum(1 for load, c in classes.items()
-                        if c is Bound.LOWER and load >= hint_hi * (1 - 1e-9))
-            return self._away(lo, step ** (2 ** moves))
+            return self._upper_missing(ctx, lo)
         if lo is None:
-            if hi <= plan.lower * (1 + 1e-12):
-                return None, hi
-            if hint_lo < hi * (1 - 1e-9):
-                return plan._round(hint_lo)
-            moves = sum(1 for load, c in classes.items()
-                        if c is Bound.UPPER and load <= hint_lo * (1 + 1e-9))
-            return self._away(hi, 1.0 / step ** (2 ** moves))
-        if hi - lo <= target.width * hi * (1 + 1e-9):
+            return self._lower_missing(ctx, hi)
+        return self._inside(ctx, lo, hi, between)
+
+    def _upper_missing(self, ctx: _Context, lo: float | None) -> float | _Done:
+        plan, keep = self.plan, 1.0 - ctx.target.width
+        if lo is not None and lo >= plan.upper * (1 - 1e-12):
+            return lo, None
+        if lo is None and ctx.hi - ctx.lo <= 2 * ctx.target.width * ctx.hi:
+            # A narrow hint: one width below its top ends the target with one more bound.
+            return plan._round(max(ctx.lo, ctx.hi * keep))
+        if lo is None:
+            return plan._round(ctx.hi)
+        if ctx.hi > lo * (1 + 1e-9):
+            return self._up_to(ctx, lo, ctx.hi)
+        moves = sum(1 for load, c in ctx.classes.items()
+                    if c is Bound.LOWER and load >= ctx.hi * (1 - 1e-9))
+        return self._away(lo, ctx.step ** (2 ** moves))
+
+    def _lower_missing(self, ctx: _Context, hi: float) -> float | _Done:
+        if hi <= self.plan.lower * (1 + 1e-12):
+            return None, hi
+        if ctx.lo < hi * (1 - 1e-9):
+            return self._down_to(ctx, hi, ctx.lo)
+        moves = sum(1 for load, c in ctx.classes.items()
+                    if c is Bound.UPPER and load <= ctx.lo * (1 + 1e-9))
+        return self._away(hi, 1.0 / ctx.step ** (2 ** moves))
+
+    def _inside(self, ctx: _Context, lo: float, hi: float, between: list[float]
+                ) -> float | _Done:
+        width = ctx.target.width
+        if hi - lo <= width * hi * (1 + 1e-9):
             return lo, hi
+        # The coarser target's bounds inside these ones: confirm them at this target first.
+        if lo * (1 + 1e-9) < ctx.hi < hi * (1 - 1e-9):
+            return self._up_to(ctx, lo, ctx.hi)
+        if lo * (1 + 1e-9) < ctx.lo < hi * (1 - 1e-9):
+            return self._down_to(ctx, hi, ctx.lo)
         # Within twice the width: the load one width below the upper bound ends the target if
         # it is a lower bound, and leaves about one width if not; wider: the geometric middle.
-        middle = plan._round(hi * (1.0 - target.width) if hi - lo <= 2 * target.width * hi
-                             else math.sqrt(lo * hi))
+        middle = self.plan._round(hi * (1.0 - width) if hi - lo <= 2 * width * hi
+                                  else math.sqrt(lo * hi))
         if not lo < middle < hi:  # whole-number loads: nothing left between them
             return lo, hi
-        return middle
+        # An undecided load near that one is as good, and has trials already.
+        near = [u for u in between if abs(math.log(u / middle)) <= math.log(hi / lo) / 4]
+        return min(near, key=lambda u: abs(math.log(u / middle))) if near else middle
+
+    def _up_to(self, ctx: _Context, lo: float, load: float) -> float:
+        """Up from ``lo`` to ``load``, or, when that is within twice the width, only as far as
+        still ends the target if it holds."""
+        near = load - lo <= 2 * ctx.target.width * load
+        return self._toward(lo, min(load, lo / (1.0 - ctx.target.width)) if near else load)
+
+    def _down_to(self, ctx: _Context, hi: float, load: float) -> float:
+        """Down from ``hi`` to ``load``, likewise."""
+        near = hi - load <= 2 * ctx.target.width * hi
+        return self._toward(hi, max(load, hi * (1.0 - ctx.target.width)) if near else load)
+
+    def _toward(self, bound: float, load: float) -> float:
+        """``load`` rounded toward ``bound`` (whole-number loads), never ``bound`` itself."""
+        if not self.plan.integer:
+            return load
+        rounded = float(math.floor(load) if load > bound else math.ceil(load))
+        if rounded == bound:
+            rounded = bound + (1.0 if load > bound else -1.0)
+        return self.plan._round(rounded)
 
     def _away(self, bound: float, factor: float) -> float:
         """A load ``factor`` times ``bound``, rounded, inside the plan, never ``bound`` itself."""
