@@ -234,8 +234,8 @@ class MultiSearch:
             return self._down_to(ctx, hi, ctx.lo)
         # Within twice the width: the load one width below the upper bound ends the target if
         # it is a lower bound, and leaves about one width if not; wider: the geometric middle.
-        middle = self.plan._round(hi * (1.0 - width) if hi - lo <= 2 * width * hi
-                                  else math.sqrt(lo * hi))
+        middle = (self._toward(hi, hi * (1.0 - width)) if hi - lo <= 2 * width * hi
+                  else self.plan._round(math.sqrt(lo * hi)))
         if not lo < middle < hi:  # whole-number loads: nothing left between them
             return lo, hi
         # An undecided load near that one is as good, and has trials already.
