@@ -193,9 +193,10 @@ class SearchedWorkload(Workload):
             # Low loss needs the load really offered; high loss at more than asked says
             # nothing about the asked load: both are inconclusive (as with pass_if).
             ratios = [g.loss_ratio for g in self.spec.search_goals()]
-            if measured is not None and (
-                    loss > min(ratios) or self.spec.conclusive(True, step.load, scalars)) and (
-                    loss <= max(ratios) or self.spec.conclusive(False, step.load, scalars)):
+            passes_some, fails_some = loss <= max(ratios), loss > min(ratios)
+            if measured is not None \
+                    and (not passes_some or self.spec.conclusive(True, step.load, scalars)) \
+                    and (not fails_some or self.spec.conclusive(False, step.load, scalars)):
                 break
         else:
             loss = 1.0

@@ -298,3 +298,19 @@ def test_run_check_lists_each_goal_and_the_predicted_trials(tmp_path: Path) -> N
     trials, seconds = predicted(exp.workloads[0].search.multi_plan())
     assert any(f"{trials} trials, {seconds:g} trial-seconds" in line for line in lines)
     assert CALLS == []  # nothing ran
+
+
+def test_a_multi_goal_search_never_takes_the_generators_limit_for_the_paths(
+        tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(GOALS + "      offered: offered\n")
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
+    found = _goal_results(store, outcome.run_id, "large")
+    # Above 40 000/s the fake generator falls short: those loads count as full loss.
+    assert found["ndr_lower"] <= GENERATOR_CAP * 1.01 < CAPACITY["large"]
+    assert found["ndr_upper"] <= GENERATOR_CAP * 1.05
+    losses = {t["notes"]["search.failures"] for t in store.trials(outcome.run_id)
+              if t["variant"] == "large"}
+    assert any("offered stayed more than 1% off" in f for f in losses)
+    small = _goal_results(store, outcome.run_id, "small")
+    assert small["ndr_lower"] <= CAPACITY["small"] < small["ndr_upper"]
