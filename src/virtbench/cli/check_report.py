@@ -31,6 +31,7 @@ def plan_lines(plan: Plan, guess: Estimate) -> list[str]:
         if item.searched:
             lines.append(what + "a capacity search per variant; its trial count is found as "
                                 "it runs (not in the estimate)")
+            lines += [f"    {line}" for line in item.goals]
             continue
         count = (f"{item.trials_low}" if item.trials_low == item.trials_high
                  else f"{item.trials_low}–{item.trials_high}")

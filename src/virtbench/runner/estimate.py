@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from virtbench.runner.plan import Plan
 from virtbench.runner.search import SearchedWorkload
 from virtbench.runner.trial_times import TrialTimes, configuration_key, trial_key
+from virtbench.search.multi import MultiPlan, predicted
 
 __all__ = ["Estimate", "WorkloadEstimate", "estimate", "human_duration"]
 
@@ -28,6 +29,8 @@ class WorkloadEstimate:
     sources: set[str] = field(default_factory=set)
     unknown_pairs: int = 0
     searched: bool = False
+    goals: list[str] = field(default_factory=list)
+    """A multi-goal search: each goal's settings, then the predicted trials per variant."""
 
 
 @dataclass
@@ -58,6 +61,8 @@ def estimate(plan: Plan, times: TrialTimes) -> Estimate:
         result.workloads.append(item)
         if isinstance(workload, SearchedWorkload):
             item.searched = True
+            if workload.spec.goals:
+                item.goals = _goal_lines(workload.spec.multi_plan())
             continue
         params = workload.params.model_dump(mode="json")
         declared = workload.typical_trial_s()
@@ -81,6 +86,17 @@ def estimate(plan: Plan, times: TrialTimes) -> Estimate:
             item.low_s += fewest * low
             item.high_s += most * high
     return result
+
+
+def _goal_lines(plan: MultiPlan) -> list[str]:
+    lines = [f"goal {g.name}: loss_ratio {g.loss_ratio:g}, exceed_ratio {g.exceed_ratio:g}, "
+             f"final_trial_duration {g.final_trial_duration:g} s, duration_sum "
+             f"{g.duration_sum:g} s, width {g.width:g}, initial_trial_duration "
+             f"{g.initial_trial_duration:g} s" for g in plan.goals]
+    trials, seconds = predicted(plan)
+    lines.append(f"predicted per variant: {trials} trials, {seconds:g} trial-seconds (on a "
+                 "path whose loss does not depend on the trial duration)")
+    return lines
 
 
 def human_duration(seconds: float) -> str:

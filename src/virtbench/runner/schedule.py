@@ -22,6 +22,8 @@ from virtbench.model import Metric
 from virtbench.runner.search import (
     SearchedWorkload,
     after_from_trials,
+    goal_trace_from_trials,
+    run_goal_search,
     run_search,
     trace_from_trials,
 )
@@ -217,6 +219,11 @@ class Schedule:
             def step(index: int, key: TrialKey = key) -> None:
                 self.trials.run(TrialKey(key.variant, key.workload_id, index), state)
 
+            if workload.spec.goals:
+                run_goal_search(workload, key.variant,
+                                goal_trace_from_trials(stored, key.variant, key.workload_id),
+                                step)
+                continue
             run_search(workload, key.variant,
                        trace_from_trials(stored, key.variant, key.workload_id), step,
                        after_from_trials(stored, key.variant, key.workload_id))

@@ -17,13 +17,16 @@ from pydantic import ValidationError
 from virtbench.contract import Realisation
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.search import Search, SearchResult, Step, TraceEntry
+from virtbench.search.goals import Trial
+from virtbench.search.multi import GoalResult, MultiSearch
 from virtbench.search.spec import SearchSpec
 from virtbench.services import Service
 from virtbench.targets.target_contract import Target
 from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 
 __all__ = ["AFTER_SERIES", "SEARCH_SERIES", "SearchedWorkload", "after_from_trials",
-           "run_search", "search_metrics", "searched", "trace_from_trials"]
+           "goal_metrics", "goal_trace_from_trials", "run_goal_search", "run_search",
+           "search_metrics", "searched", "trace_from_trials"]
 
 SEARCH_SERIES = "search"
 """The series label of every per-step sample of a search (kept out of scalar statistics)."""
@@ -38,14 +41,50 @@ def search_metrics(unit: str) -> tuple[Metric, ...]:
                "that passed every pass_if criterion at the final trial duration", primary=True),
         Metric("capacity_upper", unit, Better.HIGHER, "the lowest load above the result that "
                "failed at the final trial duration (absent when the upper bound passed)"),
+        *_trace_metrics(unit),
+        Metric("search_passed", "bool", None, "1 when the search trial passed every "
+               "pass_if criterion, else 0 (series 'search')"),
+    )
+
+
+def _trace_metrics(unit: str) -> tuple[Metric, ...]:
+    """The metrics of every search's trace: its trial count, each trial's load and duration."""
+    return (
         Metric("search_trials", "trials", None, "trials the search took"),
         Metric("search_load", unit, None, "offered load of one search trial (one "
                "sample per trial, series 'search')"),
-        Metric("search_passed", "bool", None, "1 when the search trial passed every "
-               "pass_if criterion, else 0 (series 'search')"),
         Metric("search_duration", "s", None, "trial duration the search asked for "
                "(series 'search')"),
     )
+
+
+def goal_metrics(spec: SearchSpec) -> tuple[Metric, ...]:
+    """The metrics of an RFC 9971 multi-goal search: per goal its relevant bounds, conditional
+    throughput and regularity; ``capacity`` is the first goal's relevant lower bound."""
+    unit = spec.unit
+    found = [
+        Metric("capacity", unit, Better.HIGHER, "the first goal's Relevant Lower Bound (RFC "
+               "9971): the largest lower bound below the smallest upper bound", primary=True),
+        *_trace_metrics(unit),
+        Metric("search_seconds", "s", None, "sum of the search's trial durations"),
+        Metric("search_loss_ratio", "ratio", None, "loss ratio of one search trial (series "
+               "'search')"),
+    ]
+    for goal in spec.search_goals():
+        n = goal.name
+        found += [
+            Metric(f"{n}_lower", unit, Better.HIGHER, f"goal {n}: Relevant Lower Bound (RFC "
+                   "9971), the largest lower bound below the relevant upper bound"),
+            Metric(f"{n}_upper", unit, Better.HIGHER, f"goal {n}: Relevant Upper Bound, the "
+                   "smallest load classified as an upper bound (absent: the highest load was "
+                   "a lower bound)"),
+            Metric(f"{n}_throughput", unit, Better.HIGHER, f"goal {n}: Conditional Throughput"
+                   ", the relevant lower bound × (1 − the exceed-ratio quantile of its "
+                   "full-length trials' loss ratios)"),
+            Metric(f"{n}_regular", "bool", None, f"goal {n}: 1 when both relevant bounds "
+                   "were found (a regular result), else 0"),
+        ]
+    return tuple(found)
 
 
 class SearchedWorkload(Workload):
@@ -62,6 +101,13 @@ class SearchedWorkload(Workload):
         self.after: dict[str, float] = {}
         """The fraction of the found load the next after-trial of a variant runs at."""
         self.after_done: dict[str, set[float]] = {}
+        self.multi: dict[str, MultiSearch] = {}
+        """Multi-goal (RFC 9971) searches, one per variant, when the spec has goals."""
+
+    def multi_for(self, variant: str) -> MultiSearch:
+        if variant not in self.multi:
+            self.multi[variant] = MultiSearch(self.spec.multi_plan())
+        return self.multi[variant]
 
     def search_for(self, variant: str) -> Search:
         if variant not in self.searches:
@@ -73,7 +119,8 @@ class SearchedWorkload(Workload):
         return [self.metric("capacity")]
 
     def active_metrics(self) -> list[Metric]:
-        return [*self.inner.active_metrics(), *search_metrics(self.spec.unit)]
+        added = goal_metrics(self.spec) if self.spec.goals else search_metrics(self.spec.unit)
+        return [*self.inner.active_metrics(), *added]
 
     def realise(self, knobs: Mapping[str, Any]) -> Realisation:
         return self.inner.realise(knobs)
@@ -92,6 +139,8 @@ class SearchedWorkload(Workload):
 
     # ---- one search step -----------------------------------------------------------------
     def run(self, ctx: TrialContext) -> TrialResult:
+        if self.spec.goals:
+            return self._run_goals(ctx)
         search = self.search_for(ctx.variant)
         step = search.next()
         if isinstance(step, SearchResult):
@@ -111,16 +160,9 @@ class SearchedWorkload(Workload):
             failures = [*failures, f"{self.spec.offered} stayed more than "
                         f"{self.spec.offered_tolerance:.0%} off the asked load"]
         search.record(not failures)
-        labels = {"series": SEARCH_SERIES, "step": str(ctx.repetition),
-                  "phase": str(step.phase)}
-        # A step's own values describe one load, not a repetition: they join the trace.
-        measurements = [Measurement(m.metric, m.value, 0.0, {**m.labels, **labels}, m.status)
-                        if m.t is None else m for m in result.measurements]
-        measurements += [
-            Measurement("search_load", step.load, 0.0, labels),
-            Measurement("search_passed", 0.0 if failures else 1.0, 0.0, labels),
-            Measurement("search_duration", step.duration_s, 0.0, labels),
-        ]
+        measurements = _trace_measurements(result, ctx, Step(step.load, step.duration_s,
+                                                             step.phase),
+                                           "search_passed", 0.0 if failures else 1.0)
         notes = {**result.notes, "search.load": repr(step.load),
                  "search.duration_s": repr(step.duration_s), "search.phase": str(step.phase),
                  "search.passed": "0" if failures else "1",
@@ -131,6 +173,52 @@ class SearchedWorkload(Workload):
         if isinstance(outcome, SearchResult):
             measurements += _result_measurements(outcome)
             notes["search.result"] = outcome.reason
+        return TrialResult(measurements, result.artifacts, notes)
+
+    def _run_goals(self, ctx: TrialContext) -> TrialResult:
+        """One trial of a multi-goal search: its loss ratio informs every goal."""
+        search = self.multi_for(ctx.variant)
+        step = search.next()
+        if step is None:
+            raise VirtbenchError(f"search of {ctx.variant}/{self.name} is already finished")
+        self.inner.params = self._params_at(Step(step.load, step.duration_s, step.target))
+        why = ""
+        for attempt in range(1, self.spec.retries + 2):  # noqa: B007 - counted in notes
+            result = self.inner.run(ctx)
+            scalars = {m.metric: m.value for m in result.measurements
+                       if m.t is None and m.value is not None}
+            measured = scalars.get(self.spec.loss)
+            loss = 1.0 if measured is None else min(1.0, max(0.0, measured))
+            why = "" if measured is not None else f"{self.spec.loss} was not measured"
+            # Low loss needs the load really offered; high loss at more than asked says
+            # nothing about the asked load: both are inconclusive (as with pass_if).
+            ratios = [g.loss_ratio for g in self.spec.search_goals()]
+            passes_some, fails_some = loss <= max(ratios), loss > min(ratios)
+            if measured is not None \
+                    and (not passes_some or self.spec.conclusive(True, step.load, scalars)) \
+                    and (not fails_some or self.spec.conclusive(False, step.load, scalars)):
+                break
+        else:
+            loss = 1.0
+            why = why or (f"{self.spec.offered} stayed more than "
+                          f"{self.spec.offered_tolerance:.0%} off the asked load")
+        search.record(loss)
+        trial = search.trace[-1]
+        measurements = _trace_measurements(result, ctx, Step(step.load, step.duration_s,
+                                                             step.target),
+                                           "search_loss_ratio", loss)
+        notes = {**result.notes, "search.load": repr(step.load),
+                 "search.duration_s": repr(step.duration_s), "search.phase": str(step.target),
+                 "search.goal": self.spec.search_goals()[step.goal].name,
+                 "search.loss_ratio": repr(loss), "search.failures": why,
+                 "search.informs": ",".join(search.informs(trial)),
+                 "search.attempts": str(attempt)}
+        if self.spec.offered is not None and self.spec.offered in scalars:
+            notes["search.offered"] = repr(scalars[self.spec.offered])
+        if search.next() is None:
+            measurements += _goal_measurements(search)
+            notes["search.result"] = "; ".join(f"{r.goal.name}: {r.reason()}"
+                                               for r in search.results())
         return TrialResult(measurements, result.artifacts, notes)
 
     def _after(self, ctx: TrialContext, result: SearchResult) -> TrialResult:
@@ -165,6 +253,19 @@ class SearchedWorkload(Workload):
                                  f"{self.spec.duration}={step.duration_s}: {exc}") from exc
 
 
+def _trace_measurements(result: TrialResult, ctx: TrialContext, step: Step, verdict: str,
+                        value: float) -> list[Measurement]:
+    """A search trial's samples: the workload's own values and the step's load, duration and
+    ``verdict`` metric, all in the series ``search`` (they describe one load, not a
+    repetition, so they join the trace and stay out of the scalar statistics)."""
+    labels = {"series": SEARCH_SERIES, "step": str(ctx.repetition), "phase": str(step.phase)}
+    return [*(Measurement(m.metric, m.value, 0.0, {**m.labels, **labels}, m.status)
+              if m.t is None else m for m in result.measurements),
+            Measurement("search_load", step.load, 0.0, labels),
+            Measurement(verdict, value, 0.0, labels),
+            Measurement("search_duration", step.duration_s, 0.0, labels)]
+
+
 def _round(spec: SearchSpec, load: float) -> float:
     return float(max(1, round(load))) if spec.integer else load
 
@@ -175,6 +276,24 @@ def _result_measurements(result: SearchResult) -> list[Measurement]:
         found.append(Measurement("capacity", result.load))
     if result.upper is not None:
         found.append(Measurement("capacity_upper", result.upper))
+    return found
+
+
+def _goal_measurements(search: MultiSearch) -> list[Measurement]:
+    results: list[GoalResult] = search.results()
+    found = [Measurement("search_trials", float(len(search.trace))),
+             Measurement("search_seconds", sum(t.duration_s for t in search.trace))]
+    if results[0].lower is not None:
+        found.append(Measurement("capacity", results[0].lower))
+    for r in results:
+        n = r.goal.name
+        found.append(Measurement(f"{n}_regular", 1.0 if r.regular else 0.0))
+        if r.lower is not None:
+            found.append(Measurement(f"{n}_lower", r.lower))
+        if r.upper is not None:
+            found.append(Measurement(f"{n}_upper", r.upper))
+        if r.conditional_throughput is not None:
+            found.append(Measurement(f"{n}_throughput", r.conditional_throughput))
     return found
 
 
@@ -189,31 +308,61 @@ def searched(inner: Workload, spec: SearchSpec) -> SearchedWorkload:
     problems += [f"search.pass_if: {inner.name} declares no metric '{c.metric}' (metrics: "
                  f"{', '.join(sorted(declared))})" for c in spec.pass_if
                  if c.metric not in declared]
+    if spec.goals and spec.loss not in declared:
+        problems.append(f"search.loss: {inner.name} declares no metric '{spec.loss}' "
+                        f"(metrics: {', '.join(sorted(declared))})")
     if problems:
         raise VirtbenchError("; ".join(problems))
     cls = type(inner)
     wrapper = type(f"Searched{cls.__name__}", (SearchedWorkload,), {
         "name": cls.name, "description": f"capacity search of {cls.name}: {cls.description}",
-        "metrics": (*cls.metrics, *search_metrics(spec.unit)), "tools": cls.tools,
+        "metrics": (*cls.metrics, *(goal_metrics(spec) if spec.goals
+                                    else search_metrics(spec.unit))), "tools": cls.tools,
         "python_modules": cls.python_modules, "Params": cls.Params, "knobs": cls.knobs,
         "needs": cls.needs, "inner_class": cls})
     return wrapper(inner, spec)  # type: ignore[no-any-return]
 
 
+def _search_notes(trials: Iterable[Mapping[str, Any]], variant: str, workload_id: str,
+                  key: str) -> list[Mapping[str, str]]:
+    """The notes of one search's stored trials that carry ``key``, in repetition order
+    (``Store.trials`` rows: ok, not warm-up, not a ``latency_at`` trial)."""
+    steps: dict[int, Mapping[str, str]] = {}
+    for trial in trials:
+        notes = trial.get("notes") or {}
+        if (trial["variant"], trial["workload_id"]) == (variant, workload_id) \
+                and trial["status"] == "ok" and not trial["warmup"] and key in notes \
+                and "search.after" not in notes:
+            steps[int(trial["repetition"])] = notes
+    return [steps[i] for i in sorted(steps)]
+
+
 def trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
                       workload_id: str) -> list[TraceEntry]:
     """The stored trace of one search, from the run's trial rows (``Store.trials``)."""
-    steps: dict[int, TraceEntry] = {}
-    for trial in trials:
-        notes = trial.get("notes") or {}
-        if (trial["variant"], trial["workload_id"]) != (variant, workload_id) \
-                or trial["status"] != "ok" or trial["warmup"] or "search.load" not in notes \
-                or "search.after" in notes:
-            continue
-        steps[int(trial["repetition"])] = TraceEntry(
-            float(notes["search.load"]), float(notes["search.duration_s"]),
-            int(notes["search.phase"]), notes["search.passed"] == "1")
-    return [steps[i] for i in sorted(steps)]
+    return [TraceEntry(float(n["search.load"]), float(n["search.duration_s"]),
+                       int(n["search.phase"]), n["search.passed"] == "1")
+            for n in _search_notes(trials, variant, workload_id, "search.passed")]
+
+
+def goal_trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
+                           workload_id: str) -> list[Trial]:
+    """The stored trials of one multi-goal search (load, duration, loss ratio), in order."""
+    return [Trial(float(n["search.load"]), float(n["search.duration_s"]),
+                  float(n["search.loss_ratio"]))
+            for n in _search_notes(trials, variant, workload_id, "search.loss_ratio")]
+
+
+def run_goal_search(workload: SearchedWorkload, variant: str, trace: list[Trial],
+                    run_trial: Callable[[int], None]) -> list[GoalResult]:
+    """Continue the multi-goal search of ``variant`` after ``trace`` until every goal has its
+    result (``run_trial`` as for ``run_search``)."""
+    search = MultiSearch(workload.spec.multi_plan())
+    search.replay(trace)
+    workload.multi[variant] = search
+    while search.next() is not None:
+        run_trial(len(search.trace))
+    return search.results()
 
 
 def after_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,

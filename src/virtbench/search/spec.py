@@ -9,8 +9,10 @@ from pydantic import ConfigDict, Field, model_validator
 from virtbench.contract import NumbersNotBooleans
 from virtbench.model import VirtbenchError
 from virtbench.search import SearchPlan
+from virtbench.search.goals import Goal
+from virtbench.search.multi import MultiPlan
 
-__all__ = ["Criterion", "SearchSpec"]
+__all__ = ["Criterion", "GoalSpec", "SearchSpec"]
 
 
 class Criterion(NumbersNotBooleans):
@@ -39,6 +41,35 @@ class Criterion(NumbersNotBooleans):
         return None
 
 
+class GoalSpec(NumbersNotBooleans):
+    """One RFC 9971 Search Goal, in the RFC's parameter names (docs/capacity.md)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,30}$", description="names the goal's "
+                      "results (ndr_lower, pdr_upper...): lower-case letters, digits, _")
+    loss_ratio: float = Field(0.0, description="Goal Loss Ratio: a trial whose loss ratio "
+                              "exceeds it is a high-loss trial; in [0, 1)")
+    exceed_ratio: float = Field(0.5, description="Goal Exceed Ratio: the share of the "
+                                "duration sum that may be high-loss at a lower bound; in [0, 1)")
+    final_trial_duration: float = Field(1.0, description="Goal Final Trial Duration (s)")
+    duration_sum: float = Field(21.0, description="Goal Duration Sum (s): full-length trial "
+                                "time that decides a load; at least final_trial_duration")
+    width: float = Field(0.005, description="Goal Width: the search ends when (upper - "
+                         "lower) / upper is at most this; in (0, 1), not below loss_ratio")
+    initial_trial_duration: float = Field(1.0, description="Goal Initial Trial Duration (s): "
+                                          "the shortest trials; at most final_trial_duration")
+
+    @model_validator(mode="after")
+    def _rfc_constraints(self) -> GoalSpec:
+        for field, why in self.goal().problems():
+            raise ValueError(f"goal '{self.name}': {field}: {why}")
+        return self
+
+    def goal(self) -> Goal:
+        return Goal(self.name, self.loss_ratio, self.exceed_ratio, self.final_trial_duration,
+                    self.duration_sum, self.width, self.initial_trial_duration)
+
+
 class SearchSpec(NumbersNotBooleans):
     """Search the highest load the workload sustains (see docs/capacity.md)."""
 
@@ -55,7 +86,13 @@ class SearchSpec(NumbersNotBooleans):
                                      description="trial duration per phase, short to long; "
                                                  "the last is the final one")
     integer: bool = Field(False, description="offer whole-number loads only")
-    pass_if: list[Criterion] = Field(min_length=1, description="every criterion must hold")
+    pass_if: list[Criterion] = Field(default_factory=list, description="every criterion must "
+                                     "hold (the phased bisection; or give goals)")
+    goals: list[GoalSpec] = Field(default_factory=list, description="RFC 9971 Search Goals, "
+                                  "searched at once (instead of pass_if, precision and "
+                                  "durations_s)")
+    loss: str = Field("loss_ratio", description="with goals: the metric that is a trial's "
+                      "loss ratio")
     offered: str | None = Field(None, description="a metric measuring the load really offered "
                                                   "(e.g. offered_pps): a trial whose verdict "
                                                   "it leaves open is repeated")
@@ -73,11 +110,40 @@ class SearchSpec(NumbersNotBooleans):
     def _plan_is_valid(self) -> SearchSpec:
         if any(not 0 < f <= 1 for f in self.latency_at):
             raise ValueError("latency_at: fractions of the found load must be in (0, 1]")
+        if self.goals:
+            given = {"pass_if", "precision", "durations_s", "latency_at"} & self.model_fields_set
+            if given:
+                raise ValueError(f"{', '.join(sorted(given))}: not with goals (a goal has its "
+                                 "own loss_ratio, width and durations; latency_at is not "
+                                 "supported with goals yet)")
+            names = [g.name for g in self.goals]
+            if len(set(names)) != len(names):
+                raise ValueError(f"goals: two goals have one name ({', '.join(names)})")
+        elif not self.pass_if:
+            raise ValueError("pass_if or goals: a search needs one of them")
         try:
+            if self.goals:
+                self.multi_plan()
             self.plan()  # bounds, precision and durations, in the plan's own words
         except VirtbenchError as exc:
             raise ValueError(str(exc)) from None
         return self
+
+    def search_goals(self) -> tuple[Goal, ...]:
+        """The RFC 9971 goals this block searches. Without ``goals``, ``pass_if`` /
+        ``precision`` / ``durations_s`` are one goal ``pass`` (a trial's loss ratio 0 when
+        every criterion holds, else 1): loss ratio 0, exceed ratio 0, final trial duration and
+        duration sum the last of durations_s, initial trial duration the first, width
+        precision / (1 + precision) (precision is relative to the lower bound, the RFC's
+        width to the upper)."""
+        if self.goals:
+            return tuple(g.goal() for g in self.goals)
+        final = self.durations_s[-1]
+        return (Goal("pass", 0.0, 0.0, final, final, self.precision / (1 + self.precision),
+                     self.durations_s[0]),)
+
+    def multi_plan(self) -> MultiPlan:
+        return MultiPlan(self.lower, self.upper, self.search_goals(), self.integer)
 
     def plan(self) -> SearchPlan:
         return SearchPlan(self.lower, self.upper, self.precision, tuple(self.durations_s),

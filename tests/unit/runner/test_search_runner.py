@@ -110,28 +110,35 @@ def test_each_variant_gets_its_capacity_and_a_consistent_trace(tmp_path: Path) -
 
 
 def test_an_interrupted_search_resumes_from_its_stored_trace(tmp_path: Path) -> None:
+    (store, run_id), (fresh_store, fresh_id) = _interrupted_and_fresh(tmp_path, SEARCH, 7)
+    for variant in CAPACITY:
+        def capacity(s: Store, run_id: str, v: str = variant) -> float | None:
+            return next(x.value for x in s.samples(run_id, metric="capacity") if x.variant == v)
+        assert capacity(store, run_id) == capacity(fresh_store, fresh_id)
+
+
+def _interrupted_and_fresh(tmp_path: Path, search: str, interrupt_at: int
+                           ) -> tuple[tuple[Store, str], tuple[Store, str]]:
+    """A run interrupted at trial ``interrupt_at`` and resumed, and the same run uninterrupted:
+    (store, run id) of each, after checking that they ran the same trials, none twice."""
     store = Store(str(tmp_path / "s.db"))
-    exp, text = _exp()
-    Threshold.interrupt_at = 7
+    exp, text = _exp(search)
+    Threshold.interrupt_at = interrupt_at
     with pytest.raises(KeyboardInterrupt):
         Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
-    first = list(CALLS[:6])
+    first = list(CALLS[:interrupt_at - 1])
     info = store.run("latest")
     CALLS.clear()
     Threshold.interrupt_at = None
     outcome = Runner(build_plan(exp), RunRecord.resume(store, info.id, text),
                      workdir=tmp_path).run()
     assert outcome.status == "complete"
-    uninterrupted_store = Store(str(tmp_path / "fresh.db"))
-    resumed_calls = list(CALLS)
+    resumed = list(CALLS)
     CALLS.clear()
-    fresh = Runner(build_plan(exp), RunRecord.new(uninterrupted_store, text),
-                   workdir=tmp_path).run()
-    assert first + resumed_calls == CALLS  # the same trials, none run twice
-    for variant in CAPACITY:
-        def capacity(s: Store, run_id: str, v: str = variant) -> float | None:
-            return next(x.value for x in s.samples(run_id, metric="capacity") if x.variant == v)
-        assert capacity(store, info.id) == capacity(uninterrupted_store, fresh.run_id)
+    fresh_store = Store(str(tmp_path / "fresh.db"))
+    fresh = Runner(build_plan(exp), RunRecord.new(fresh_store, text), workdir=tmp_path).run()
+    assert first + resumed == CALLS  # the same trials, none run twice
+    return (store, info.id), (fresh_store, fresh.run_id)
 
 
 def test_a_load_parameter_the_workload_lacks_is_refused(tmp_path: Path) -> None:
@@ -219,3 +226,91 @@ def test_a_load_the_generator_cannot_offer_counts_as_failed(tmp_path: Path) -> N
     failed = [t["notes"]["search.failures"] for t in store.trials(outcome.run_id)
               if t["variant"] == "large" and t["notes"].get("search.passed") == "0"]
     assert any("offered stayed more than 1% off" in f for f in failed)
+
+
+GOALS = SEARCH.split("      precision")[0] + """\
+      goals:
+        - {name: ndr, loss_ratio: 0, exceed_ratio: 0.5, final_trial_duration: 2,
+           duration_sum: 4, width: 0.01, initial_trial_duration: 1}
+        - {name: pdr, loss_ratio: 0.005, exceed_ratio: 0.5, final_trial_duration: 2,
+           duration_sum: 4, width: 0.01, initial_trial_duration: 1}
+"""
+
+
+def _goal_results(store: Store, run_id: str, variant: str) -> dict[str, float]:
+    return {s.metric: s.value for s in store.samples(run_id)
+            if s.variant == variant and s.t is None and s.value is not None}
+
+
+def test_one_search_finds_every_goal_and_stores_them_per_goal(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(GOALS)
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
+    assert outcome.status == "complete"
+    for variant, capacity in CAPACITY.items():
+        found = _goal_results(store, outcome.run_id, variant)
+        pdr_true = capacity / (1 - 0.005)  # loss (rate - capacity) / rate reaches 0.5 %
+        assert found["ndr_lower"] <= capacity < found["ndr_upper"]
+        assert found["pdr_lower"] <= pdr_true < found["pdr_upper"]
+        for goal in ("ndr", "pdr"):
+            assert (found[f"{goal}_upper"] - found[f"{goal}_lower"]) \
+                <= 0.01 * found[f"{goal}_upper"] * (1 + 1e-9)
+            assert found[f"{goal}_regular"] == 1.0
+        assert found["capacity"] == found["ndr_lower"]
+        assert found["ndr_throughput"] == found["ndr_lower"]  # nothing lost there
+        assert found["pdr_throughput"] <= found["pdr_lower"]
+        trials = [t for t in store.trials(outcome.run_id) if t["variant"] == variant]
+        assert len(trials) == found["search_trials"]
+        # The NDR trials may decide the PDR already: trials are shared.
+        assert {t["notes"]["search.goal"] for t in trials} <= {"ndr", "pdr"}
+        informs = {t["notes"]["search.informs"] for t in trials}
+        assert "ndr,pdr" in informs and "" in informs  # 2 s trials inform both, 1 s neither
+    assert {d for _v, _r, d in CALLS} == {1.0, 2.0}
+
+
+def test_an_interrupted_multi_goal_search_resumes_from_its_stored_trials(
+        tmp_path: Path) -> None:
+    (store, run_id), (fresh_store, fresh_id) = _interrupted_and_fresh(tmp_path, GOALS, 12)
+    for variant in CAPACITY:
+        assert _goal_results(store, run_id, variant) \
+            == _goal_results(fresh_store, fresh_id, variant)
+
+
+def test_a_loss_metric_the_workload_lacks_is_refused(tmp_path: Path) -> None:
+    exp, text = _exp(GOALS + "      loss: lost\n")
+    with pytest.raises(VirtbenchError, match=r"search\.loss: .*declares no metric 'lost'"):
+        Runner(build_plan(exp), RunRecord.new(Store(str(tmp_path / "s.db")), text),
+               workdir=tmp_path)
+
+
+def test_run_check_lists_each_goal_and_the_predicted_trials(tmp_path: Path) -> None:
+    from virtbench.cli.check_report import plan_lines
+    from virtbench.runner.estimate import estimate
+    from virtbench.runner.trial_times import TrialTimes
+    from virtbench.search.multi import predicted
+
+    exp, _text = _exp(GOALS)
+    plan = build_plan(exp)
+    lines = plan_lines(plan, estimate(plan, TrialTimes({}, tmp_path / "t.json")))
+    goal_lines = [line for line in lines if line.strip().startswith("goal ")]
+    assert [line.split()[1] for line in goal_lines] == ["ndr:", "pdr:"]
+    assert "exceed_ratio 0.5" in goal_lines[0] and "duration_sum 4 s" in goal_lines[0]
+    trials, seconds = predicted(exp.workloads[0].search.multi_plan())
+    assert any(f"{trials} trials, {seconds:g} trial-seconds" in line for line in lines)
+    assert CALLS == []  # nothing ran
+
+
+def test_a_multi_goal_search_never_takes_the_generators_limit_for_the_paths(
+        tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "s.db"))
+    exp, text = _exp(GOALS + "      offered: offered\n")
+    outcome = Runner(build_plan(exp), RunRecord.new(store, text), workdir=tmp_path).run()
+    found = _goal_results(store, outcome.run_id, "large")
+    # Above 40 000/s the fake generator falls short: those loads count as full loss.
+    assert found["ndr_lower"] <= GENERATOR_CAP * 1.01 < CAPACITY["large"]
+    assert found["ndr_upper"] <= GENERATOR_CAP * 1.05
+    losses = {t["notes"]["search.failures"] for t in store.trials(outcome.run_id)
+              if t["variant"] == "large"}
+    assert any("offered stayed more than 1% off" in f for f in losses)
+    small = _goal_results(store, outcome.run_id, "small")
+    assert small["ndr_lower"] <= CAPACITY["small"] < small["ndr_upper"]

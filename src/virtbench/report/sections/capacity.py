@@ -12,12 +12,13 @@ from virtbench.model import Better, Metric
 from virtbench.packetgen import frame_mix
 from virtbench.report.formatting import fmt_num, fmt_value
 from virtbench.report.sections import Section, SectionPlugin
+from virtbench.report.sections.capacity_goals import goal_sections
 from virtbench.search import SearchResult, TraceEntry, trace_problems
 
 if TYPE_CHECKING:
     from virtbench.search.spec import SearchSpec
 
-__all__ = ["SECTIONS", "capacity_sections"]
+__all__ = ["SECTIONS", "capacity_sections", "search_specs"]
 
 SERIES = "search"
 """The series label of a search's per-trial samples (``virtbench.runner.search``)."""
@@ -87,7 +88,7 @@ def _below(analysis: Analysis, variant: str, wid: str, steps: list[Step]) -> Sec
                           *[fmt_num(s.values.get(m.name)) for m in shown]] for s in steps])
 
 
-def _search_specs(analysis: Analysis) -> dict[str, SearchSpec]:
+def search_specs(analysis: Analysis) -> dict[str, SearchSpec]:
     """Each searched workload's ``search:`` block, from the stored experiment files."""
     # Here, not at the top: every report builds this section (it is empty without a search),
     # and the YAML reader and the pydantic model are a twentieth of a second of its start-up.
@@ -268,7 +269,7 @@ def capacity_sections(analysis: Analysis) -> list[Section]:
     searches = _searches(analysis)
     if not searches:
         return []
-    specs = _search_specs(analysis)
+    specs = search_specs(analysis)
     sections = [_summary(analysis, searches, specs)]
     table = _rfc2544(analysis, searches, specs)
     if table is not None:
@@ -284,4 +285,5 @@ def capacity_sections(analysis: Analysis) -> list[Section]:
     return sections
 
 
-SECTIONS = (SectionPlugin("capacity", capacity_sections),)
+SECTIONS = (SectionPlugin("capacity", capacity_sections),
+            SectionPlugin("capacity-goals", goal_sections))
