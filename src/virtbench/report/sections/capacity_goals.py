@@ -23,11 +23,11 @@ def _trials(analysis: Analysis) -> dict[tuple[str, str], list[dict[str, float]]]
     """Each multi-goal search's trials (series ``search`` with a loss ratio), in order."""
     steps: dict[tuple[str, str], dict[int, dict[str, float]]] = defaultdict(dict)
     for series in analysis.series:
-        if series.labels.get("series") != SERIES or not series.values \
+        if series.labels.get("series") != SERIES or not len(series.values) \
                 or series.metric not in _TRACE:
             continue
         pair = (series.variant, series.workload_id)
-        steps[pair].setdefault(series.repetition, {})[series.metric] = series.values[0]
+        steps[pair].setdefault(series.repetition, {})[series.metric] = float(series.values[0])
     return {pair: [v for _i, v in sorted(by.items()) if all(m in v for m in _TRACE)]
             for pair, by in steps.items()
             if any("search_loss_ratio" in v for v in by.values())}
