@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = ["NIC_DRIVERS", "NIC_MODELS", "NIC_PCI_SLOT", "GuestNicView", "NicCaps", "NicKnobs",
-           "interface_xml", "nic_from_live_xml", "nic_knobs_from", "parse_ethtool",
-           "parse_qemu_nic", "validate_nic", "verify_nic"]
+           "interface_xml", "memfd_shared_memory", "nic_from_live_xml", "nic_knobs_from",
+           "parse_ethtool", "parse_qemu_nic", "validate_nic", "verify_nic",
+           "vhost_user_qemu_args"]
 
 NIC_MODELS = ("virtio", "e1000e")
 NIC_DRIVERS = ("qemu", "vhost")
@@ -71,8 +72,12 @@ def _int_knob(name: str, value: Any) -> tuple[int | None, str | None]:
     return value, None
 
 
-def validate_nic(knobs: NicKnobs, vcpus: int, caps: NicCaps) -> list[str]:
-    """Every reason the host cannot run ``knobs`` as asked, each naming its knob."""
+def validate_nic(knobs: NicKnobs, vcpus: int, caps: NicCaps, backend: str = "tap"
+                 ) -> list[str]:
+    """Every reason the host cannot run ``knobs`` as asked on ``backend`` (tap, vhost-user),
+    each naming its knob."""
+    if backend == "vhost-user":
+        return _vhost_user_problems(knobs)
     problems: list[str] = []
     if knobs.nic_model not in NIC_MODELS:
         problems.append(f"knob nic_model: {knobs.nic_model!r}; use one of {', '.join(NIC_MODELS)}")
@@ -83,6 +88,49 @@ def validate_nic(knobs: NicKnobs, vcpus: int, caps: NicCaps) -> list[str]:
     problems += _driver_problems(knobs, caps)
     problems += _queue_problems(knobs, vcpus)
     return problems
+
+
+def _vhost_user_problems(knobs: NicKnobs) -> list[str]:
+    """vhost-user (OVS-DPDK): a virtio NIC whose rings the switch serves itself."""
+    problems = []
+    if knobs.nic_model != "virtio":
+        problems.append(f"knob nic_model: vhost-user serves virtio NICs only, not "
+                        f"{knobs.nic_model}")
+    if knobs.nic_driver != "qemu":
+        problems.append("knob nic_driver: vhost-user is its own backend (OVS-DPDK serves the "
+                        "rings); nic_driver applies to tap NICs")
+    if knobs.nic_queues != 1:
+        problems.append("knob nic_queues: multiqueue vhost-user guests are not done yet "
+                        "(use 1 on ovs-dpdk)")
+    for name in ("rx_queue_size", "tx_queue_size"):
+        if getattr(knobs, name) not in QUEUE_SIZES:
+            problems.append(f"knob {name}: {getattr(knobs, name)!r}; use one of "
+                            f"{', '.join(map(str, QUEUE_SIZES))}")
+    return problems
+
+
+def vhost_user_qemu_args(knobs: NicKnobs, socket: str, mac: str) -> list[str]:
+    """The data NIC on an OVS-DPDK vhost-user port, as QEMU arguments: QEMU is the server on
+    ``socket`` (OVS the client, so either may restart). ``vectors=0`` (INTx, no MSI-X): QEMU
+    7.2 under TCG crashes in msix_set_vector_notifiers when vhost starts (docs/net.md); the
+    guest's memory must be shared (``memfd_shared_memory``)."""
+    return ["-chardev", f"socket,id=vbvhu0,path={socket},server=on,wait=off",
+            "-netdev", "vhost-user,id=vbvhunet0,chardev=vbvhu0",
+            "-device", f"virtio-net-pci,netdev=vbvhunet0,mac={mac},vectors=0,"
+                       f"rx_queue_size={knobs.rx_queue_size},"
+                       f"tx_queue_size={knobs.tx_queue_size},addr={NIC_PCI_SLOT:#04x}"]
+
+
+MEMFD_SHARED = ("<memoryBacking><source type='memfd'/><access mode='shared'/>"
+                "</memoryBacking>")
+
+
+def memfd_shared_memory(domain_xml: str) -> str:
+    """``domain_xml`` with the guest's memory in a shared memfd, as vhost-user needs (the
+    switch maps the guest's memory to reach the rings)."""
+    if "</memory>" not in domain_xml:
+        raise ValueError("domain XML without a <memory> element")
+    return domain_xml.replace("</memory>", "</memory>\n  " + MEMFD_SHARED, 1)
 
 
 def _driver_problems(knobs: NicKnobs, caps: NicCaps) -> list[str]:
@@ -200,7 +248,8 @@ def parse_qemu_nic(argv: Sequence[str], mac: str) -> dict[str, Any]:
             continue
         netdev = netdevs.get(str(device.get("netdev")), {})
         fds = str(netdev.get("fds", netdev.get("fd", "")))
-        return {"device": device.get("driver"), "backend": netdev.get("type", "tap"),
+        return {"device": device.get("driver"),
+                "backend": netdev.get("type", netdev.get("driver", "tap")),
                 "vhost": _truthy(netdev.get("vhost", False)),
                 "queues": len(fds.split(":")) if fds else 1,
                 "mq": _truthy(device.get("mq", False)),
@@ -251,11 +300,15 @@ def parse_ethtool(channels: str, rings: str) -> dict[str, int | None]:
 
 
 def verify_nic(knobs: NicKnobs, live: Mapping[str, Any], qemu: Mapping[str, Any],
-               guest: GuestNicView) -> list[str]:
-    """Every knob found otherwise than asked, naming the knob and who disagrees."""
-    wrong = [f"{name}: asked {getattr(knobs, name)}, the live XML has {live.get(name)}"
-             for name in ("nic_model", "nic_driver", "nic_queues", "rx_queue_size",
-                          "tx_queue_size") if live.get(name) != getattr(knobs, name)]
+               guest: GuestNicView, backend: str = "tap") -> list[str]:
+    """Every knob found otherwise than asked, naming the knob and who disagrees. A vhost-user
+    NIC is on QEMU's command line, not in the domain XML: its live XML is not consulted."""
+    wrong = [] if backend == "vhost-user" else [
+        f"{name}: asked {getattr(knobs, name)}, the live XML has {live.get(name)}"
+        for name in ("nic_model", "nic_driver", "nic_queues", "rx_queue_size",
+                     "tx_queue_size") if live.get(name) != getattr(knobs, name)]
+    if qemu and qemu.get("backend") != backend:
+        wrong.append(f"backend: QEMU's netdev is {qemu.get('backend')}, not {backend}")
     device = {"virtio": "virtio-net-pci", "e1000e": "e1000e"}[knobs.nic_model]
     if not qemu:
         return [*wrong, "QEMU's command line has no device with the NIC's MAC"]

@@ -68,7 +68,7 @@ def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert any("knob nic_driver" in p and "/dev/vhost-net" in p
                for p in lab.check_variant("bad", {"nic_driver": "vhost"}))
     assert any("knob tx_queue_size" in p for p in lab.check_variant("bad", {"tx_queue_size": 512}))
-    assert any("knob switch" in p for p in lab.check_variant("bad", {"switch": "ovs-dpdk"}))
+    assert any("knob switch" in p for p in lab.check_variant("bad", {"switch": "vpp"}))
     assert lab.check_variant("ok", MQ) == []
     try:
         lab.up()

@@ -10,17 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.kvm.guest_domain import direct_boot_domain_xml
 from virtbench.kvm.guest_nics import (
     GuestNicView,
     NicCaps,
     NicKnobs,
     interface_xml,
+    memfd_shared_memory,
     nic_from_live_xml,
     nic_knobs_from,
     parse_ethtool,
     parse_qemu_nic,
     validate_nic,
     verify_nic,
+    vhost_user_qemu_args,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "guest-nic"
@@ -114,3 +117,28 @@ def test_key_value_qemu_options() -> None:
         "rx_queue_size": 1024, "tx_queue_size": 256}
     assert parse_qemu_nic(argv, "52:54:00:00:00:00") == {}
     assert nic_from_live_xml("<domain><devices/></domain>", MAC) == {}
+
+
+def test_vhost_user_nic_on_qemus_command_line() -> None:
+    knobs = NicKnobs(rx_queue_size=1024, tx_queue_size=1024)
+    assert validate_nic(knobs, 1, TCG, "vhost-user") == []  # vhost-user takes a larger TX ring
+    argv = ["qemu", *vhost_user_qemu_args(knobs, "/tmp/vbgsw-x/vhu/vhu-cli.sock", MAC)]
+    assert "socket,id=vbvhu0,path=/tmp/vbgsw-x/vhu/vhu-cli.sock,server=on,wait=off" in argv
+    qemu = parse_qemu_nic(argv, MAC)
+    assert qemu["backend"] == "vhost-user" and qemu["vhost"] is False
+    assert (qemu["rx_queue_size"], qemu["tx_queue_size"]) == (1024, 1024)
+    view = GuestNicView("virtio_net", 1, 1, 1024, 1024, {})
+    assert verify_nic(knobs, {}, qemu, view, "vhost-user") == []  # not in the domain XML
+    assert any(w.startswith("backend: QEMU's netdev is vhost-user, not tap")
+               for w in verify_nic(knobs, {}, qemu, view))
+
+
+def test_shared_memory_for_vhost_user() -> None:
+    xml = direct_boot_domain_xml("vbgsw-1-cli", kernel=Path("/k"), initrd=Path("/i"),
+                                 console_log=Path("/c"))
+    backing = ET.fromstring(memfd_shared_memory(xml)).find("memoryBacking")
+    assert backing is not None
+    assert backing.find("source").get("type") == "memfd"  # type: ignore[union-attr]
+    assert backing.find("access").get("mode") == "shared"  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="without a <memory>"):
+        memfd_shared_memory("<domain/>")

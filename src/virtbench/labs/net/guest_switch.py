@@ -38,12 +38,14 @@ from virtbench.kvm.guest_nics import (
     NicCaps,
     NicKnobs,
     interface_xml,
+    memfd_shared_memory,
     nic_from_live_xml,
     nic_knobs_from,
     parse_ethtool,
     parse_qemu_nic,
     validate_nic,
     verify_nic,
+    vhost_user_qemu_args,
 )
 from virtbench.kvm.sandbox import wait_ssh
 from virtbench.kvm.sandbox_image import GuestInstance, build_debian_guest, make_instance
@@ -67,7 +69,7 @@ __all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab"]
 GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps")
 """What net.qos-transfer and the lab run inside the guests (servers, client, capture,
 counters, ethtool -l/-k/-g)."""
-GUEST_SWITCHES = ("linux-bridge", "ovs")
+GUEST_SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 EMULATED = ("emulated (TCG): the guests' packet processing is emulated, so throughput and "
             "delay measure the emulation as much as the switch; compare guests with the "
             "namespace pair through the same switch (BENCHMARKS.md, net_guest_tcp)")
@@ -101,6 +103,8 @@ class _Guest:
 class _GuestSet:
     vcpus: int
     nic: NicKnobs
+    backend: str = "tap"
+    """tap (Linux bridge, OVS netdev) or vhost-user (OVS-DPDK): a change reboots the guests."""
 
 
 class VSwitchGuestsLab(VSwitchLab):
@@ -152,12 +156,13 @@ class VSwitchGuestsLab(VSwitchLab):
                             "CPUs)")
             vcpus = 1
         nic = nic_knobs_from(knobs)
-        problems += validate_nic(nic, vcpus, self._caps())
         switch = knobs.get("switch", "linux-bridge")
         if switch not in GUEST_SWITCHES:
-            problems.append(f"knob switch: {switch!r}; guests attach to {', '.join(GUEST_SWITCHES)}"
-                            " (ovs-dpdk needs vhost-user ports: not done yet)")
-        return _GuestSet(vcpus, nic), problems
+            problems.append(f"knob switch: {switch!r}; guests attach to "
+                            f"{', '.join(GUEST_SWITCHES)}")
+        backend = "vhost-user" if switch == "ovs-dpdk" else "tap"
+        problems += validate_nic(nic, vcpus, self._caps(), backend)
+        return _GuestSet(vcpus, nic, backend), problems
 
     def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
         try:
@@ -188,6 +193,21 @@ class VSwitchGuestsLab(VSwitchLab):
         self.conn = open_connection(self.daemon.start())
         for guest in self.guests.values():
             guest.instance = make_instance(image, self.session / guest.role)
+        # QEMU creates the vhost-user sockets here (below /tmp: the private libvirtd's QEMU has
+        # a /run of its own); sticky and writable by all, as OVS's own directory.
+        self.vhost_dir.mkdir()
+        self.vhost_dir.chmod(0o1777)
+
+    @property
+    def vhost_dir(self) -> Path:
+        assert self.session is not None
+        return self.session / "vhu"
+
+    def _vhost_user_ports(self) -> list[str]:
+        return [*self.params.vhost_user_ports, *self.guests]
+
+    def _vhost_dir(self) -> Path | None:
+        return self.vhost_dir
 
     def down(self) -> None:
         self._stop_guests()
@@ -226,7 +246,8 @@ class VSwitchGuestsLab(VSwitchLab):
             remove_domain(self.conn, guest.domain)
         self.booted = None
         for guest in self.guests.values():
-            self._refuse_existing_tap(guest)
+            if wanted.backend == "tap":
+                self._refuse_existing_tap(guest)
         started = time.monotonic()
         for guest in self.guests.values():  # both boot at once
             self._define_and_start(guest, wanted)
@@ -240,7 +261,8 @@ class VSwitchGuestsLab(VSwitchLab):
             guest.target.run(["date", "-u", "-s", f"@{time.time():.6f}"])
         boot_s = time.monotonic() - started
         self.guest_notes = {"guests": f"2 × {wanted.vcpus} vCPU, {self.params.memory_mib} MiB, "
-                                      f"qemu (TCG), booted in {boot_s:.1f} s",
+                                      f"qemu (TCG), data NIC on {wanted.backend}, booted in "
+                                      f"{boot_s:.1f} s",
                             "emulated": EMULATED}
         for guest in self.guests.values():
             self.guest_notes[f"verified_{guest.role}"] = self._configure(guest, wanted)
@@ -258,13 +280,17 @@ class VSwitchGuestsLab(VSwitchLab):
         assert self.session is not None
         console = self.session / f"{guest.role}-console.log"
         console.unlink(missing_ok=True)
+        tap = wanted.backend == "tap"
+        devices = [RNG, interface_xml(wanted.nic, guest.tap, guest.mac)] if tap else [RNG]
+        qemu_args = user_network(guest.instance.port) + ([] if tap else vhost_user_qemu_args(
+            wanted.nic, str(self.vhost_dir / f"vhu-{guest.role}.sock"), guest.mac))
         xml = with_vcpus(direct_boot_domain_xml(
             guest.domain, kernel=guest.instance.kernel, initrd=guest.instance.initrd,
             console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet", virt_type="qemu",
-            memory_mib=self.params.memory_mib,
-            devices=[RNG, interface_xml(wanted.nic, guest.tap, guest.mac)],
-            qemu_args=user_network(guest.instance.port)),
+            memory_mib=self.params.memory_mib, devices=devices, qemu_args=qemu_args),
             GuestKnobs(vcpus=wanted.vcpus, memory_mib=self.params.memory_mib))
+        if not tap:
+            xml = memfd_shared_memory(xml)
         try:
             self.conn.defineXML(xml).create()
         except libvirt_module().libvirtError as exc:
@@ -285,7 +311,9 @@ class VSwitchGuestsLab(VSwitchLab):
         run(["ip", "link", "set", names[0], "name", nic])
         if wanted.nic.nic_queues > 1:
             run(["ethtool", "-L", nic, "combined", str(wanted.nic.nic_queues)])
-        if not self.params.offloads:
+        if not self.params.offloads or wanted.backend == "vhost-user":
+            # On OVS-DPDK as on its namespace hosts: MTU-sized frames, so that the client's
+            # capture counts the packets the server's counter counts (GRO would merge them).
             run(["ethtool", "-K", nic, "tso", "off", "gso", "off", "gro", "off", "tx", "off"])
         run(["sysctl", "-qw", f"net.ipv6.conf.{nic}.disable_ipv6=1"], check=False)
         run(["ip", "addr", "replace", guest.cidr, "dev", nic])
@@ -309,7 +337,7 @@ class VSwitchGuestsLab(VSwitchLab):
                             max_combined=numbers["max_combined"] or 1,
                             rx_ring=numbers["rx_ring"], tx_ring=numbers["tx_ring"],
                             offloads={k: v.split()[0] for k, v in offloads.items() if v})
-        wrong = verify_nic(wanted.nic, live, qemu, view)
+        wrong = verify_nic(wanted.nic, live, qemu, view, wanted.backend)
         if wrong:
             raise VirtbenchError(f"lab {self.name}: guest {guest.role}'s NIC is not what was "
                                  "asked (refused): " + "; ".join(wrong))
@@ -324,6 +352,8 @@ class VSwitchGuestsLab(VSwitchLab):
     def _attach_taps(self) -> None:
         """Each guest's tap into the switch namespace (if not there yet) and onto the switch."""
         assert self.switch is not None
+        if self.booted is None or self.booted.backend != "tap":
+            return  # vhost-user: OVS-DPDK connects to the guests' sockets itself
         for guest in self.guests.values():
             if self.target.run(["ip", "-n", self.sw_ns, "link", "show", "dev", guest.tap],
                                check=False).returncode != 0:
@@ -398,13 +428,17 @@ class VSwitchGuestsLab(VSwitchLab):
         wanted, problems = self._wanted(knobs)
         if problems:
             raise VirtbenchError(f"lab {self.name}, variant {variant}: " + "; ".join(problems))
+        switch_knobs = {"switch": knobs.get("switch", "linux-bridge"),
+                         "background_mbps": knobs.get("background_mbps", 0)}
         if wanted != self.booted:
+            if wanted.backend == "vhost-user":
+                # QEMU's vhost-user netdev waits at start until its client (OVS-DPDK) connects,
+                # wait=off notwithstanding: the switch first.
+                self._enter_switch(variant, switch_knobs)
             self._boot(wanted)
             self._start_servers()  # the taps on the current switch, if one is up
         self._check_address()
-        kind, rate = self._enter_switch(variant, {
-            "switch": knobs.get("switch", "linux-bridge"),
-            "background_mbps": knobs.get("background_mbps", 0)})
+        kind, rate = self._enter_switch(variant, switch_knobs)
         srv, cli = self.guests["srv"], self.guests["cli"]
         assert srv.target is not None and cli.target is not None
         services = self.publish(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, NonNegativeFloat, field_validator
@@ -190,8 +191,9 @@ class VSwitchLab(NetnsLab):
         self._release_hugepages()
         switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
                              self._dpdk() if kind == "ovs-dpdk" else None,
-                             vhost_user=self.params.vhost_user_ports,
-                             physical=self.params.dpdk_physical_ports)
+                             vhost_user=self._vhost_user_ports(),
+                             physical=self.params.dpdk_physical_ports,
+                             vhost_dir=self._vhost_dir())
         self.switch = switch
         switch.build(list(self.hosts.values()))
         if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
@@ -202,6 +204,14 @@ class VSwitchLab(NetnsLab):
                                      for h in self.hosts.values()])
         switch.notes["neighbours"] = "permanent ARP entries between the hosts; IPv6 off"
         self._start_servers()
+
+    def _vhost_user_ports(self) -> list[str]:
+        """The OVS-DPDK vhost-user ports to add (the lab param; a subclass adds its guests')."""
+        return list(self.params.vhost_user_ports)
+
+    def _vhost_dir(self) -> Path | None:
+        """Where their sockets go (None: OVS's run directory)."""
+        return None
 
     def _stop_background(self) -> None:
         if self.background is not None:

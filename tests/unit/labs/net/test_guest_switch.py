@@ -29,7 +29,9 @@ def test_only_the_background_pair_are_namespaces(lab: VSwitchGuestsLab) -> None:
     ({"nic_queues": 2}, "knob nic_queues: 2 queues for 1 vCPU(s)"),
     ({"vcpus": 0}, "knob vcpus: 0"),
     ({"vcpus": (os.cpu_count() or 1) + 1}, "this host's CPUs"),
-    ({"switch": "ovs-dpdk"}, "knob switch: 'ovs-dpdk'"),
+    ({"switch": "vpp"}, "knob switch: 'vpp'"),
+    ({"switch": "ovs-dpdk", "vcpus": 2, "nic_queues": 2}, "multiqueue vhost-user"),
+    ({"switch": "ovs-dpdk", "nic_driver": "vhost"}, "vhost-user is its own backend"),
     ({"nic_model": "e1000e"}, "no e1000e module"),
 ])
 def test_refused_before_boot(lab: VSwitchGuestsLab, knobs: dict[str, object],
@@ -49,5 +51,6 @@ def test_vhost_is_refused_on_a_host_without_vhost_net(lab: VSwitchGuestsLab) -> 
 
 def test_valid_variants_and_down_before_up(lab: VSwitchGuestsLab) -> None:
     assert lab.check_variant("v", {"switch": "ovs", "background_mbps": 100}) == []
+    assert lab.check_variant("v", {"switch": "ovs-dpdk", "rx_queue_size": 1024}) == []
     lab.down()  # nothing was created: nothing to remove, no error
     assert lab.manifest is None
