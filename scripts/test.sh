@@ -112,8 +112,8 @@ case "$area" in
     # unit tests on two workers (they are independent); the end-to-end tests; the TCG guests
     # and the fleet's runs (from the other labs' line, which ended alone 24 s after the rest;
     # the whole fleet made the guests' line the last by 27 s); the other labs. The two network
-    # guests (tests/lab/guest/test_vswitch_guests.py, about 2 min) run in the knees' line,
-    # the shortest (343 s at 72a5674), not in the guests' line, the longest (603 s).
+    # guests (tests/lab/guest/test_vswitch_guests.py, about 3 min: two boots of both) run in
+    # the knees' line, the shortest (343 s at 72a5674), not the guests' line, the longest (603 s).
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
     net_guests=tests/lab/guest/test_vswitch_guests.py
     start_line knees "$web_knee" "$storage_knee" tests/lab/assess "$net_guests"

@@ -1,8 +1,8 @@
 """The vswitch-guests lab end to end: ONE boot of two TCG guests (2 vCPUs, 2 NIC queues, a 512
 RX ring), verified, reused on a Linux bridge and on OVS (netdev) for the unchanged QoS
-workload; refusals before boot; a guest that lost its address; a tap name already taken; and
-`virtbench lab clean` after a crash removing guests, taps, switch and namespaces. Needs root,
-mmdebstrap, QEMU, OVS."""
+workload, then a second boot on OVS-DPDK vhost-user ports; refusals before boot; a guest that
+lost its address; a tap name already taken; and `virtbench lab clean` after a crash removing
+guests, taps, switch and namespaces. Needs root, mmdebstrap, QEMU, OVS, DPDK."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dpdk import PMD_SLEEP_US
 
 from virtbench.labs.cleanup import clean_leftovers
 from virtbench.labs.net.guest_switch import VSwitchGuestsLab, VSwitchGuestsParams
@@ -60,7 +61,8 @@ def _transfer(state: object, workdir: Path) -> dict[str, float]:
 
 def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    lab = VSwitchGuestsLab(VSwitchGuestsParams(image_cache=CACHE, background_settle_s=0.2),
+    lab = VSwitchGuestsLab(VSwitchGuestsParams(image_cache=CACHE, background_settle_s=0.2,
+                                               dpdk_pmd_max_sleep_us=PMD_SLEEP_US),
                            tmp_path, LocalTarget())
     # Refused before anything starts, each naming its knob.
     assert any("knob nic_queues: 3 queues for 2 vCPU(s)" in p
@@ -94,12 +96,20 @@ def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert ovs.notes["guests"] == booted  # the same boot: only the taps moved
         assert ovs.services.get(VirtualSwitch).switch == "ovs"
         assert _transfer(ovs, tmp_path)["throughput_mbps"] > 1
+        # OVS-DPDK: the second (and last) boot, the data NICs on vhost-user ports.
+        dpdk = lab.enter("dpdk", {"switch": "ovs-dpdk"})
+        assert "data NIC on vhost-user" in dpdk.notes["guests"]
+        seen = json.loads(dpdk.notes["verified_cli"])
+        assert seen["qemu"]["backend"] == "vhost-user" and seen["guest"]["driver"] == "virtio_net"
+        assert seen["guest"]["offloads"]["generic-receive-offload"] == "off"
+        assert "vhu-cli" in dpdk.notes["vhost-user"]
+        assert _transfer(dpdk, tmp_path)["throughput_mbps"] > 1
         # A guest that lost its address: refused, naming the guest and its address.
         srv = lab.guests["srv"].target
         assert srv is not None
         srv.run(["ip", "addr", "flush", "dev", "srv"])
         with pytest.raises(VirtbenchError, match=r"guest srv lost its address 10\.77\.0\.1/24"):
-            lab.enter("ovs", {**MQ, "switch": "ovs"})
+            lab.enter("dpdk", {"switch": "ovs-dpdk"})
         assert _ours(lab)["qemu"]
         # The crash: nothing of down() runs; lab clean removes guests, taps, OVS, namespaces.
         lab.conn.close()
