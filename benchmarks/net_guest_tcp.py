@@ -25,7 +25,7 @@ from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.targets.target_contract import Target
 
 REPO = Path(__file__).resolve().parent.parent
-SWITCHES = ("linux-bridge", "ovs")
+SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 DURATION_S = 3
 
 
@@ -45,7 +45,8 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="vbgsw-bench-"))
     os.environ["VIRTBENCH_LAB_ROOT"] = str(root / "labs")
     lab = VSwitchGuestsLab(VSwitchGuestsParams(
-        image_cache=str(REPO / ".cache" / "virtbench-guest" / "net-image")), root, LocalTarget())
+        image_cache=str(REPO / ".cache" / "virtbench-guest" / "net-image"),
+        dpdk_pmd_max_sleep_us=500), root, LocalTarget())
     rows = []
     try:
         lab.up()
@@ -68,8 +69,11 @@ def main() -> None:
         f"iperf3 TCP, {DURATION_S} s per transfer (server sends, `-R`), {rounds} rounds per "
         "switch alternating guest pair and namespace pair through the same switch, no "
         "background traffic. Guests: the vswitch-guests lab's two Debian guests under TCG "
-        "(1 vCPU, 640 MiB, virtio-net with userspace QEMU backend, one queue, tap ports); "
-        "namespaces: the lab's background pair (veth on the bridge, internal ports on OVS). "
+        "(1 vCPU, 640 MiB, virtio-net, one queue: tap ports with QEMU's userspace backend on "
+        "the bridge and OVS, vhost-user ports with GRO off on OVS-DPDK, which has its PMD on "
+        "one of the 2 CPUs, pmd-maxsleep 500 us); namespaces: the lab's background pair (veth "
+        "on the bridge, internal ports on OVS, af_packet ports with offloads off on "
+        "OVS-DPDK). The OVS-DPDK guests are a second boot. "
         "Ratio = guest Mbit/s / namespace Mbit/s of the same round (lower: the emulation's "
         f"cost). Load average at the end: {load:.1f} (a machine shared with other jobs).", "",
         "| switch | guest → guest, Mbit/s | namespace → namespace, Mbit/s | ratio |",
