@@ -115,14 +115,18 @@ case "$area" in
     # (tests/lab/guest: its image build and two TCG boots) runs after the knee searches, in
     # their line, the shortest: in the guests' line it made that line the last by 39 s (603 s;
     # knees 343 s). After them, so that its image build never writes beside the storage knee.
+    # The two network guests (tests/lab/guest/test_vswitch_guests.py, about 3 min: two boots of
+    # both) run in the guests' line, which the guest lab left.
     web_knee=tests/lab/capacity/test_web_knee.py storage_knee=tests/lab/capacity/test_storage_knee.py
+    net_guests=tests/lab/guest/test_vswitch_guests.py
     # The user-image boot (systemd + cloud-init under TCG: 206 s on a loaded machine, plus ~4 min
     # to build its image the first time) would put the suite further over its 10 minutes: it
     # runs with `scripts/test.sh lab guest` or `-- tests/lab/guest/test_guest_cloud_image.py`.
     cloud_boot=tests/lab/guest/test_guest_cloud_image.py::test_user_cloud_image_boots_with_nocloud_keys_and_address
-    start_line knees "$web_knee" "$storage_knee" tests/lab/assess tests/lab/guest --deselect "$cloud_boot"
+    start_line knees "$web_knee" "$storage_knee" tests/lab/assess tests/lab/guest \
+      --ignore "$net_guests" --deselect "$cloud_boot"
     fleet_runs=tests/lab/fleet/test_fleet_run.py
-    start_line guests tests/lab/kvm "$fleet_runs"
+    start_line guests tests/lab/kvm "$net_guests" "$fleet_runs"
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/guest --ignore "$fleet_runs" \
       --ignore tests/lab/assess \
       --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"

@@ -121,18 +121,21 @@ class OvsDpdk(_OvsSwitch):
 
     def __init__(self, target: Target, ns: str, manifest: Manifest, rundir: Path,
                  dpdk: DpdkOptions | None = None, n_rxq: int = 1,
-                 vhost_user: Sequence[str] = (), physical: Mapping[str, str] | None = None
-                 ) -> None:
+                 vhost_user: Sequence[str] = (), physical: Mapping[str, str] | None = None,
+                 vhost_dir: Path | None = None) -> None:
         super().__init__(target, ns, manifest, rundir)
         self.dpdk = dpdk or DpdkOptions(file_prefix=f"{ns}-dpdk")
         self.n_rxq = n_rxq
         self.ovs = OvsDaemons(target, ns, rundir / "ovs-dpdk", manifest, self.dpdk)
         self.vhost_user = tuple(vhost_user)
         self.physical = dict(physical or {})
+        self.vhost_dir = vhost_dir or self.ovs.rundir / "vhost-user"
+        """Where the sockets live: by default OVS's run directory; a private libvirtd's QEMU
+        sees its own tmpfs /run, so guests of the vswitch-guests lab use their session's."""
 
     def vhost_socket(self, name: str) -> Path:
         """Where the VM's QEMU listens (server mode) for vhost-user port ``name``."""
-        return self.ovs.rundir / "vhost-user" / f"vhu-{name}.sock"
+        return self.vhost_dir / f"vhu-{name}.sock"
 
     def _add_vhost_user_ports(self) -> None:
         # OVS is the vhost-user client: a VM (QEMU, server mode) may start, stop and restart
@@ -140,8 +143,8 @@ class OvsDpdk(_OvsSwitch):
         if self.vhost_user:
             # QEMU creates the socket; under libvirt it runs as an unprivileged user
             # (libvirt-qemu on Debian), so the directory is writable by all, sticky like /tmp.
-            socket_dir = self.ovs.rundir / "vhost-user"
-            socket_dir.mkdir(exist_ok=True)
+            socket_dir = self.vhost_dir
+            socket_dir.mkdir(parents=True, exist_ok=True)
             socket_dir.chmod(0o1777)
         for name in self.vhost_user:
             if len(str(self.vhost_socket(name)).encode()) > 107:  # sun_path holds 108 bytes
@@ -194,13 +197,14 @@ class OvsDpdk(_OvsSwitch):
 
 def make_switch(kind: str, target: Target, ns: str, manifest: Manifest, rundir: Path,
                 dpdk: DpdkOptions | None = None, vhost_user: Sequence[str] = (),
-                physical: Mapping[str, str] | None = None) -> Switch:
+                physical: Mapping[str, str] | None = None,
+                vhost_dir: Path | None = None) -> Switch:
     if kind == "linux-bridge":
         return LinuxBridge(target, ns, manifest, rundir)
     if kind == "ovs":
         return OvsNetdev(target, ns, manifest, rundir)
     if kind == "ovs-dpdk":
         return OvsDpdk(target, ns, manifest, rundir, dpdk, vhost_user=vhost_user,
-                       physical=physical)
+                       physical=physical, vhost_dir=vhost_dir)
     known = ', '.join(SWITCH_KINDS)
     raise ValueError(f"knob 'switch': unknown switch '{kind}'; use one of {known}")

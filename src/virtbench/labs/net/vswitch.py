@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, NonNegativeFloat, field_validator
@@ -31,12 +32,12 @@ from virtbench.labs.net.netops import (
 from virtbench.labs.net.ovs import DpdkOptions
 from virtbench.labs.net.switches import SWITCH_KINDS, Host, OvsDpdk, Switch, make_switch
 from virtbench.model import VirtbenchError
-from virtbench.services import ClientServerPath, PacketPath, VirtualSwitch
+from virtbench.services import ClientServerPath, PacketPath, Service, VirtualSwitch
 from virtbench.targets.daemon import Daemon
 from virtbench.targets.local import NetnsTarget
 from virtbench.targets.target_contract import Target
 
-__all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "VSwitchLab"]
+__all__ = ["FOREGROUND_PORT", "IRTT_PORT", "LABS", "SUBNET", "VSwitchLab", "VSwitchParams"]
 
 FOREGROUND_PORT = 5201
 IRTT_PORT = 2112
@@ -90,7 +91,7 @@ class VSwitchLab(NetnsLab):
     description = ("namespaces for a sender, a receiver and a background pair joined by a "
                    "Linux bridge, Open vSwitch (netdev) or OVS-DPDK; background UDP at a rate")
     Params = VSwitchParams
-    tools = (
+    tools: ClassVar[tuple[Tool, ...]] = (
         Tool("ip", "iproute2"), Tool("ss", "iproute2"), Tool("ethtool", "ethtool"),
         Tool("iperf3", "iperf3"), Tool("irtt", "irtt"),
         Tool("ovs-vsctl", "openvswitch-switch"), Tool("ovsdb-server", "openvswitch-switch"),
@@ -103,7 +104,8 @@ class VSwitchLab(NetnsLab):
              "background pair; 0 = none", NonNegativeFloat),
     )
     switch_cost = "expensive"
-    provides = (ClientServerPath, PacketPath, VirtualSwitch)
+    provides: ClassVar[tuple[type[Service], ...]] = (ClientServerPath, PacketPath,
+                                                     VirtualSwitch)
 
     def __init__(self, params: BaseModel | None, workdir: Any, target: Target) -> None:
         super().__init__(params, workdir, target)
@@ -189,8 +191,9 @@ class VSwitchLab(NetnsLab):
         self._release_hugepages()
         switch = make_switch(kind, self.target, self.sw_ns, self.manifest, self.rundir,
                              self._dpdk() if kind == "ovs-dpdk" else None,
-                             vhost_user=self.params.vhost_user_ports,
-                             physical=self.params.dpdk_physical_ports)
+                             vhost_user=self._vhost_user_ports(),
+                             physical=self.params.dpdk_physical_ports,
+                             vhost_dir=self._vhost_dir())
         self.switch = switch
         switch.build(list(self.hosts.values()))
         if not self.params.offloads and kind != "ovs-dpdk":  # DPDK turns them off itself
@@ -201,6 +204,14 @@ class VSwitchLab(NetnsLab):
                                      for h in self.hosts.values()])
         switch.notes["neighbours"] = "permanent ARP entries between the hosts; IPv6 off"
         self._start_servers()
+
+    def _vhost_user_ports(self) -> list[str]:
+        """The OVS-DPDK vhost-user ports to add (the lab param; a subclass adds its guests')."""
+        return list(self.params.vhost_user_ports)
+
+    def _vhost_dir(self) -> Path | None:
+        """Where their sockets go (None: OVS's run directory)."""
+        return None
 
     def _stop_background(self) -> None:
         if self.background is not None:
@@ -229,6 +240,23 @@ class VSwitchLab(NetnsLab):
         self.background_mbps = rate_mbps
 
     def enter(self, variant: str, knobs: Mapping[str, Any]) -> LabState:
+        kind, rate = self._enter_switch(variant, knobs)
+        srv, cli = self.hosts["srv"], self.hosts["cli"]
+        services = self.publish(
+            ClientServerPath(server_ip=srv.address, server_iface=srv.role,
+                             server_target=NetnsTarget(srv.namespace), client_ip=cli.address,
+                             client_iface=cli.role, iperf3_port=FOREGROUND_PORT,
+                             irtt_port=IRTT_PORT),
+            PacketPath(sender_ns=cli.namespace, sender_iface=cli.role,
+                       receiver_ns=srv.namespace, receiver_iface=srv.role,
+                       receiver_ip=srv.address, next_hop_ns=srv.namespace,
+                       next_hop_iface=srv.role),
+            self._virtual_switch(kind, rate))
+        return LabState(target=NetnsTarget(cli.namespace), services=services,
+                        notes=self._switch_notes(rate))
+
+    def _enter_switch(self, variant: str, knobs: Mapping[str, Any]) -> tuple[str, float]:
+        """The variant's switch and background rate, checked and set up: (switch, Mbit/s)."""
         if self.manifest is None:
             self.up()
         kind = str(knobs.get("switch", "linux-bridge"))
@@ -248,28 +276,24 @@ class VSwitchLab(NetnsLab):
                                      f"ovs-dpdk (this variant uses {kind})")
         self._set_switch(kind)
         self._set_background(rate)
+        return kind, rate
+
+    def _virtual_switch(self, kind: str, rate: float) -> VirtualSwitch:
         assert self.switch is not None
-        srv, cli = self.hosts["srv"], self.hosts["cli"]
-        services = self.publish(
-            ClientServerPath(server_ip=srv.address, server_iface=srv.role,
-                             server_target=NetnsTarget(srv.namespace), client_ip=cli.address,
-                             client_iface=cli.role, iperf3_port=FOREGROUND_PORT,
-                             irtt_port=IRTT_PORT),
-            PacketPath(sender_ns=cli.namespace, sender_iface=cli.role,
-                       receiver_ns=srv.namespace, receiver_iface=srv.role,
-                       receiver_ip=srv.address, next_hop_ns=srv.namespace,
-                       next_hop_iface=srv.role),
-            VirtualSwitch(switch=kind, background_mbps=rate,
-                          background_receiver_ns=self.hosts["bgr"].namespace,
-                          background_receiver_iface="bgr",
-                          vhost_user_sockets=({name: str(self.switch.vhost_socket(name))
-                                               for name in self.params.vhost_user_ports}
-                                              if isinstance(self.switch, OvsDpdk) else {})))
+        return VirtualSwitch(switch=kind, background_mbps=rate,
+                             background_receiver_ns=self.hosts["bgr"].namespace,
+                             background_receiver_iface="bgr",
+                             vhost_user_sockets=({name: str(self.switch.vhost_socket(name))
+                                                  for name in self.params.vhost_user_ports}
+                                                 if isinstance(self.switch, OvsDpdk) else {}))
+
+    def _switch_notes(self, rate: float) -> dict[str, str]:
+        assert self.switch is not None
         notes = dict(self.switch.notes)
         notes["background"] = (f"iperf3 UDP {rate:g} Mbit/s payload, 1400 B datagrams, "
                                f"{self.hosts['bgs'].address} → {self.hosts['bgr'].address}"
                                if rate else "none")
-        return LabState(target=NetnsTarget(cli.namespace), services=services, notes=notes)
+        return notes
 
     def leave(self, variant: str) -> None:
         self._stop_background()

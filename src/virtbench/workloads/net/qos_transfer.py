@@ -171,7 +171,12 @@ class QosTransfer(Workload):
                                       "application/json"))
             probe = parse_irtt_json(irtt_json)
             out += irtt_measurements(probe)
-            if probe.receive_delay_ms is not None:  # None: irtt measured no one-way delay
+            if probe.receive_delay_ms is not None and probe.receive_delay_ms < 0:
+                # One-way delays take both ends' clocks: below 0 the two clocks disagree (two
+                # guests, whose clocks the host sets only roughly), so no E-model from it.
+                out += [Measurement("emodel_r", None, status="clocks_disagree"),
+                        Measurement("emodel_mos", None, status="clocks_disagree")]
+            elif probe.receive_delay_ms is not None:  # None: irtt measured no one-way delay
                 model = emodel(probe.receive_delay_ms, probe.jitter_down_ms or 0.0,
                                probe.loss_pct)
                 out += [Measurement("emodel_r", model.r_factor),
