@@ -58,9 +58,9 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
             their_reps, their_values = store.group_values(run_id, variant, "w", METRIC.name)
             assert reps.tolist() == their_reps.tolist()
             assert values.tolist() == their_values.tolist()
-            table, labels = reader.range_series(run_id, variant, "w", METRIC.name)
-            their_table, their_labels = store.range_series(run_id, variant, "w", METRIC.name)
-            assert table.tolist() == their_table.tolist() and labels == their_labels
+            series, labels = reader.range_series(run_id, variant, "w", METRIC.name)
+            their_series, their_labels = store.range_series(run_id, variant, "w", METRIC.name)
+            assert series.tolist() == their_series.tolist() and labels == their_labels
     # what the comparisons above rest on: the rows are there
     assert reader.trials(run_ids[0])[0]["warmup"] is True
     assert [r[7] for r in reader.series_rows(run_ids[0])] == ["GET /", None]
