@@ -4,6 +4,7 @@ domain, its threads' CPU affinity and how much of its memory sits on huge pages.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from virtbench.kvm.guest_placement import (
@@ -44,19 +45,20 @@ def host_placement(*, own_hugetlbfs: bool = False) -> HostPlacement:
                          hugetlbfs=own_hugetlbfs or mounted)
 
 
-def qemu_process(domain: str) -> tuple[int, list[str]] | None:
-    """(PID, argv) of the running QEMU of ``domain`` (libvirt names it ``-name
-    guest=DOMAIN,...``)."""
-    for proc in PROC.iterdir():
-        if not proc.name.isdigit():
+def qemu_process(domain: str, proc: Path = PROC) -> tuple[int, list[str]] | None:
+    """(PID, argv) of the running QEMU of libvirt domain ``domain`` on this machine (libvirt
+    names it ``-name guest=DOMAIN,...``), or None; ``proc``: where /proc is (tests)."""
+    wanted = f"guest={domain}".encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            argv = [w for w in (entry / "cmdline").read_bytes().split(b"\0") if w]
         except OSError:
-            continue
-        words = [w.decode(errors="replace") for w in argv if w]
-        if "-name" in words and any(w.startswith(f"guest={domain},") for w in words):
-            return int(proc.name), words
+            continue  # ended meanwhile, or not ours to read
+        if any(flag == b"-name" and value.split(b",")[0] == wanted
+               for flag, value in itertools.pairwise(argv)):
+            return int(entry.name), [w.decode(errors="replace") for w in argv]
     return None
 
 

@@ -18,7 +18,6 @@ machine, so the host target must be local (an SSH target gets a note, no profile
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from virtbench.kvm.guest_host import qemu_process
 from virtbench.model import (
     FOLDED_MEDIA_TYPE,
     PROFILE_ARTIFACT,
@@ -57,7 +57,7 @@ from virtbench.targets.process import Process
 from virtbench.targets.target_contract import Target
 
 __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "ServingDaemons",
-           "find_qemu_pid", "live_descendants", "perf_error"]
+           "live_descendants", "perf_error"]
 
 WORKLOAD_ARTIFACT = PROFILE_WORKLOAD_ARTIFACT
 """The stacks of the workload's processes: those virtbench forked while perf recorded, and
@@ -107,23 +107,6 @@ class _Scope:
     notes: list[str] = field(default_factory=list)
 
 
-def find_qemu_pid(domain: str, proc: Path = Path("/proc")) -> int | None:
-    """The PID of the QEMU process running libvirt domain ``domain`` on this machine
-    (libvirt names it ``-name guest=DOMAIN,...``), or None."""
-    wanted = f"guest={domain}".encode()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue  # ended meanwhile, or not ours to read
-        for flag, value in itertools.pairwise(argv):
-            if flag == b"-name" and value.split(b",")[0] == wanted:
-                return int(entry.name)
-    return None
-
-
 def live_descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
     """``pid`` and the processes below it now (its children, theirs...), read from the
     ``children`` files of their threads; a process that ended meanwhile is left out."""
@@ -156,9 +139,10 @@ def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
     """perf's arguments for the scope asked and the lab at hand, with why it differs."""
     events = len(PERF_STAT_EVENTS)
     if isinstance(lab_target, LibvirtGuestTarget) and settings.scope == "auto":
-        pid = find_qemu_pid(lab_target.domain)
-        if pid is not None:
-            return _Scope("guest", ["-p", str(pid)], ["-p", str(pid)])
+        found = qemu_process(lab_target.domain)
+        if found is not None:
+            pid = str(found[0])
+            return _Scope("guest", ["-p", pid], ["-p", pid])
         return _Scope("system", ["-a"], ["-a"], [
             f"the QEMU process of guest {lab_target.domain} is not on this host: recorded the "
             "whole host instead"])

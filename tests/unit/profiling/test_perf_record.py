@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.kvm.guest_host import qemu_process
 from virtbench.profiling.perf_record import (
     Profiler,
     ProfileSettings,
     _scope,
     _Session,
-    find_qemu_pid,
     live_descendants,
     perf_error,
 )
@@ -125,8 +125,11 @@ def test_the_qemu_process_of_a_domain_is_found_by_its_name(tmp_path: Path) -> No
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
     (tmp_path / "self").mkdir()
-    assert find_qemu_pid("vbguest", tmp_path) == 20
-    assert find_qemu_pid("vbgues", tmp_path) is None
+    found = qemu_process("vbguest", tmp_path)
+    assert found is not None and found[0] == 20
+    assert found[1][-2:] == ["-m", "256"]
+    assert qemu_process("vbgues", tmp_path) is None
+    assert qemu_process("guest=vbguest", tmp_path) is None
 
 
 def test_a_daemons_processes_are_read_from_its_threads_children_files(tmp_path: Path) -> None:
