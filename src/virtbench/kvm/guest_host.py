@@ -14,7 +14,8 @@ from virtbench.kvm.guest_placement import (
     parse_meminfo_hugepages,
 )
 
-__all__ = ["host_placement", "qemu_hugepage_mib", "qemu_process", "qemu_thread_affinity"]
+__all__ = ["host_placement", "qemu_hugepage_mib", "qemu_process", "qemu_thread_affinity",
+           "qemu_thread_names"]
 
 PROC = Path("/proc")
 SYS = Path("/sys")
@@ -75,6 +76,14 @@ def qemu_thread_affinity(pid: int) -> dict[str, frozenset[int]]:
         name = "main" if task.name == str(pid) else _read(task / "comm").strip()
         out[name] = parse_cpuset(allowed)
     return out
+
+
+def qemu_thread_names(pid: int, proc: Path = PROC) -> list[str]:
+    """The names of the process's threads now, as QEMU names them with libvirt's
+    debug-threads (``CPU 0/TCG``, ``IO iothread1``, ``worker``, the main thread
+    ``qemu-system-x86``), sorted; empty when the process is gone."""
+    return sorted(name for name in (_read(task / "comm").strip()
+                                    for task in (proc / str(pid) / "task").glob("*")) if name)
 
 
 def qemu_hugepage_mib(pid: int, page_kib: int) -> int:
