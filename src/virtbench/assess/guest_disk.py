@@ -40,6 +40,8 @@ FIXED_S = 70.0
 image (cached), and two boots under TCG (~13 s each, BENCHMARKS.md "guest: start")."""
 TRIAL_S = 2 * FIO_RUNTIME_S + 3.0
 """One trial: two fio patterns and dropping the guest's caches over SSH."""
+IMAGE_BUILD_S = 60.0
+"""Building the guest image the first time (mmdebstrap from Debian's mirror; then cached)."""
 RECOMMENDED = {"cache": "none", "io": "native"}
 
 
@@ -53,7 +55,12 @@ class GuestDisk:
     """The guest lab's image cache (None: its default)."""
 
     def cost_s(self) -> float:
-        return FIXED_S + 2 * REPETITIONS * TRIAL_S
+        """Seconds the what-if takes here, for planning (an image not built yet: its build
+        too, BENCHMARKS.md "guest: start and image build")."""
+        from virtbench.labs.guest import GuestParams
+
+        cache = Path(self.image_cache or GuestParams().image_cache)
+        return FIXED_S + 2 * REPETITIONS * TRIAL_S + (0.0 if cache.is_dir() else IMAGE_BUILD_S)
 
     def experiment_text(self) -> str:
         params: dict[str, object] = {"disk_mib": DISK_MIB}

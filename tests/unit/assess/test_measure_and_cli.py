@@ -184,6 +184,14 @@ def test_the_disk_what_if_in_a_guest_sets_the_disk_as_found_against_none_native(
     assert guest_disk_for([_finding("nic-model", "nic-offloads")]) is None
 
 
+def test_a_guest_image_not_built_yet_costs_its_build_too(tmp_path: Path) -> None:
+    findings = [_finding("disk-cache", "disk-cache", cache="writethrough")]
+    built = guest_disk_for(findings, str(tmp_path))
+    missing = guest_disk_for(findings, str(tmp_path / "none"))
+    assert built is not None and missing is not None
+    assert missing.cost_s() > built.cost_s() > 0
+
+
 def test_a_what_if_measured_in_a_guest_says_so_and_keeps_what_stays_cited() -> None:
     cache = _finding("disk-cache", "disk-cache", cache="writethrough")
     io = _finding("disk-io", "disk-io", cache="none", io="threads")
