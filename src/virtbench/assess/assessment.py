@@ -121,10 +121,14 @@ def _in_guest(assessment: Assessment, store: Store, started: float,
         assessment.notes.append(f"disk what-if in a guest failed ({exc}): {fallback}")
         return ()
     assessment.guest_run_id = run_id
+    if not effects:  # the run stopped early (its failures are stored with it)
+        assessment.notes.append(f"disk what-if in a guest measured nothing (run {run_id}: "
+                                f"virtbench report {run_id}): {fallback}")
+        return ()
     assessment.effects += effects
     assessment.notes.append(f"disk what-if measured in a scratch guest: run {run_id} "
                             f"(virtbench report {run_id})")
-    return whatif.measures
+    return tuple(e.measure for e in effects)
 
 
 def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, started: float,
@@ -134,13 +138,21 @@ def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, starte
         if guest_disks else ()
     spent = time.monotonic() - started
     plan = _fitting(assessment, whatif, spent, in_guest)
-    if plan.empty():
-        if in_guest:
+    try:
+        _measure_plan(assessment, store, plan, spent, progress, bool(in_guest))
+    finally:
+        if assessment.run_id is None:
             assessment.run_id = assessment.guest_run_id
-        else:
+        _attach(assessment.findings, assessment.effects)
+
+
+def _measure_plan(assessment: Assessment, store: Store, plan: Plan, spent: float,
+                  progress: ProgressHook | None, in_guest: bool) -> None:
+    """The assessment's own run (CPU what-if and probes), when it has anything to measure."""
+    if plan.empty():
+        if not in_guest:
             assessment.notes.append("nothing measurable here within the budget; gains are "
                                     "cited")
-        _attach(assessment.findings, assessment.effects)
         return
     budget = measurement_budget(assessment.budget_s, spent, plan.round_s())
     if budget <= 0:
@@ -151,7 +163,6 @@ def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, starte
         assessment.notes += plan.cpu.skipped
     assessment.run_id, effects = run_plan(store, plan, budget, progress)
     assessment.effects += effects
-    _attach(assessment.findings, assessment.effects)
 
 
 def _cpu_whatif(assessment: Assessment, granted: Iterable[str], added: Iterable[str] | None,
