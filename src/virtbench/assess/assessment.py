@@ -13,6 +13,12 @@ from typing import Any
 from virtbench.assess.domain_rules import DOMAIN_RULES
 from virtbench.assess.domain_view import read_domain_view
 from virtbench.assess.findings import Change, Evidence, Finding
+from virtbench.assess.guest_disk import (
+    GUEST_WORKLOAD,
+    guest_disk_for,
+    guest_problems,
+    run_guest_disk,
+)
 from virtbench.assess.measure import Effect, Plan, WhatIf, plan_whatif, run_plan
 from virtbench.assess.probes import probe_for, probe_problems, probes_for
 from virtbench.assess.remote_tree import fetch_system_tree
@@ -37,12 +43,15 @@ class Assessment:
     budget_s: float
     findings: list[Finding] = field(default_factory=list)
     run_id: str | None = None
+    guest_run_id: str | None = None
+    """The run of the disk what-if in a scratch guest (docs/assess.md), if one was made."""
     effects: list[Effect] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "budget_s": self.budget_s, "run_id": self.run_id,
+                "guest_run_id": self.guest_run_id,
                 "elapsed_s": round(self.elapsed_s, 2), "notes": self.notes,
                 "effects": [e.as_dict() for e in self.effects],
                 "findings": [f.as_dict() for f in self.findings]}
@@ -60,11 +69,15 @@ def measurement_budget(budget_s: float, spent_s: float = 0.0, round_s: float = 0
     return max(0.0, budget_s - spent_s - RESERVE_S - 0.05 * budget_s - round_s)
 
 
-def _fitting(assessment: Assessment, whatif: WhatIf | None, spent_s: float) -> Plan:
+def _fitting(assessment: Assessment, whatif: WhatIf | None, spent_s: float,
+             in_guest: Iterable[str] = ()) -> Plan:
     """The CPU what-if and every probe that can run here and whose minimum repetitions still
-    fit in the budget; a note for each probe left out."""
+    fit in the budget; a note for each probe left out. Probes of the findings ``in_guest``
+    (measured in a scratch guest already) are left out."""
     plan = Plan(whatif)
     for probe in probes_for(assessment.findings):
+        if probe.measure in in_guest:
+            continue
         problems = probe_problems(probe)
         if problems:
             assessment.notes.append(f"probe {probe.id} not measured: {'; '.join(problems)}")
@@ -81,12 +94,65 @@ def _fitting(assessment: Assessment, whatif: WhatIf | None, spent_s: float) -> P
     return plan
 
 
+def _in_guest(assessment: Assessment, store: Store, started: float,
+              progress: ProgressHook | None, image_cache: str | None) -> tuple[str, ...]:
+    """The disk what-ifs measured in a scratch guest, where one can be started and fits in
+    the budget: the findings measured (empty: none; the loop-device probe stays)."""
+    whatif = guest_disk_for(assessment.findings, image_cache)
+    if whatif is None:
+        return ()
+    fallback = ("the cache mode is measured on a loop device instead"
+                if any(f.measure == "disk-cache" for f in assessment.findings)
+                else "its gain is cited")
+    problems = guest_problems(whatif)
+    room = measurement_budget(assessment.budget_s, time.monotonic() - started)
+    if problems:
+        assessment.notes.append(f"disk what-if not measured in a guest ({'; '.join(problems)})"
+                                f": {fallback}")
+        return ()
+    if whatif.cost_s() > 0.6 * room:
+        assessment.notes.append(f"disk what-if not measured in a guest: a scratch guest needs "
+                                f"about {whatif.cost_s():.0f} s of {room:.0f} s left (give a "
+                                f"longer --budget): {fallback}")
+        return ()
+    try:
+        run_id, effects = run_guest_disk(store, whatif, progress)
+    except VirtbenchError as exc:
+        assessment.notes.append(f"disk what-if in a guest failed ({exc}): {fallback}")
+        return ()
+    assessment.guest_run_id = run_id
+    if not effects:  # the run stopped early (its failures are stored with it)
+        assessment.notes.append(f"disk what-if in a guest measured nothing (run {run_id}: "
+                                f"virtbench report {run_id}): {fallback}")
+        return ()
+    assessment.effects += effects
+    assessment.notes.append(f"disk what-if measured in a scratch guest: run {run_id} "
+                            f"(virtbench report {run_id})")
+    return tuple(e.measure for e in effects)
+
+
 def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, started: float,
-             progress: ProgressHook | None) -> None:
+             progress: ProgressHook | None, image_cache: str | None = None,
+             guest_disks: bool = False) -> None:
+    in_guest = _in_guest(assessment, store, started, progress, image_cache) \
+        if guest_disks else ()
     spent = time.monotonic() - started
-    plan = _fitting(assessment, whatif, spent)
+    plan = _fitting(assessment, whatif, spent, in_guest)
+    try:
+        _measure_plan(assessment, store, plan, spent, progress, bool(in_guest))
+    finally:
+        if assessment.run_id is None:
+            assessment.run_id = assessment.guest_run_id
+        _attach(assessment.findings, assessment.effects)
+
+
+def _measure_plan(assessment: Assessment, store: Store, plan: Plan, spent: float,
+                  progress: ProgressHook | None, in_guest: bool) -> None:
+    """The assessment's own run (CPU what-if and probes), when it has anything to measure."""
     if plan.empty():
-        assessment.notes.append("nothing measurable here within the budget; gains are cited")
+        if not in_guest:
+            assessment.notes.append("nothing measurable here within the budget; gains are "
+                                    "cited")
         return
     budget = measurement_budget(assessment.budget_s, spent, plan.round_s())
     if budget <= 0:
@@ -95,8 +161,8 @@ def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, starte
         return
     if plan.cpu is not None:
         assessment.notes += plan.cpu.skipped
-    assessment.run_id, assessment.effects = run_plan(store, plan, budget, progress)
-    _attach(assessment.findings, assessment.effects)
+    assessment.run_id, effects = run_plan(store, plan, budget, progress)
+    assessment.effects += effects
 
 
 def _cpu_whatif(assessment: Assessment, granted: Iterable[str], added: Iterable[str] | None,
@@ -119,12 +185,18 @@ def _attach(findings: list[Finding], effects: list[Effect]) -> None:
                                  for e in sorted(cpu, key=lambda e: -e.speedup)]
             continue
         probe = probe_for(finding)
-        effect = next((e for e in effects if probe and e.workload == probe.id), None)
+        effect = next((e for e in effects if e.workload == GUEST_WORKLOAD
+                       and e.measure == finding.measure), None)
+        where = "measured (this run, in a guest)"
+        if effect is None:
+            effect = next((e for e in effects if probe and e.workload == probe.id), None)
+            where = ("measured (this run, on a loop device)" if probe and probe.needs == "disk"
+                     else "measured (this run)")
         if effect is None:
             continue
         cited = finding.gain
         finding.gain = effect.gain()
-        finding.evidence.append(Evidence("measured (this run)", effect.what))
+        finding.evidence.append(Evidence(where, effect.what))
         if cited is not None:
             finding.evidence.append(Evidence(
                 "cited (not measured)", f"{cited.summary} [{cited.source}]; "
@@ -134,8 +206,9 @@ def _attach(findings: list[Finding], effects: list[Effect]) -> None:
 def _finish(assessment: Assessment, store: Store, started: float) -> Assessment:
     assessment.findings.sort(key=Finding.rank_key)
     assessment.elapsed_s = time.monotonic() - started
-    if assessment.run_id is not None:
-        store.save_state(STATE_PREFIX + assessment.run_id, assessment.as_dict())
+    for run_id in dict.fromkeys((assessment.run_id, assessment.guest_run_id)):
+        if run_id is not None:
+            store.save_state(STATE_PREFIX + run_id, assessment.as_dict())
     return assessment
 
 
@@ -185,10 +258,12 @@ def _guest_findings(guest: Target) -> list[Finding]:
 
 def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
                   progress: ProgressHook | None = None,
-                  guest: Target | None = None) -> Assessment:
+                  guest: Target | None = None,
+                  guest_image_cache: str | None = None) -> Assessment:
     """A libvirt domain: domain rules; inside the guest (``guest``: its SSH target) the
     guest rules; where libvirt runs on this machine, the host's own rules and the CPU-flag
-    what-if for exactly the flags the finding proposes to add."""
+    what-if for exactly the flags the finding proposes to add, and the disk what-ifs in a
+    scratch guest (``guest_image_cache``: the guest lab's image cache; None: its default)."""
     started = time.monotonic()
     conn = open_connection(uri)
     try:
@@ -217,7 +292,8 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
             whatif = _cpu_whatif(assessment, view.guest_flags, added, started)
         else:
             assessment.notes.append("this host lacks some of the flags: the gain is cited")
-    _measure(assessment, store, whatif, started, progress)
+    _measure(assessment, store, whatif, started, progress, guest_image_cache,
+             guest_disks=True)
     if view.virttype == "qemu" and any(e.measure == "cpu-flags" for e in assessment.effects):
         assessment.notes.append("the guest runs under TCG: the gains are measured on this "
                                 "host with its masks, i.e. what a KVM guest gets")

@@ -145,7 +145,40 @@ def check_disk_cache(view: DomainView) -> Finding | None:
              "the guest's own flushes still reach the disk, so data safety is kept",
         gain=Gain("cited", "writethrough forces a host flush per write; none/native does not",
                   source=KVM_TUNING_DOC),
-        measure="disk-cache", extra={"cache": cache},
+        measure="disk-cache", extra={"cache": cache, "io": bad[0][2]},
+    )
+
+
+def check_disk_io(view: DomainView) -> Finding | None:
+    """io='threads' on a disk that could take io='native' (cache none or directsync) in a
+    domain without IOThreads: every request goes through QEMU's thread pool in its main loop.
+    (writethrough/directsync's own cost is rule disk-cache's.)"""
+    if (view.root.findtext("iothreads") or "0").strip() not in ("", "0"):
+        return None
+    bad = []
+    for disk in view.disks():
+        driver = disk.find("driver")
+        if driver is not None and driver.get("io") == "threads" \
+                and driver.get("cache", "default") in ("none", "directsync"):
+            bad.append((_target(disk), driver.get("cache", "")))
+    if not bad:
+        return None
+    return Finding(
+        rule="disk-io", title="disk io='threads' without IOThreads: QEMU's thread pool "
+                              "serves every request",
+        severity="low",
+        evidence=[Evidence("domain XML <disk><driver>, <iothreads>",
+                           f"dev={d} cache={c} io=threads; no <iothreads>") for d, c in bad],
+        source=LIBVIRT_DOMAIN_DOC + "#hard-drives-floppy-disks-cdroms; " + KVM_TUNING_DOC,
+        changes=[Change("libvirt-xml", f"-      <driver name='qemu' type='…' cache='{bad[0][1]}' "
+                                       "io='threads'/>\n"
+                                       f"+      <driver name='qemu' type='…' cache='{bad[0][1]}' "
+                                       "io='native'/>")],
+        cost="none with cache none/directsync (io='native' needs O_DIRECT); an IOThread "
+             "(<iothreads>1</iothreads>, <driver iothread='1'/>) costs one host thread",
+        gain=Gain("cited", "Linux AIO submits from one thread, the pool hands each request to a "
+                  "worker thread", source=KVM_TUNING_DOC),
+        measure="disk-io", extra={"cache": bad[0][1], "io": "threads"},
     )
 
 
@@ -314,6 +347,7 @@ DOMAIN_RULES: tuple[Rule[DomainView], ...] = (
     Rule("cpu-flags", "guest CPU flags", "study 000", check_cpu_flags),
     Rule("disk-bus", "disk bus", LIBVIRT_DOMAIN_DOC, check_disk_bus),
     Rule("disk-cache", "disk cache and I/O mode", LIBVIRT_DOMAIN_DOC, check_disk_cache),
+    Rule("disk-io", "disk I/O mode without IOThreads", LIBVIRT_DOMAIN_DOC, check_disk_io),
     Rule("nic-model", "NIC model", LIBVIRT_DOMAIN_DOC, check_nic_model),
     Rule("nic-multiqueue", "virtio-net multiqueue", LIBVIRT_DOMAIN_DOC, check_nic_multiqueue),
     Rule("vcpu-pinning", "vCPU pinning", LIBVIRT_DOMAIN_DOC, check_pinning),

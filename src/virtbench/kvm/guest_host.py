@@ -4,6 +4,7 @@ domain, its threads' CPU affinity and how much of its memory sits on huge pages.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from virtbench.kvm.guest_placement import (
@@ -13,7 +14,8 @@ from virtbench.kvm.guest_placement import (
     parse_meminfo_hugepages,
 )
 
-__all__ = ["host_placement", "qemu_hugepage_mib", "qemu_process", "qemu_thread_affinity"]
+__all__ = ["host_placement", "qemu_hugepage_mib", "qemu_process", "qemu_thread_affinity",
+           "qemu_thread_names"]
 
 PROC = Path("/proc")
 SYS = Path("/sys")
@@ -44,19 +46,20 @@ def host_placement(*, own_hugetlbfs: bool = False) -> HostPlacement:
                          hugetlbfs=own_hugetlbfs or mounted)
 
 
-def qemu_process(domain: str) -> tuple[int, list[str]] | None:
-    """(PID, argv) of the running QEMU of ``domain`` (libvirt names it ``-name
-    guest=DOMAIN,...``)."""
-    for proc in PROC.iterdir():
-        if not proc.name.isdigit():
+def qemu_process(domain: str, proc: Path = PROC) -> tuple[int, list[str]] | None:
+    """(PID, argv) of the running QEMU of libvirt domain ``domain`` on this machine (libvirt
+    names it ``-name guest=DOMAIN,...``), or None; ``proc``: where /proc is (tests)."""
+    wanted = f"guest={domain}".encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            argv = [w for w in (entry / "cmdline").read_bytes().split(b"\0") if w]
         except OSError:
-            continue
-        words = [w.decode(errors="replace") for w in argv if w]
-        if "-name" in words and any(w.startswith(f"guest={domain},") for w in words):
-            return int(proc.name), words
+            continue  # ended meanwhile, or not ours to read
+        if any(flag == b"-name" and value.split(b",")[0] == wanted
+               for flag, value in itertools.pairwise(argv)):
+            return int(entry.name), [w.decode(errors="replace") for w in argv]
     return None
 
 
@@ -73,6 +76,14 @@ def qemu_thread_affinity(pid: int) -> dict[str, frozenset[int]]:
         name = "main" if task.name == str(pid) else _read(task / "comm").strip()
         out[name] = parse_cpuset(allowed)
     return out
+
+
+def qemu_thread_names(pid: int, proc: Path = PROC) -> list[str]:
+    """The names of the process's threads now, as QEMU names them with libvirt's
+    debug-threads (``CPU 0/TCG``, ``IO iothread1``, ``worker``, the main thread
+    ``qemu-system-x86``), sorted; empty when the process is gone."""
+    return sorted(name for name in (_read(task / "comm").strip()
+                                    for task in (proc / str(pid) / "task").glob("*")) if name)
 
 
 def qemu_hugepage_mib(pid: int, page_kib: int) -> int:

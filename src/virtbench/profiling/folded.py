@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks", "fold_perf_script"]
+__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks", "fold_perf_script", "folded_comm"]
 
 PERF_SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 """The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid time: event:``;
@@ -121,6 +121,12 @@ class WorkloadStacks:
         return "".join(f"{stack} {count}\n" for stack, count in ordered)
 
 
+def folded_comm(comm: str) -> str:
+    """A process or thread name as the first frame of a folded stack (``CPU 0/TCG`` →
+    ``CPU_0/TCG``: no spaces or semicolons)."""
+    return comm.replace(";", ":").replace(" ", "_")
+
+
 def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
     """The folded name of one frame and whether perf resolved it."""
     unresolved = sym in ("", "[unknown]")
@@ -212,7 +218,7 @@ class _ScriptReader:
             if unresolved_dso is not None:
                 folded.unresolved_frames += 1
                 folded.unresolved_by_dso[unresolved_dso] += 1
-        stack = ";".join([comm.replace(";", ":").replace(" ", "_"),
+        stack = ";".join([folded_comm(comm),
                           *(name for name, _ in reversed(frames))])
         folded.stacks[stack] += 1
         folded.pid_stacks[(self.pid, stack)] += 1

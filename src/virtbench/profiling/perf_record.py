@@ -18,7 +18,6 @@ machine, so the host target must be local (an SSH target gets a note, no profile
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from virtbench.kvm.guest_host import qemu_process, qemu_thread_names
 from virtbench.model import (
     FOLDED_MEDIA_TYPE,
     PROFILE_ARTIFACT,
@@ -41,7 +41,7 @@ from virtbench.model import (
     Measurement,
     Metric,
 )
-from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script
+from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script, folded_comm
 from virtbench.profiling.perf_counters import (
     PERF_STAT_EVENTS,
     ProcSnapshot,
@@ -57,7 +57,7 @@ from virtbench.targets.process import Process
 from virtbench.targets.target_contract import Target
 
 __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "ServingDaemons",
-           "find_qemu_pid", "live_descendants", "perf_error"]
+           "live_descendants", "perf_error"]
 
 WORKLOAD_ARTIFACT = PROFILE_WORKLOAD_ARTIFACT
 """The stacks of the workload's processes: those virtbench forked while perf recorded, and
@@ -105,23 +105,8 @@ class _Scope:
     record_args: list[str]
     stat_args: list[str]
     notes: list[str] = field(default_factory=list)
-
-
-def find_qemu_pid(domain: str, proc: Path = Path("/proc")) -> int | None:
-    """The PID of the QEMU process running libvirt domain ``domain`` on this machine
-    (libvirt names it ``-name guest=DOMAIN,...``), or None."""
-    wanted = f"guest={domain}".encode()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue  # ended meanwhile, or not ours to read
-        for flag, value in itertools.pairwise(argv):
-            if flag == b"-name" and value.split(b",")[0] == wanted:
-                return int(entry.name)
-    return None
+    pid: int | None = None
+    """Scope guest: the guest's QEMU process."""
 
 
 def live_descendants(pid: int, proc: Path = Path("/proc")) -> set[int]:
@@ -156,9 +141,10 @@ def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
     """perf's arguments for the scope asked and the lab at hand, with why it differs."""
     events = len(PERF_STAT_EVENTS)
     if isinstance(lab_target, LibvirtGuestTarget) and settings.scope == "auto":
-        pid = find_qemu_pid(lab_target.domain)
-        if pid is not None:
-            return _Scope("guest", ["-p", str(pid)], ["-p", str(pid)])
+        found = qemu_process(lab_target.domain)
+        if found is not None:
+            pid = str(found[0])
+            return _Scope("guest", ["-p", pid], ["-p", pid], pid=found[0])
         return _Scope("system", ["-a"], ["-a"], [
             f"the QEMU process of guest {lab_target.domain} is not on this host: recorded the "
             "whole host instead"])
@@ -178,6 +164,17 @@ def _scope(settings: ProfileSettings, lab_target: Target | None) -> _Scope:
 
 
 _PARANOID = re.compile(r"perf_event_paranoid setting is (-?\d+)")
+
+
+def _thread_samples(stacks: Mapping[str, int], names: list[str]) -> dict[str, int]:
+    """Samples per thread of the guest's QEMU process (the stacks' first frames: perf's comm,
+    the thread's name, as folded: ``CPU_0/TCG``), every thread seen at the start included,
+    also without samples."""
+    samples = dict.fromkeys((folded_comm(n) for n in names), 0)
+    for stack, count in stacks.items():
+        name = stack.split(";", 1)[0]
+        samples[name] = samples.get(name, 0) + count
+    return dict(sorted(samples.items()))
 
 
 def perf_error(stderr: str) -> str:
@@ -328,6 +325,8 @@ class _Session:
         self._serving = serving
         self.serving: dict[str, set[int]] = {}
         """Each serving daemon's name → its processes seen at the trial's start or end."""
+        self.qemu_threads: list[str] = []
+        """Scope guest: the QEMU process's thread names at the trial's start."""
 
     def _find_serving(self) -> None:
         """Add the lab's daemons and what runs below them now (never the trial's failure)."""
@@ -377,6 +376,7 @@ class _Session:
         self.perf = perf
         self.scope = _scope(self.settings, self.lab_target)
         self.notes += self.scope.notes
+        self.qemu_threads = qemu_thread_names(self.scope.pid) if self.scope.pid else []
         try:
             self.folder = folder = Path(tempfile.mkdtemp(prefix="vbprof-"))
             sleep = ["--", "sleep", f"{self.limit_s:.0f}"]
@@ -465,6 +465,7 @@ class _Session:
             # every sample is the guest's QEMU process: explain counts them all as the workload's
             summary["workload_comms"] = sorted({stack.split(";", 1)[0]
                                                 for stack in folded.stacks})
+            summary["qemu_threads"] = _thread_samples(folded.stacks, self.qemu_threads)
         else:
             serving = set().union(*self.serving.values())
             workload = folded.workload(os.getpid(), exclude=self._perf_pids, serving=serving)

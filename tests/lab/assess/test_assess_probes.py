@@ -123,13 +123,19 @@ def test_assess_domain_measures_the_disk_cache_and_nic_findings(
     assert "/dev/loop" in effects["disk.cache.writethrough"]["measured"]
     assert "veth" in effects["net.offloads"]["measured"]
     findings = {f["rule"]: f for f in data["findings"]}
-    for rule, workload in (("disk-cache", "disk.cache.writethrough"),
-                           ("nic-model", "net.offloads")):
+    for rule, workload, where in (
+            ("disk-cache", "disk.cache.writethrough", "measured (this run, on a loop device)"),
+            ("nic-model", "net.offloads", "measured (this run)")):
         finding = findings[rule]
         assert finding["gain"]["basis"] == "measured"
         assert finding["gain"]["speedup"] == effects[workload]["speedup"]
         sources = [e["source"] for e in finding["evidence"]]
-        assert "measured (this run)" in sources and "cited (not measured)" in sources
+        assert where in sources and "cited (not measured)" in sources
+    # 2 minutes leave no room for a scratch guest: the assessment says so, and which was used
+    assert any(n.startswith("disk what-if not measured in a guest") and
+               n.endswith("the cache mode is measured on a loop device instead")
+               for n in data["notes"]), data["notes"]
+    assert data["guest_run_id"] is None
     st = Store(str(store))
     run = st.run(data["run_id"])
     assert run.experiment == "assess" and run.status == "complete"

@@ -14,6 +14,7 @@ import pytest
 
 from virtbench.labs import guest as guest_lab
 from virtbench.labs.guest import GuestLab, GuestParams
+from virtbench.profiling import Profiler, ProfileSettings
 from virtbench.services import FilesystemService
 from virtbench.targets.local import LocalTarget
 
@@ -114,6 +115,16 @@ def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: py
         assert "CPU 0/TCG 0" in placement and "CPU 1/TCG 1" in placement
         assert "main 1" in placement and "768 MiB of QEMU's memory on 2048 kB" in placement
         assert float(second.notes["boot_s"]) > 0
+        # --profile of a trial in the guest, recorded from the host: its QEMU process's
+        # threads, named as QEMU names them (vCPUs, the IOThread), with their samples
+        profiler = Profiler(LocalTarget(), {"w": ProfileSettings()}, {"w": 120.0})
+        with profiler.trial("w", 0, False, second.target) as captured:
+            _fio(second.target, second.services.get(FilesystemService).path)
+        info = json.loads({a.name: a for a in captured.artifacts}["profile.json"].content)
+        assert info["scope"] == "guest", captured.notes
+        threads = info["qemu_threads"]
+        assert {"CPU_0/TCG", "CPU_1/TCG", "IO_iothread1"} <= set(threads), threads
+        assert threads["CPU_0/TCG"] + threads["CPU_1/TCG"] > 0, threads
         # the same knobs again: no reboot, the same state
         assert lab.enter("two-again", two) is second
         # A knob the hypervisor drops (simulated: QEMU's vCPU threads found unpinned) is

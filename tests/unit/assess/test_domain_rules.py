@@ -56,6 +56,7 @@ CASES: dict[str, tuple[str, str]] = {
                   "<cpu mode='custom' match='exact'><model fallback='allow'>qemu64</model></cpu>"),
     "disk-bus": ("<target dev='vda' bus='virtio'/>", "<target dev='hda' bus='ide'/>"),
     "disk-cache": ("cache='none' io='native'", "cache='writethrough' io='threads'"),
+    "disk-io": ("cache='none' io='native'", "cache='none' io='threads'"),
     "nic-model": ("<model type='virtio'/>\n      <driver name='vhost' queues='2'/>",
                   "<model type='rtl8139'/>"),
     "nic-multiqueue": ("<driver name='vhost' queues='2'/>", "<driver name='vhost'/>"),
@@ -101,6 +102,18 @@ def test_each_misconfiguration_fires_its_rule_only(conn: Any, rule: str) -> None
     assert [f.rule for f in found] == [rule]
     finding = found[0]
     assert finding.evidence and finding.changes and finding.cost and finding.source
+
+
+def test_io_threads_with_an_iothread_or_a_cached_disk_is_not_a_disk_io_finding(
+        conn: Any) -> None:
+    threads = GOOD.replace("cache='none' io='native'", "cache='none' io='threads'")
+    with_iothread = threads.replace("<vcpu placement", "<iothreads>1</iothreads>\n  <vcpu "
+                                    "placement")
+    _define(conn, "io-iothread", with_iothread)
+    assert run_rules(DOMAIN_RULES, read_domain_view(conn, "io-iothread")[0]) == []
+    # writeback cannot take io='native': nothing to recommend on the I/O mode
+    _define(conn, "io-writeback", threads.replace("cache='none'", "cache='writeback'"))
+    assert run_rules(DOMAIN_RULES, read_domain_view(conn, "io-writeback")[0]) == []
 
 
 def test_cpu_flags_finding_names_the_missing_flags_and_the_tune_command(conn: Any) -> None:

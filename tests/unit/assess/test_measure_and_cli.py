@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from virtbench.assess.assessment import _attach, measurement_budget
 from virtbench.assess.cli import parse_budget
 from virtbench.assess.findings import Finding, Gain
+from virtbench.assess.guest_disk import GUEST_WORKLOAD, guest_disk_for
 from virtbench.assess.measure import (
     AS_FOUND,
     RECOMMENDED,
@@ -158,10 +159,53 @@ def test_a_measured_probe_replaces_the_cited_gain_and_keeps_what_stays_cited() -
     assert finding.gain is not None and finding.gain.basis == "measured"
     assert finding.gain.speedup == 3.0
     sources = {e.source: e.value for e in finding.evidence}
-    assert "O_DIRECT" in sources["measured (this run)"]
-    assert "/dev/loop7" in sources["measured (this run)"]
+    assert "O_DIRECT" in sources["measured (this run, on a loop device)"]
+    assert "/dev/loop7" in sources["measured (this run, on a loop device)"]
     assert "disk-cache helps [a guide]" in sources["cited (not measured)"]
     assert other.gain is not None and other.gain.basis == "cited"  # no effect of its own
+
+
+def test_the_disk_what_if_in_a_guest_sets_the_disk_as_found_against_none_native() -> None:
+    whatif = guest_disk_for([_finding("disk-cache", "disk-cache", cache="writethrough",
+                                      io="native"),
+                             _finding("disk-io", "disk-io", cache="none", io="threads")])
+    assert whatif is not None
+    # writethrough cannot take io=native (it needs O_DIRECT): QEMU's thread pool, as found
+    assert whatif.as_found == {"cache": "writethrough", "io": "threads"}
+    assert whatif.measures == ("disk-cache", "disk-io")
+    experiment = parse_experiment(whatif.experiment_text(), "<test>")
+    assert experiment.lab is not None and experiment.lab.kind == "guest"
+    knobs = {v.name: v.knobs for v in experiment.all_variants()}
+    assert knobs == {AS_FOUND: {"cache": "writethrough", "io": "threads"},
+                     RECOMMENDED: {"cache": "none", "io": "native"}}
+    assert [w.workload_id for w in experiment.workloads] == [GUEST_WORKLOAD]
+    only_io = guest_disk_for([_finding("disk-io", "disk-io", cache="directsync", io="threads")])
+    assert only_io is not None and only_io.as_found == {"cache": "directsync", "io": "threads"}
+    assert guest_disk_for([_finding("nic-model", "nic-offloads")]) is None
+
+
+def test_a_guest_image_not_built_yet_costs_its_build_too(tmp_path: Path) -> None:
+    findings = [_finding("disk-cache", "disk-cache", cache="writethrough")]
+    built = guest_disk_for(findings, str(tmp_path))
+    missing = guest_disk_for(findings, str(tmp_path / "none"))
+    assert built is not None and missing is not None
+    assert missing.cost_s() > built.cost_s() > 0
+
+
+def test_a_what_if_measured_in_a_guest_says_so_and_keeps_what_stays_cited() -> None:
+    cache = _finding("disk-cache", "disk-cache", cache="writethrough")
+    io = _finding("disk-io", "disk-io", cache="none", io="threads")
+    effects = [Effect(GUEST_WORKLOAD, "randwrite_iops", 4.0, 3.0, 5.0, 3, "disk-cache",
+                      "fio inside a scratch guest", "the domain's own disk was not touched"),
+               Effect(GUEST_WORKLOAD, "randread_iops", 1.2, 1.1, 1.3, 3, "disk-io",
+                      "fio inside a scratch guest", "the domain's own disk was not touched")]
+    _attach([cache, io], effects)
+    assert cache.gain is not None and cache.gain.speedup == 4.0
+    assert io.gain is not None and io.gain.speedup == 1.2
+    for finding in (cache, io):
+        sources = {e.source: e.value for e in finding.evidence}
+        assert sources["measured (this run, in a guest)"] == "fio inside a scratch guest"
+        assert "[a guide]" in sources["cited (not measured)"]
 
 
 def test_a_machine_with_the_flags_is_stored_as_found_unmasked(tmp_path: Path) -> None:

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.kvm.guest_host import qemu_process, qemu_thread_names
 from virtbench.profiling.perf_record import (
     Profiler,
     ProfileSettings,
     _scope,
     _Session,
-    find_qemu_pid,
+    _thread_samples,
     live_descendants,
     perf_error,
 )
@@ -125,8 +126,25 @@ def test_the_qemu_process_of_a_domain_is_found_by_its_name(tmp_path: Path) -> No
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
     (tmp_path / "self").mkdir()
-    assert find_qemu_pid("vbguest", tmp_path) == 20
-    assert find_qemu_pid("vbgues", tmp_path) is None
+    found = qemu_process("vbguest", tmp_path)
+    assert found is not None and found[0] == 20
+    assert found[1][-2:] == ["-m", "256"]
+    assert qemu_process("vbgues", tmp_path) is None
+    assert qemu_process("guest=vbguest", tmp_path) is None
+
+
+def test_a_guests_qemu_threads_are_named_as_qemu_names_them_with_their_samples(
+        tmp_path: Path) -> None:
+    for tid, name in ((20, "qemu-system-x86"), (21, "CPU 0/TCG"), (22, "IO iothread1")):
+        (tmp_path / "20" / "task" / str(tid)).mkdir(parents=True)
+        (tmp_path / "20" / "task" / str(tid) / "comm").write_text(name + "\n")
+    names = qemu_thread_names(20, tmp_path)
+    assert names == ["CPU 0/TCG", "IO iothread1", "qemu-system-x86"]
+    assert qemu_thread_names(99, tmp_path) == []  # gone
+    stacks = {"CPU_0/TCG;main;cpu_exec": 5, "CPU_0/TCG;main;tb_gen_code": 2, "worker;x": 1}
+    # every thread seen at the start, with no samples too; one that started later as well
+    assert _thread_samples(stacks, names) == {"CPU_0/TCG": 7, "IO_iothread1": 0,
+                                              "qemu-system-x86": 0, "worker": 1}
 
 
 def test_a_daemons_processes_are_read_from_its_threads_children_files(tmp_path: Path) -> None:
