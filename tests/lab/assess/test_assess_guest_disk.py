@@ -59,7 +59,8 @@ def test_the_disk_what_ifs_are_measured_in_one_scratch_guest(
         assert "inside a scratch guest" in effect.what and "cache=writethrough" in effect.what
     # writethrough makes QEMU flush the host file per guest write (O_DSYNC), so the what-if
     # reads random-write IOPS; which way they differ is the machine's to say (under TCG the
-    # emulation can hide it: BENCHMARKS.md, "guest: disk overhead and cache modes"), not an assertion about virtbench.
+    # emulation can hide it: BENCHMARKS.md, "guest: disk overhead and cache modes"), not an
+    # assertion about virtbench.
     assert by_measure["disk-cache"].metric == "randwrite_iops"
     assert all(e.speedup > 0 and math.isfinite(e.speedup) for e in effects)
     _attach(findings, effects)
