@@ -63,6 +63,12 @@ def qemu_process(domain: str, proc: Path = PROC) -> tuple[int, list[str]] | None
     return None
 
 
+def qemu_argv(domain: str) -> list[str] | None:
+    """The command line of ``domain``'s running QEMU, or None when none runs."""
+    found = qemu_process(domain)
+    return None if found is None else found[1]
+
+
 def qemu_thread_affinity(pid: int) -> dict[str, frozenset[int]]:
     """Thread name -> CPUs it may run on (``Cpus_allowed_list``), the main thread as
     ``"main"``; QEMU names its vCPU threads ``CPU N/TCG`` (``/KVM``)."""

@@ -139,12 +139,6 @@ def _takes_o_direct(directory: Path) -> bool:
         probe.unlink(missing_ok=True)
 
 
-def _qemu_argv(domain: str) -> list[str] | None:
-    """The running QEMU of ``domain`` (libvirt names it ``-name guest=DOMAIN,...``)."""
-    found = qemu_process(domain)
-    return None if found is None else found[1]
-
-
 class GuestLab(Lab):
     name = "guest"
     description = ("libvirt guests as lab endpoints: VM knobs (vcpus, memory, disk bus, cache, "

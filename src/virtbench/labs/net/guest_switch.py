@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from virtbench.contract import MAX_SECONDS, Knob, Tool
 from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
+from virtbench.kvm.guest_host import qemu_argv
 from virtbench.kvm.guest_knobs import GuestKnobs, with_vcpus
 from virtbench.kvm.guest_nics import (
     NIC_DRIVERS,
@@ -51,7 +52,7 @@ from virtbench.kvm.sandbox import wait_ssh
 from virtbench.kvm.sandbox_image import GuestInstance, build_debian_guest, make_instance
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
 from virtbench.labs.daemons import start_recorded
-from virtbench.labs.guest import RNG, _qemu_argv, user_network
+from virtbench.labs.guest import RNG, user_network
 from virtbench.labs.lab_contract import LabState, Manifest
 from virtbench.labs.net.background import BACKGROUND_PORT
 from virtbench.labs.net.netops import mac_address, pin_neighbours
@@ -324,7 +325,7 @@ class VSwitchGuestsLab(VSwitchLab):
         assert guest.target is not None
         run = guest.target.run
         live = nic_from_live_xml(self.conn.lookupByName(guest.domain).XMLDesc(0), guest.mac)
-        argv = _qemu_argv(guest.domain)
+        argv = qemu_argv(guest.domain)
         qemu = parse_qemu_nic(argv, guest.mac) if argv else {}
         nic = guest.role
         numbers = parse_ethtool(run(["ethtool", "-l", nic], check=False).stdout,
