@@ -78,9 +78,10 @@ def run_ours(plan: MultiPlan, dut: Dut) -> tuple[MultiSearch, list[GoalResult]]:
     return search, search.results()
 
 
-def run_reference(plan: MultiPlan, dut: Dut) -> tuple[int, float, list[tuple[float | None,
-                                                                           float | None]]]:
-    """The RFC authors' MLRsearch on ``dut``: (trials, trial-seconds, per goal (lower, upper))."""
+def run_reference(plan: MultiPlan, dut: Dut, tried: list[Trial] | None = None
+                  ) -> tuple[int, float, list[tuple[float | None, float | None]]]:
+    """The RFC authors' MLRsearch on ``dut``: (trials, trial-seconds, per goal (lower, upper));
+    each of its trials is appended to ``tried`` when given."""
     from MLRsearch import (
         AbstractMeasurer,
         Config,
@@ -95,6 +96,8 @@ def run_reference(plan: MultiPlan, dut: Dut) -> tuple[int, float, list[tuple[flo
 
         def measure(self, intended_duration: float, intended_load: float) -> Any:
             ratio = dut.loss(intended_load, intended_duration, self.trials)
+            if tried is not None:
+                tried.append(Trial(intended_load, intended_duration, ratio))
             self.trials += 1
             self.seconds += intended_duration
             offered = 10 ** 9

@@ -21,6 +21,7 @@ from virtbench.search.goals import (
     by_load,
     classify,
     conditional_loss_ratio,
+    relevant_bounds,
 )
 from virtbench.search.multi import MultiPlan
 
@@ -146,3 +147,29 @@ def test_the_reference_and_ours_cost_about_the_same() -> None:
     search, _results = run_ours(plan, growing(50_000.0, 0.05))
     trials, _seconds, _ref = run_reference(plan, growing(50_000.0, 0.05))
     assert math.isclose(len(search.trace), trials, rel_tol=0.5)
+
+
+@pytest.mark.parametrize("goals", [CSIT, RFC2544], ids=["csit", "rfc2544"])
+def test_loss_inversion_disagreement_is_the_loads_tried(goals: tuple[Goal, ...]) -> None:
+    """Under loss inversion this search and the reference report different bounds, and both
+    follow RFC 9971's definitions: the relevant bounds are defined on the loads a search
+    tried, not on the device. inversion(30 000) loses 2 % only in (30 000, 36 000): the
+    reference tried that band and reports its onset; this search bisected past it (every
+    load it tried below 45 000 was lossless) and reports the lossless band's top. Given the
+    reference's trials as well, the same definitions give the reference's bounds: the lower
+    upper bound wins and the lower bounds above it no longer count (docs/capacity.md,
+    "Loss inversion")."""
+    plan = MultiPlan(1000.0, 200_000.0, goals)
+    search, ours = run_ours(plan, inversion(30_000.0))
+    tried: list[Trial] = []
+    _trials, _seconds, reference = run_reference(plan, inversion(30_000.0), tried)
+    assert not any(30_000.0 < t.load < 36_000.0 for t in search.trace)
+    assert any(30_000.0 < t.load < 36_000.0 for t in tried)
+    for result, (ref_lower, ref_upper) in zip(ours, reference, strict=True):
+        target = result.goal.final_target()
+        assert (result.lower, result.upper) == _rfc_bounds(search.trace, target)
+        assert (ref_lower, ref_upper) == _rfc_bounds(tried, target)
+        assert result.lower is not None and ref_lower is not None and ref_upper is not None
+        assert 36_000.0 <= result.lower < 45_000.0 and ref_upper <= 36_000.0
+        assert ref_lower <= 30_000.0 < ref_upper
+        assert relevant_bounds([*search.trace, *tried], target)[:2] == _rfc_bounds(tried, target)
