@@ -12,7 +12,8 @@ real trials (trafgen, tbf-shaped sender, loss from both ends' interface counters
   loads 1000–200 000 frames/s. No model: the reference is a long fine search, a binary search
   of each goal to 0.1 % width at the same final duration, run right after the compared ones.
 Two goal settings, each against the binary searches of its own final duration (shorter than the
-RFC's 60 s to keep each path within ~10 minutes on a shared machine):
+RFC's 60 s to keep each path short: ~4 minutes on the shaped path, 16 on OVS-DPDK beside five
+other sessions, where its noisy trials left CSIT's goals undecided for 181 trials):
 - "RFC 2544 goals": final trial 2 s, duration sum 2 s, exceed ratio 0, initial trials 1 s.
 - "CSIT goals": final trial 1 s, duration sum 21 s, exceed ratio 0.5, initial trials 1 s.
 The binary search: one final-duration trial per load, linear bisection from the range's ends
