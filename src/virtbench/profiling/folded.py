@@ -9,7 +9,10 @@ analysis side relies on (docs/explain.md, "Capturing profiles"):
 - a guest frame (a DSO perf names ``[guest.kernel.kallsyms]``, ``[guest.kernel]``, ... for a
   sample taken while a virtual CPU ran guest code) ends with ``_[g]``;
 - a frame perf could not resolve is ``[unknown]``, or the name of its module in brackets
-  (``[libfoo.so]``) when perf knew the module but not the function.
+  (``[libfoo.so]``) when perf knew the module but not the function; code in a JIT's anonymous
+  memory (perf's DSO ``/tmp/perf-PID.map``: QEMU's TCG translation blocks, that is an emulated
+  guest's code, or LuaJIT's traces) is ``[jit]``, without the process id, so that profiles of
+  two processes (two runs' QEMUs) name it alike.
 
 With ``perf script --show-task-events``, the process tree comes along: the FORK records perf
 synthesised for the processes alive when it started (header ``0/0``) and those of the processes
@@ -56,6 +59,7 @@ _LEAF = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<time>\
                    r"(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
 _FORK = re.compile(r"^\((?P<pid>\d+):(?P<tid>\d+)\):\((?P<ppid>\d+):(?P<ptid>\d+)\)")
 _KERNEL_DSO = "[kernel.kallsyms]"
+_PERF_MAP = re.compile(r"^/tmp/perf-\d+\.map$")
 _KERNEL_ADDRESS = 0xFFFF_8000_0000_0000  # x86-64 and arm64: the upper half is the kernel's
 
 
@@ -150,6 +154,8 @@ def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
             name = "[unknown]"
         elif dso.startswith("["):  # perf's own names: [kernel.kallsyms], [vdso], [guest.kernel]
             name = dso
+        elif _PERF_MAP.match(dso):
+            name = "[jit]"
         else:
             name = f"[{dso.rsplit('/', 1)[-1]}]"
     else:

@@ -211,3 +211,17 @@ def test_guest_mode_samples_get_their_own_guest_frame_from_the_second_pass() -> 
     # without the second pass the guest's samples keep no frame, and none is a guest sample
     bare = fold_perf_script(KVM_FIRST_PASS.splitlines())
     assert dict(_lines(bare.text()))["CPU_0/KVM"] == 3 and bare.guest_samples == 0
+
+
+def test_jit_code_is_named_without_its_process_id() -> None:
+    """QEMU's TCG translation blocks, as perf names them (the form of a real TCG guest run:
+    docs/explain.md, "Two disk cache modes of a guest"): one name whatever QEMU's process."""
+    text = "".join(f"""\
+CPU 0/TCG  {pid}/{pid + 5}  [000] cpu-clock:
+\t    7f5e3c0123ab [unknown] (/tmp/perf-{pid}.map)
+\t    55e000001000 cpu_exec (/usr/bin/qemu-system-x86_64)
+
+""" for pid in (11960, 24346))
+    folded = fold_perf_script(text.splitlines())
+    assert dict(_lines(folded.text())) == {"CPU_0/TCG;cpu_exec;[jit]": 2}
+    assert folded.unresolved_by_dso == {"/tmp/perf-11960.map": 1, "/tmp/perf-24346.map": 1}
