@@ -77,8 +77,8 @@ def no_guest_frames_note(virt_type: str | None) -> str:
                 "runs under (services.GuestMachine), so it was recorded without the guest's "
                 "symbols")
     return (f"guest kernel frames need KVM: the guest runs under {virt_type} (TCG), whose "
-            "translated guest code runs inside QEMU's vCPU threads ([unknown] frames of "
-            "qemu-system-x86_64), so no sample is in guest mode")
+            "code QEMU translates and runs in its vCPU threads ([jit] frames), so no sample "
+            "is in guest mode")
 
 
 def _read_bounded(guest: Target, path: str, limit: int) -> str:
