@@ -11,8 +11,11 @@ guest whose QEMU process is not on this host) becomes the note, and the trial's 
 measurements are stored as always.
 
 perf runs on the host target (the experiment's), never inside a guest: a libvirt guest is
-profiled from the host through its QEMU process's threads. The control FIFOs are files of this
-machine, so the host target must be local (an SSH target gets a note, no profile).
+profiled from the host through its QEMU process's threads; under KVM (its lab's
+``GuestMachine`` says so) with ``perf kvm --host --guest`` and copies of the guest's kallsyms
+and modules, so that its kernel's frames are named (``guest_symbols.py``). The control FIFOs
+are files of this machine, so the host target must be local (an SSH target gets a note, no
+profile).
 """
 
 from __future__ import annotations
