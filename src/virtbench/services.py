@@ -20,6 +20,7 @@ from virtbench.targets.target_contract import Target
 __all__ = [
     "ClientServerPath",
     "FilesystemService",
+    "GuestMachine",
     "PacketPath",
     "ResourceLimits",
     "RouterPath",
@@ -118,6 +119,18 @@ class ResourceLimits(Service):
     """Memory limit, MiB (the page cache included)."""
     cgroup: str | None
     """The cgroup the workloads run in, if any."""
+
+
+@dataclass(frozen=True)
+class GuestMachine(Service):
+    """The libvirt guest the workloads run in, for what looks at it from the host (the
+    profiler: docs/explain.md, "Guest kernel frames")."""
+
+    domain: str
+    """The libvirt domain's name (QEMU's ``-name guest=DOMAIN``)."""
+    virt_type: str
+    """Its accelerator: ``kvm`` (the guest's code runs on the host's CPUs in guest mode) or
+    ``qemu`` (TCG: QEMU translates the guest's code and runs it in its vCPU threads)."""
 
 
 # -- network -------------------------------------------------------------------------------------

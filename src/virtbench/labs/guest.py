@@ -78,7 +78,7 @@ from virtbench.kvm.sandbox_image import GuestInstance, make_instance, make_keys
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd, remove_domain
 from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
-from virtbench.services import FilesystemService
+from virtbench.services import FilesystemService, GuestMachine
 from virtbench.targets.daemon import free_port
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
 from virtbench.targets.target_contract import Target
@@ -145,7 +145,7 @@ class GuestLab(Lab):
                    "I/O mode, IOThreads, image format) realised, verified, workloads inside")
     Params = GuestParams
     switch_cost = "expensive"
-    provides = (FilesystemService,)
+    provides = (FilesystemService, GuestMachine)
     tools = (Tool("qemu-img", "qemu-utils", "the test disk"),
              Tool("qemu-system-x86_64", "qemu-system-x86", "the guest"),
              Tool("mmdebstrap", "mmdebstrap", "the guest image"))
@@ -410,8 +410,9 @@ class GuestLab(Lab):
             notes["emulated"] = EMULATED
             caveats = (f"guest {EMULATED}",)
         fs = self._mount(wanted)
-        return LabState(target=self.guest_target, notes=notes, services=self.publish(fs),
-                        caveats=caveats)
+        machine = GuestMachine(domain=self.domain, virt_type=self.virt_type)  # for --profile
+        return LabState(target=self.guest_target, notes=notes,
+                        services=self.publish(fs, machine), caveats=caveats)
 
     def _wait_for_ssh(self, dom: Any, variant: str, console: Path) -> None:
         """Until the guest's sshd answers with the pinned key; a guest that stops meanwhile

@@ -26,6 +26,7 @@ from virtbench.kvm.state import default_state
 from virtbench.kvm.tuning_plan import make_plan
 from virtbench.labs.lab_contract import Lab, LabState, Manifest, lab_root
 from virtbench.model import VirtbenchError
+from virtbench.services import GuestMachine
 from virtbench.targets.libvirt_connection import default_uri, open_connection
 from virtbench.targets.target_contract import Target
 
@@ -54,6 +55,7 @@ class KvmGuestLab(Lab):
                    "libvirt domain; workloads run inside the guest")
     Params = KvmGuestParams
     switch_cost = "expensive"
+    provides = (GuestMachine,)
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("cpu_require", "flags the guest CPU must have (libvirt names, e.g. [aes, sse4.2])",
              parsed_by(parse_flag_list, str | list[str])),
@@ -145,7 +147,9 @@ class KvmGuestLab(Lab):
             self.tuner.save_original()  # a failed apply forgets it; keep it for down()
             notes["verified_by"] = result.verified_by
         notes.update({f"warning_{i}": w for i, w in enumerate(warnings)})
-        return LabState(target=self.guest_target, notes=notes)
+        # the accelerator, for --profile (the guest kernel's frames are recorded under KVM)
+        machine = GuestMachine(domain=self.params.domain, virt_type=domain_type(base))
+        return LabState(target=self.guest_target, notes=notes, services=self.publish(machine))
 
     def _probe(self) -> GuestProbe | None:
         """Verification over the lab's own guest target (one SSH master for the whole run),

@@ -9,7 +9,10 @@ analysis side relies on (docs/explain.md, "Capturing profiles"):
 - a guest frame (a DSO perf names ``[guest.kernel.kallsyms]``, ``[guest.kernel]``, ... for a
   sample taken while a virtual CPU ran guest code) ends with ``_[g]``;
 - a frame perf could not resolve is ``[unknown]``, or the name of its module in brackets
-  (``[libfoo.so]``) when perf knew the module but not the function.
+  (``[libfoo.so]``) when perf knew the module but not the function; code in a JIT's anonymous
+  memory (perf's DSO ``/tmp/perf-PID.map``: QEMU's TCG translation blocks, that is an emulated
+  guest's code, or LuaJIT's traces) is ``[jit]``, without the process id, so that profiles of
+  two processes (two runs' QEMUs) name it alike.
 
 With ``perf script --show-task-events``, the process tree comes along: the FORK records perf
 synthesised for the processes alive when it started (header ``0/0``) and those of the processes
@@ -26,11 +29,18 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks", "fold_perf_script", "folded_comm"]
+__all__ = ["GUEST_LEAF_FIELDS", "PERF_SCRIPT_FIELDS", "Folded", "WorkloadStacks",
+           "fold_perf_script", "folded_comm", "guest_leaves"]
 
 PERF_SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 """The ``perf script -F`` fields the capture asks for (header: ``comm pid/tid time: event:``;
 no ``cpu``: a recording of some processes, not the whole machine, has none to print)."""
+GUEST_LEAF_FIELDS = "comm,pid,tid,time,ip,sym,dso"
+"""The fields of the second ``perf script`` pass over a KVM recording, with ``-G`` (no call
+graph): each sample's own instruction pointer on its header line. The kernel records no call
+chain for a sample taken in guest mode (its unwinders stop at once there: "We don't support
+guest os callchain now"), so the first pass prints no frame for it; :func:`guest_leaves` gives
+those samples their one frame, the guest function that ran."""
 
 # "comm  pid/tid [cpu] [time:] event:" ([cpu], time only when asked for) -- comm may hold
 # spaces and slashes ("CPU 0/KVM", "kworker/0:1"): it is everything before the first
@@ -44,8 +54,12 @@ _FRAME = re.compile(r"^\s+(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()
 # when asked for, before the record's name)
 _TASK = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?:[\d.]+:\s+)?"
                    r"PERF_RECORD_(?P<kind>[A-Z_]+)(?P<rest>.*)$")
+# "comm  pid/tid time:  ADDR SYMBOL (DSO)": a -G line of the second pass
+_LEAF = re.compile(r"^(?P<comm>.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<time>\d+\.\d+):\s+"
+                   r"(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)\s+\((?P<dso>[^()]*)\)\s*$")
 _FORK = re.compile(r"^\((?P<pid>\d+):(?P<tid>\d+)\):\((?P<ppid>\d+):(?P<ptid>\d+)\)")
 _KERNEL_DSO = "[kernel.kallsyms]"
+_PERF_MAP = re.compile(r"^/tmp/perf-\d+\.map$")
 _KERNEL_ADDRESS = 0xFFFF_8000_0000_0000  # x86-64 and arm64: the upper half is the kernel's
 
 
@@ -66,6 +80,8 @@ class Folded:
     and the records perf synthesised for processes alive at its start are left out)."""
     outside_window: int = 0
     """Samples left out because they were taken outside the window asked for."""
+    guest_samples: int = 0
+    """Samples whose leaf is a guest frame (``_[g]``): taken while a vCPU ran guest code."""
 
     def workload(self, root: int, exclude: Collection[int] = (),
                  serving: Collection[int] = ()) -> WorkloadStacks:
@@ -138,6 +154,8 @@ def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
             name = "[unknown]"
         elif dso.startswith("["):  # perf's own names: [kernel.kallsyms], [vdso], [guest.kernel]
             name = dso
+        elif _PERF_MAP.match(dso):
+            name = "[jit]"
         else:
             name = f"[{dso.rsplit('/', 1)[-1]}]"
     else:
@@ -150,13 +168,31 @@ def _frame_name(sym: str, dso: str, addr: int) -> tuple[str, bool]:
     return name, not unresolved
 
 
-def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = None
-                     ) -> Folded:
+Leaf = tuple[str, str, int]
+"""A sample's own frame: (symbol, DSO, address), as perf script prints it."""
+
+
+def guest_leaves(lines: Iterable[str]) -> dict[tuple[int, str], Leaf]:
+    """From ``perf script -G -F GUEST_LEAF_FIELDS`` output: (thread id, time as printed) →
+    the sample's own frame, for the samples perf attributes to a guest (DSO ``[guest...]``)."""
+    leaves: dict[tuple[int, str], Leaf] = {}
+    for line in lines:
+        found = _LEAF.match(line.rstrip("\n"))
+        if found is not None and found["dso"].startswith("[guest"):
+            leaves[(int(found["tid"]), found["time"])] = (found["sym"], found["dso"],
+                                                          int(found["addr"], 16))
+    return leaves
+
+
+def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = None,
+                     leaves: dict[tuple[int, str], Leaf] | None = None) -> Folded:
     """Fold ``perf script -F PERF_SCRIPT_FIELDS`` output (samples separated by blank lines;
     within a sample the leaf frame first, as perf prints it). ``window``: keep only the
     samples whose time (perf's clock, seconds) is within it; a sample without a time is kept.
-    Task events are read whatever their time: the process tree needs every fork."""
-    reader = _ScriptReader(window)
+    Task events are read whatever their time: the process tree needs every fork.
+    ``leaves``: :func:`guest_leaves` of the same recording, the one frame of each sample taken
+    in guest mode, which the call-graph output prints none for."""
+    reader = _ScriptReader(window, leaves or {})
     for raw in lines:
         line = raw.rstrip("\n")
         if not line.strip():
@@ -170,12 +206,16 @@ def fold_perf_script(lines: Iterable[str], window: tuple[float, float] | None = 
 class _ScriptReader:
     """The sample being read from perf script's output, added to ``folded`` when it ends."""
 
-    def __init__(self, window: tuple[float, float] | None) -> None:
+    def __init__(self, window: tuple[float, float] | None,
+                 leaves: dict[tuple[int, str], Leaf]) -> None:
         self.folded = Folded()
         self.window = window
+        self.leaves = leaves
         self.comm: str | None = None
         self.pid = -1
+        self.tid = -1
         self.when: float | None = None
+        self.when_text = ""
         # (folded name, DSO when perf did not resolve it)
         self.frames: list[tuple[str, str | None]] = []
 
@@ -199,8 +239,9 @@ class _ScriptReader:
         if header is not None:
             self.end_sample()  # a sample without call chain ends where the next header starts
             self.comm = header["comm"].strip() or "[unknown]"
-            self.pid = int(header["pid"])
+            self.pid, self.tid = int(header["pid"]), int(header["tid"])
             self.when = float(header["time"]) if header["time"] else None
+            self.when_text = header["time"] or ""
 
     def end_sample(self) -> None:
         """Add the sample read so far (unless outside the window) and start none."""
@@ -208,12 +249,18 @@ class _ScriptReader:
         self.comm, self.frames = None, []
         if comm is None:
             return
+        leaf = self.leaves.get((self.tid, self.when_text)) if not frames else None
+        if leaf is not None:  # a guest-mode sample: no call chain, its own frame
+            name, resolved = _frame_name(leaf[0], leaf[1], leaf[2])
+            frames = [(name, None if resolved else leaf[1] or "[unknown]")]
         folded = self.folded
         if window is not None and when is not None and not window[0] <= when <= window[1]:
             folded.outside_window += 1
             return
         folded.samples += 1
         folded.frames += len(frames)
+        if frames and frames[0][0].endswith("_[g]"):
+            folded.guest_samples += 1
         for _, unresolved_dso in frames:
             if unresolved_dso is not None:
                 folded.unresolved_frames += 1

@@ -11,8 +11,11 @@ guest whose QEMU process is not on this host) becomes the note, and the trial's 
 measurements are stored as always.
 
 perf runs on the host target (the experiment's), never inside a guest: a libvirt guest is
-profiled from the host through its QEMU process's threads. The control FIFOs are files of this
-machine, so the host target must be local (an SSH target gets a note, no profile).
+profiled from the host through its QEMU process's threads; under KVM (its lab's
+``GuestMachine`` says so) with ``perf kvm --host --guest`` and copies of the guest's kallsyms
+and modules, so that its kernel's frames are named (``guest_symbols.py``). The control FIFOs
+are files of this machine, so the host target must be local (an SSH target gets a note, no
+profile).
 """
 
 from __future__ import annotations
@@ -41,7 +44,19 @@ from virtbench.model import (
     Measurement,
     Metric,
 )
-from virtbench.profiling.folded import PERF_SCRIPT_FIELDS, fold_perf_script, folded_comm
+from virtbench.profiling.folded import (
+    GUEST_LEAF_FIELDS,
+    PERF_SCRIPT_FIELDS,
+    fold_perf_script,
+    folded_comm,
+    guest_leaves,
+)
+from virtbench.profiling.guest_symbols import (
+    GuestSymbols,
+    accelerator,
+    fetch_guest_symbols,
+    no_guest_frames_note,
+)
 from virtbench.profiling.perf_counters import (
     PERF_STAT_EVENTS,
     ProcSnapshot,
@@ -50,6 +65,7 @@ from virtbench.profiling.perf_counters import (
     read_snapshot,
 )
 from virtbench.profiling.profile_metrics import PROFILE_METRICS
+from virtbench.services import Services
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 from virtbench.targets.local import LocalTarget
@@ -57,7 +73,7 @@ from virtbench.targets.process import Process
 from virtbench.targets.target_contract import Target
 
 __all__ = ["FOLDED_MEDIA_TYPE", "Captured", "ProfileSettings", "Profiler", "ServingDaemons",
-           "live_descendants", "perf_error"]
+           "live_descendants", "perf_error", "record_argv", "script_argvs"]
 
 WORKLOAD_ARTIFACT = PROFILE_WORKLOAD_ARTIFACT
 """The stacks of the workload's processes: those virtbench forked while perf recorded, and
@@ -194,15 +210,18 @@ def perf_error(stderr: str) -> str:
 class _Controlled:
     """A perf process started disabled, driven through its control FIFOs."""
 
-    def __init__(self, host: Target, argv: list[str], folder: Path, name: str) -> None:
-        self.ctl = folder / f"{name}.ctl"
-        self.ack = folder / f"{name}.ack"
+    def __init__(self, host: Target, argv: tuple[list[str], list[str]], folder: Path) -> None:
+        """``argv``: perf's words up to its subcommand (``record``, ``stat``), then the
+        subcommand's options; the control options go between the two."""
+        head, tail = argv
+        self.name = head[-1]
+        self.ctl = folder / f"{self.name}.ctl"
+        self.ack = folder / f"{self.name}.ack"
         os.mkfifo(self.ctl, 0o600)
         os.mkfifo(self.ack, 0o600)
-        self.name = argv[1]
         self.process: Process = host.spawn(
-            [argv[0], argv[1], "-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}",
-             *argv[2:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [*head, "-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}", *tail],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:  # perf blocks opening its end of the ack FIFO until this reader is there
             self._ack_fd = os.open(self.ack, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
@@ -253,6 +272,34 @@ class _Controlled:
                     os.close(fd)
 
 
+def record_argv(perf: str, frequency_hz: int, scope_args: list[str], data: Path,
+                sleep: list[str], guest: GuestSymbols | None) -> tuple[list[str], list[str]]:
+    """perf record's command line (before and after its subcommand): ``perf kvm --host
+    --guest`` with the guest's symbols when they are at hand (samples in guest mode kept and
+    named), else ``perf record``."""
+    options = ["-e", "cpu-clock", "-F", str(frequency_hz), "-g",
+               # sample times on the clock a probe's time.monotonic() reads (its window)
+               "-k", "CLOCK_MONOTONIC", "--no-buildid", "--no-buildid-cache", *scope_args]
+    if guest is None:
+        return [perf, "record"], [*options, "-o", str(data), *sleep]
+    # perf kvm takes the output file itself (its default is perf.data.kvm)
+    return ([perf, "kvm", "--host", "--guest", *guest.perf_options(), "-o", str(data),
+             "record"], [*options, *sleep])
+
+
+def script_argvs(perf: str, data: Path, guest: GuestSymbols | None) -> list[list[str]]:
+    """perf script's passes over a recording: the samples with their call graphs and the task
+    events; with the guest's symbols, a second pass with each sample's own frame
+    (``folded.GUEST_LEAF_FIELDS``: perf prints no call chain for a guest-mode sample)."""
+    symbols = guest.perf_options() if guest is not None else []
+    passes = [[perf, "script", "-i", str(data), *symbols, "-F", PERF_SCRIPT_FIELDS,
+               "--show-task-events"]]
+    if guest is not None:
+        passes.append([perf, "script", "-i", str(data), *symbols, "-G", "-F",
+                       GUEST_LEAF_FIELDS])
+    return passes
+
+
 class _PerfFailed(Exception):
     """perf could not record; the message becomes the trial's note."""
 
@@ -280,16 +327,20 @@ class Profiler:
     @contextlib.contextmanager
     def trial(self, workload_id: str, repetition: int, warmup: bool,
               lab_target: Target | None,
-              serving: ServingDaemons | None = None) -> Iterator[Captured]:
+              serving: ServingDaemons | None = None,
+              services: Services | None = None) -> Iterator[Captured]:
         """Record around the ``with`` body; the yielded :class:`Captured` is filled on exit
         (empty for a trial not profiled). ``serving``: the lab's daemons, whose samples count
-        as the workload's (docs/explain.md, "The workload's samples")."""
+        as the workload's (docs/explain.md, "The workload's samples"); ``services``: the
+        lab's, where a guest's accelerator is found (``GuestMachine``: its kernel's frames
+        are recorded under KVM only)."""
         captured = Captured()
         if not self.wanted(workload_id, repetition, warmup):
             yield captured
             return
         settings = self.settings[workload_id]
-        session = _Session(self, settings, workload_id, repetition, lab_target, serving)
+        session = _Session(self, settings, workload_id, repetition, lab_target, serving,
+                           services)
         try:
             session.start()
             started = time.monotonic()
@@ -307,7 +358,8 @@ class _Session:
 
     def __init__(self, profiler: Profiler, settings: ProfileSettings, workload_id: str,
                  repetition: int, lab_target: Target | None,
-                 serving: ServingDaemons | None = None) -> None:
+                 serving: ServingDaemons | None = None,
+                 services: Services | None = None) -> None:
         self.host = profiler.host
         self.settings = settings
         self.limit_s = profiler.time_limits.get(workload_id, 3600.0) + SLEEP_BEYOND_LIMIT_S
@@ -327,6 +379,11 @@ class _Session:
         """Each serving daemon's name → its processes seen at the trial's start or end."""
         self.qemu_threads: list[str] = []
         """Scope guest: the QEMU process's thread names at the trial's start."""
+        self.services = services
+        self.guest: GuestSymbols | None = None
+        """Scope guest under KVM: the copies of the guest's kallsyms and modules."""
+        self.accelerator: str | None = None
+        """Scope guest: the guest's accelerator as its lab publishes it (None: not said)."""
 
     def _find_serving(self) -> None:
         """Add the lab's daemons and what runs below them now (never the trial's failure)."""
@@ -379,22 +436,38 @@ class _Session:
         self.qemu_threads = qemu_thread_names(self.scope.pid) if self.scope.pid else []
         try:
             self.folder = folder = Path(tempfile.mkdtemp(prefix="vbprof-"))
+            if self.scope.name == "guest":
+                self.guest = self._guest_symbols(folder)
             sleep = ["--", "sleep", f"{self.limit_s:.0f}"]
-            self.record = _Controlled(self.host, [
-                perf, "record", "-e", "cpu-clock", "-F", str(self.settings.frequency_hz), "-g",
-                # sample times on the clock a probe's time.monotonic() reads (its window)
-                "-k", "CLOCK_MONOTONIC",
-                "--no-buildid", "--no-buildid-cache", *self.scope.record_args,
-                "-o", str(folder / "perf.data"), *sleep], folder, "record")
-            self.stat = _Controlled(self.host, [
-                perf, "stat", "-x,", "-e", ",".join(PERF_STAT_EVENTS), *self.scope.stat_args,
-                "-o", str(folder / "stat.txt"), *sleep], folder, "stat")
+            self.record = _Controlled(self.host, record_argv(
+                perf, self.settings.frequency_hz, self.scope.record_args, folder / "perf.data",
+                sleep, self.guest), folder)
+            self.stat = _Controlled(self.host, ([perf, "stat"], [
+                "-x,", "-e", ",".join(PERF_STAT_EVENTS), *self.scope.stat_args,
+                "-o", str(folder / "stat.txt"), *sleep]), folder)
             self._perf_pids = {c.process.pid for c in (self.record, self.stat)}
             self.record.command("enable")
             self.stat.command("enable")
         except (_PerfFailed, OSError) as exc:
             self.failure = f"not profiled: {exc}"
             self._stop_perf()
+
+    def _guest_symbols(self, folder: Path) -> GuestSymbols | None:
+        """The guest kernel's symbols when the guest runs under KVM (copied through its
+        target before perf starts), else None with a note saying why there are none."""
+        assert isinstance(self.lab_target, LibvirtGuestTarget)
+        self.accelerator = accelerator(self.services, self.lab_target.domain)
+        if self.accelerator != "kvm":
+            self.notes.append(no_guest_frames_note(self.accelerator))
+            return None
+        try:
+            copies = fetch_guest_symbols(self.lab_target, folder)
+        except Exception as exc:  # never the trial's failure: recorded without them
+            self.notes.append(f"guest kernel frames not recorded: {exc}; QEMU's process "
+                              "recorded without the guest's symbols")
+            return None
+        self.notes += copies.notes
+        return copies
 
     def _stop_perf(self) -> None:
         for controlled in (self.record, self.stat):
@@ -430,14 +503,15 @@ class _Session:
         stat_text = (self.folder / "stat.txt").read_text(errors="replace")
         counters, stat_notes = parse_perf_stat(stat_text)
         captured.measurements += counters
-        script = self.host.run([self.perf, "script", "-i", str(self.folder / "perf.data"),
-                                "-F", PERF_SCRIPT_FIELDS, "--show-task-events"],
-                               timeout=SCRIPT_TIMEOUT_S, check=False)
-        if script.returncode != 0:
-            tail = script.stderr.strip().splitlines()[-1:] or [f"exit {script.returncode}"]
-            raise _PerfFailed(f"perf script: {tail[0]}")
+        outputs = [self._script(argv) for argv
+                   in script_argvs(self.perf, self.folder / "perf.data", self.guest)]
         window = self._window(captured.window)
-        folded = fold_perf_script(script.stdout.splitlines(), window)
+        leaves = guest_leaves(outputs[1].splitlines()) if len(outputs) > 1 else None
+        folded = fold_perf_script(outputs[0].splitlines(), window, leaves)
+        if self.guest is not None:
+            self.notes.append(f"guest kernel frames: perf kvm with the guest's /proc/kallsyms "
+                              f"({self.guest.symbols} symbols) and /proc/modules; "
+                              f"{folded.guest_samples} samples in guest mode")
         if self.serving and self.scope.name != "guest":
             self.notes.append("the lab's daemons count as the workload's: " + ", ".join(
                 f"{name} ({len(pids)} process{'es' if len(pids) != 1 else ''})"
@@ -466,6 +540,8 @@ class _Session:
             summary["workload_comms"] = sorted({stack.split(";", 1)[0]
                                                 for stack in folded.stacks})
             summary["qemu_threads"] = _thread_samples(folded.stacks, self.qemu_threads)
+            summary["accelerator"] = self.accelerator or "unknown"
+            summary["guest_mode_samples"] = folded.guest_samples
         else:
             serving = set().union(*self.serving.values())
             workload = folded.workload(os.getpid(), exclude=self._perf_pids, serving=serving)
@@ -488,6 +564,13 @@ class _Session:
             f"profiled: scope {self.scope.name}, {self.settings.frequency_hz} Hz, "
             f"{folded.samples} samples, {folded.unresolved_frames_pct:.0f} % of frames "
             "unresolved", *self.notes])
+
+    def _script(self, argv: list[str]) -> str:
+        script = self.host.run(argv, timeout=SCRIPT_TIMEOUT_S, check=False)
+        if script.returncode != 0:
+            tail = script.stderr.strip().splitlines()[-1:] or [f"exit {script.returncode}"]
+            raise _PerfFailed(f"perf script: {tail[0]}")
+        return script.stdout
 
     def _window(self, window: tuple[float, float] | None) -> tuple[float, float] | None:
         """The measured section to keep, when its clock is this machine's: the trial ran here

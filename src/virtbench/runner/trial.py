@@ -151,7 +151,8 @@ class Trials:
         workload = self.plan.workloads[key.workload_id]
         try:
             with self.profiler.trial(key.workload_id, key.repetition, key.warmup, ctx.target,
-                                     self.lab.serving_daemons) as profile:  # docs/explain.md
+                                     self.lab.serving_daemons,
+                                     ctx.services) as profile:  # docs/explain.md
                 result = run_with_time_limit(workload.run, ctx,
                                              self.plan.time_limits[key.workload_id])
                 profile.window = result.window

@@ -118,10 +118,14 @@ def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: py
         # --profile of a trial in the guest, recorded from the host: its QEMU process's
         # threads, named as QEMU names them (vCPUs, the IOThread), with their samples
         profiler = Profiler(LocalTarget(), {"w": ProfileSettings()}, {"w": 120.0})
-        with profiler.trial("w", 0, False, second.target) as captured:
+        with profiler.trial("w", 0, False, second.target, services=second.services) as captured:
             _fio(second.target, second.services.get(FilesystemService).path)
         info = json.loads({a.name: a for a in captured.artifacts}["profile.json"].content)
         assert info["scope"] == "guest", captured.notes
+        # TCG: the lab says so (GuestMachine), and the note says why no guest kernel frame
+        assert info["accelerator"] == "qemu" and info["guest_mode_samples"] == 0
+        assert "guest kernel frames need KVM: the guest runs under qemu (TCG)" in \
+            captured.notes["profile"]
         threads = info["qemu_threads"]
         assert {"CPU_0/TCG", "CPU_1/TCG", "IO_iothread1"} <= set(threads), threads
         assert threads["CPU_0/TCG"] + threads["CPU_1/TCG"] > 0, threads

@@ -96,6 +96,7 @@ def test_failed_verification_rolls_back(guest: Any, tmp_path: Path) -> None:
 def test_lab_variants_then_down_restores(guest: Any, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from virtbench.labs.kvm import KvmGuestLab
+    from virtbench.services import GuestMachine
     from virtbench.targets.local import LocalTarget
 
     conn, name, log = guest
@@ -110,6 +111,8 @@ def test_lab_variants_then_down_restores(guest: Any, tmp_path: Path,
     try:
         state = lab.enter("default", {})
         assert state.notes["verified_by"] == "already running this configuration"
+        # the accelerator, for --profile (TCG here: no guest kernel frames)
+        assert state.services.get(GuestMachine) == GuestMachine(name, "qemu")
         state = lab.enter("nehalem-aes", {"cpu_model": "Nehalem", "cpu_require": ["aes"]})
         assert "model=Nehalem" in state.notes["guest_cpu"]
         flags = ConsoleLogProbe(log).wait_flags(120)

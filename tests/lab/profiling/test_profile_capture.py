@@ -10,6 +10,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,12 @@ from typer.testing import CliRunner
 
 from virtbench.cli.root import app
 from virtbench.runner import Runner, RunRecord, build_plan
+from virtbench.services import GuestMachine, Services
 from virtbench.spec import parse_experiment
 from virtbench.store import Store
+from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 from virtbench.targets.local import LocalTarget
+from virtbench.targets.target_contract import ProcResult
 
 # A bound for a hang, not a speed: a few short trials on a loaded 2-core machine.
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
@@ -188,11 +192,18 @@ def test_perf_is_on_this_machine() -> None:
     assert shutil.which("perf") is not None
 
 
+class _HostAsGuest(LibvirtGuestTarget):
+    """A guest target whose commands run on this host: its kernel's /proc/kallsyms stands in
+    for a guest's (this machine's /dev/kvm runs no guest)."""
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> ProcResult:
+        return LocalTarget().run(argv, **kwargs)
+
+
 def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -> None:
     """The guest scope's recording (perf record -p, perf stat -p) on a real process that
     carries a QEMU's `-name guest=DOMAIN` argument (this machine's /dev/kvm runs no guest)."""
     from virtbench.profiling import Profiler, ProfileSettings
-    from virtbench.targets.libvirt_guest import LibvirtGuestTarget
 
     domain = f"vbprof-{os.getpid()}"
     host = LocalTarget()
@@ -209,8 +220,21 @@ def test_a_guest_is_recorded_from_the_host_through_its_process(tmp_path: Path) -
         profiler = Profiler(host, {"w": ProfileSettings()}, {"w": 60.0})
         with profiler.trial("w", 0, False, LibvirtGuestTarget(None, domain)) as captured:
             host.run(["sleep", "1"])
+        # The KVM path's commands with the real perf: `perf kvm --host --guest
+        # --guestkallsyms --guestmodules record` and both perf script passes. The "guest"
+        # whose symbols are copied is this host (its commands run here); no sample is in
+        # guest mode, since no guest runs.
+        kvm = Services("guest", (GuestMachine(domain, "kvm"),))
+        with profiler.trial("w", 0, False, _HostAsGuest(None, domain), services=kvm) as under_kvm:
+            host.run(["sleep", "1"])
     finally:
         busy.kill_group()
+    assert under_kvm.notes["profile"].startswith("profiled: scope guest"), under_kvm.notes
+    assert "guest kernel frames: perf kvm with the guest's /proc/kallsyms (" in \
+        under_kvm.notes["profile"]
+    kvm_info = json.loads({a.name: a for a in under_kvm.artifacts}["profile.json"].content)
+    assert kvm_info["accelerator"] == "kvm" and kvm_info["samples"] > 0
+    assert kvm_info["guest_mode_samples"] == 0
     assert captured.notes["profile"].startswith("profiled: scope guest, 99 Hz"), captured.notes
     artifacts = {a.name: a for a in captured.artifacts}
     info = json.loads(artifacts["profile.json"].content)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from virtbench.profiling.folded import Folded, fold_perf_script
+from virtbench.profiling.folded import Folded, fold_perf_script, guest_leaves
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "perf"
 
@@ -163,3 +163,65 @@ python3 10/10 cpu-clock:
     folded = fold_perf_script(text.splitlines(), (100.0, 101.0))
     assert dict(folded.stacks) == {"python3;inside": 1, "python3;untimed": 1}
     assert folded.outside_window == 1
+
+
+# Hand-written (this machine's /dev/kvm runs no guest, so no real KVM recording exists here):
+# what perf kvm's recording of a guest's QEMU process prints, in the forms perf 6.1 prints
+# them. The first pass (-g): a guest-mode sample has no call chain (the kernel's unwinders
+# stop at once in guest mode), so it is a header alone; a host-mode sample of the same thread
+# has its chain. The second pass (-G, GUEST_LEAF_FIELDS): each sample's own frame.
+KVM_FIRST_PASS = """\
+CPU 0/KVM  4242/4250  1052.540852: cpu-clock:
+
+CPU 0/KVM  4242/4250  1052.550852: cpu-clock:
+\tffffffff8110a1b2 vcpu_enter_guest ([kernel.kallsyms])
+\tffffffff810f0000 kvm_arch_vcpu_ioctl_run ([kernel.kallsyms])
+\t    55e000001000 kvm_vcpu_thread_fn (/usr/bin/qemu-system-x86_64)
+
+CPU 0/KVM  4242/4250  1052.560852: cpu-clock:
+
+CPU 0/KVM  4242/4250  1052.570852: cpu-clock:
+
+worker  4242/4260  1052.570852: cpu-clock:
+\tffffffff81300000 filemap_read ([kernel.kallsyms])
+\t    55e000002000 qemu_preadv (/usr/bin/qemu-system-x86_64)
+"""
+KVM_SECOND_PASS = """\
+ CPU 0/KVM  4242/4250  1052.540852:  ffffffff81a0c3d0 blk_mq_submit_bio ([guest.kernel.kallsyms])
+ CPU 0/KVM  4242/4250  1052.550852:  ffffffff8110a1b2 vcpu_enter_guest ([kernel.kallsyms])
+ CPU 0/KVM  4242/4250  1052.560852:  ffffffff81a0c3d0 blk_mq_submit_bio ([guest.kernel.kallsyms])
+ CPU 0/KVM  4242/4250  1052.570852:  ffffffffc0123456 [unknown] ([guest.kernel.kallsyms])
+    worker  4242/4260  1052.570852:  ffffffff81300000 filemap_read ([kernel.kallsyms])
+"""
+
+
+def test_guest_mode_samples_get_their_own_guest_frame_from_the_second_pass() -> None:
+    leaves = guest_leaves(KVM_SECOND_PASS.splitlines())
+    assert set(leaves) == {(4250, "1052.540852"), (4250, "1052.560852"),
+                           (4250, "1052.570852")}  # the guest's samples only
+    folded = fold_perf_script(KVM_FIRST_PASS.splitlines(), leaves=leaves)
+    assert dict(_lines(folded.text())) == {
+        "CPU_0/KVM;blk_mq_submit_bio_[g]": 2,
+        "CPU_0/KVM;[guest.kernel.kallsyms]_[g]": 1,  # an address the copy does not name
+        "CPU_0/KVM;kvm_vcpu_thread_fn;kvm_arch_vcpu_ioctl_run_[k];vcpu_enter_guest_[k]": 1,
+        "worker;qemu_preadv;filemap_read_[k]": 1,  # same time, another thread: its own chain
+    }
+    assert (folded.samples, folded.guest_samples) == (5, 3)
+    assert folded.unresolved_by_dso == {"[guest.kernel.kallsyms]": 1}
+    # without the second pass the guest's samples keep no frame, and none is a guest sample
+    bare = fold_perf_script(KVM_FIRST_PASS.splitlines())
+    assert dict(_lines(bare.text()))["CPU_0/KVM"] == 3 and bare.guest_samples == 0
+
+
+def test_jit_code_is_named_without_its_process_id() -> None:
+    """QEMU's TCG translation blocks, as perf names them (the form of a real TCG guest run:
+    docs/explain.md, "Two disk cache modes of a guest"): one name whatever QEMU's process."""
+    text = "".join(f"""\
+CPU 0/TCG  {pid}/{pid + 5}  [000] cpu-clock:
+\t    7f5e3c0123ab [unknown] (/tmp/perf-{pid}.map)
+\t    55e000001000 cpu_exec (/usr/bin/qemu-system-x86_64)
+
+""" for pid in (11960, 24346))
+    folded = fold_perf_script(text.splitlines())
+    assert dict(_lines(folded.text())) == {"CPU_0/TCG;cpu_exec;[jit]": 2}
+    assert folded.unresolved_by_dso == {"/tmp/perf-11960.map": 1, "/tmp/perf-24346.map": 1}

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.kvm.guest_host import qemu_process, qemu_thread_names
+from virtbench.profiling.guest_symbols import GuestSymbols
 from virtbench.profiling.perf_record import (
     Profiler,
     ProfileSettings,
@@ -15,7 +16,10 @@ from virtbench.profiling.perf_record import (
     _thread_samples,
     live_descendants,
     perf_error,
+    record_argv,
+    script_argvs,
 )
+from virtbench.services import GuestMachine, Services
 from virtbench.targets.cgroup import CgroupTarget
 from virtbench.targets.fake import FakeTarget
 from virtbench.targets.libvirt_guest import LibvirtGuestTarget
@@ -194,3 +198,43 @@ def test_a_labs_bad_daemon_list_is_a_note_not_a_failure() -> None:
         assert session.serving == {} and said in session.notes[0], session.notes
         session._find_serving()  # asked once: the rest of the trial goes without
         assert len(session.notes) == 1
+
+
+def test_the_kvm_recording_keeps_guest_samples_and_names_them_from_the_copies(
+        tmp_path: Path) -> None:
+    copies = GuestSymbols(tmp_path / "guest.kallsyms", tmp_path / "guest.modules", 4)
+    data, sleep = tmp_path / "perf.data", ["--", "sleep", "180"]
+    head, tail = record_argv("/usr/bin/perf", 99, ["-p", "42"], data, sleep, copies)
+    # perf kvm's own options before its subcommand (the output file among them); the control
+    # options go between head and tail
+    assert head == ["/usr/bin/perf", "kvm", "--host", "--guest",
+                    f"--guestkallsyms={tmp_path}/guest.kallsyms",
+                    f"--guestmodules={tmp_path}/guest.modules", "-o", str(data), "record"]
+    assert tail == ["-e", "cpu-clock", "-F", "99", "-g", "-k", "CLOCK_MONOTONIC",
+                    "--no-buildid", "--no-buildid-cache", "-p", "42", *sleep]
+    plain_head, plain_tail = record_argv("/usr/bin/perf", 99, ["-p", "42"], data, sleep, None)
+    assert plain_head == ["/usr/bin/perf", "record"]
+    assert plain_tail == [*tail[:-3], "-o", str(data), *sleep]
+    first, second = script_argvs("/usr/bin/perf", data, copies)
+    assert first == ["/usr/bin/perf", "script", "-i", str(data), *copies.perf_options(),
+                     "-F", "comm,pid,tid,time,event,ip,sym,dso", "--show-task-events"]
+    assert second == ["/usr/bin/perf", "script", "-i", str(data), *copies.perf_options(),
+                      "-G", "-F", "comm,pid,tid,time,ip,sym,dso"]
+    assert script_argvs("/usr/bin/perf", data, None) == [[
+        "/usr/bin/perf", "script", "-i", str(data), "-F", "comm,pid,tid,time,event,ip,sym,dso",
+        "--show-task-events"]]
+
+
+def test_a_tcg_guest_is_recorded_without_its_symbols_and_the_note_says_why(
+        tmp_path: Path) -> None:
+    guest = LibvirtGuestTarget(None, "vbtest-domain")
+    profiler = Profiler(LocalTarget(), {"w": ProfileSettings()}, {"w": 60.0})
+    for virt_type, said in (("qemu", "the guest runs under qemu (TCG)"),
+                            (None, "the lab does not say which accelerator")):
+        items = () if virt_type is None else (GuestMachine("vbtest-domain", virt_type),)
+        session = _Session(profiler, ProfileSettings(), "w", 0, guest, None,
+                           Services("guest", items))
+        assert session._guest_symbols(tmp_path) is None  # nothing asked of the guest
+        assert session.notes[0].startswith("guest kernel frames need KVM: ") and \
+            said in session.notes[0], session.notes
+        assert session.accelerator == virt_type
