@@ -67,9 +67,10 @@ from virtbench.targets.target_contract import Target
 
 __all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab"]
 
-GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps")
+GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps", "stress-ng")
 """What net.qos-transfer and the lab run inside the guests (servers, client, capture,
-counters, ethtool -l/-k/-g)."""
+counters, ethtool -l/-k/-g), and the vnf-guests lab's router and neighbours (sysctl,
+stress-ng): one image for both labs, built once."""
 GUEST_SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 EMULATED = ("emulated (TCG): the guests' packet processing is emulated, so throughput and "
             "delay measure the emulation as much as the switch; compare guests with the "
