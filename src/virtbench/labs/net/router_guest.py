@@ -175,6 +175,22 @@ class VnfGuestsLab(NetnsLab):
         self.router_notes: dict[str, str] = {}
 
     # -- before anything starts ------------------------------------------------------------
+    @classmethod
+    def plan_notes(cls, params: BaseModel, variants: Mapping[str, Mapping[str, Any]]
+                   ) -> list[str]:
+        """`run --check`: the guests are emulated, and how many vCPUs compete for the host's."""
+        counts = [v.get("neighbours", 0) for v in variants.values()]
+        most = max((c for c in counts if isinstance(c, int) and not isinstance(c, bool)),
+                   default=0)
+        notes = [f"the guests run on a private libvirtd, {EMULATED}"]
+        cores = os.cpu_count() or 1
+        if most + 1 > cores:
+            notes.append(f"up to {most} neighbour guest(s) beside the router: {most + 1} busy "
+                         f"vCPUs on {cores} host CPUs; under TCG each takes a core, so above "
+                         f"{cores - 1} neighbour(s) the host's time-slicing, not the "
+                         "neighbours' load, sets the router's share")
+        return notes
+
     def check_variant(self, variant: str, knobs: Mapping[str, Any]) -> list[str]:
         p = self.params
         booted = len(self.neighbours) + (self.router is not None)

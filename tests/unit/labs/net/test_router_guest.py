@@ -7,6 +7,7 @@ tests/lab/guest/test_router_guest.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,15 @@ def test_the_search_reaches_the_router_guest_by_its_published_mac(lab: VnfGuests
                            next_hop_mac=left.mac)
     path = lab_path(PacketRateParams(), Services("vnf-guests", (published,)))
     assert (path.next_hop_mac, path.receiver_ip) == (left.mac, "10.78.2.2")
+
+
+def test_run_check_says_emulated_and_counts_vcpus() -> None:
+    cores = os.cpu_count() or 1
+    notes = VnfGuestsLab.plan_notes(VnfGuestsParams(), {"n0": {"neighbours": 0},
+                                                        "nmax": {"neighbours": cores}})
+    assert notes[0].startswith("the guests run on a private libvirtd, emulated (TCG)")
+    assert any(f"{cores + 1} busy vCPUs on {cores} host CPUs" in n for n in notes)
+    assert len(VnfGuestsLab.plan_notes(VnfGuestsParams(), {"n0": {"neighbours": 0}})) == 1
 
 
 def test_names_carry_the_lab_prefix(lab: VnfGuestsLab) -> None:
