@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -38,7 +37,7 @@ from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd
 from virtbench.labs.daemons import start_recorded
 from virtbench.labs.guest import RNG, user_network
 from virtbench.labs.lab_contract import LabState, Manifest
-from virtbench.labs.net.guest_switch import GUEST_NET_PACKAGES
+from virtbench.labs.net.guest_switch import GUEST_NET_PACKAGES, remove_guests
 from virtbench.labs.net.netns_lab import NetnsLab
 from virtbench.labs.net.netops import mac_address
 from virtbench.model import VirtbenchError
@@ -244,7 +243,7 @@ class VnfGuestsLab(NetnsLab):
                     vm.target.close()
             if self.manifest is not None:
                 for item in self.manifest.items("guest"):
-                    _remove_guests(item)
+                    remove_guests(item)
                     self.manifest.remove("guest", item)
         finally:
             self.router, self.neighbours, self.conn, self.daemon = None, [], None, None
@@ -257,7 +256,7 @@ class VnfGuestsLab(NetnsLab):
     def clean(cls, manifest: Manifest) -> list[str]:
         removed = []
         for item in manifest.items("guest"):
-            _remove_guests(item)
+            remove_guests(item)
             manifest.remove("guest", item)
             removed.append(f"guests {', '.join(item['domains'])} (and their neighbours) and "
                            f"{item['session']}")
@@ -430,13 +429,6 @@ class VnfGuestsLab(NetnsLab):
 
     def leave(self, variant: str) -> None:
         """Neighbours stay for the next variant (paused or resumed to its count)."""
-
-
-def _remove_guests(item: Mapping[str, Any]) -> None:
-    """The private daemon with every domain on it (all are the lab's), then the session."""
-    session = Path(item["session"])
-    PrivateLibvirtd(session / "d").stop()
-    shutil.rmtree(session, ignore_errors=True)
 
 
 LABS = (VnfGuestsLab,)
