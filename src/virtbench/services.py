@@ -181,15 +181,20 @@ class PacketPath(Service):
     generator_target: Target | None = None
     """Where the generator runs, when not the variant's target (the router lab: outside the
     router's CPU cgroup)."""
+    next_hop_mac: str = ""
+    """The first hop's MAC when no namespace of the host holds it (a router guest's ingress
+    NIC); empty: read from ``next_hop_iface`` in ``next_hop_ns``."""
 
 
 @dataclass(frozen=True)
 class RouterPath(Service):
     """The vnf-router lab: sender → router namespace → receiver, an iperf3 server on the
-    receiver, ``neighbours`` CPU-hungry neighbours beside the router."""
+    receiver, ``neighbours`` CPU-hungry neighbours beside the router (vnf-guests: the router
+    and the neighbours are guests, the sender and receiver namespaces)."""
 
     sender_ns: str
     router_ns: str
+    """The router's namespace; empty when the router is a guest (lab vnf-guests)."""
     receiver_ns: str
     receiver_ip: str
     iperf3_port: int

@@ -65,11 +65,12 @@ from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
 from virtbench.targets.target_contract import Target
 
-__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab"]
+__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab", "remove_guests"]
 
-GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps")
+GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps", "stress-ng")
 """What net.qos-transfer and the lab run inside the guests (servers, client, capture,
-counters, ethtool -l/-k/-g)."""
+counters, ethtool -l/-k/-g), and the vnf-guests lab's router and neighbours (sysctl,
+stress-ng): one image for both labs, built once."""
 GUEST_SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 EMULATED = ("emulated (TCG): the guests' packet processing is emulated, so throughput and "
             "delay measure the emulation as much as the switch; compare guests with the "
@@ -221,7 +222,7 @@ class VSwitchGuestsLab(VSwitchLab):
                 guest.target = None
         if self.manifest is not None:
             for item in self.manifest.items("guest"):
-                _remove_guests(item)
+                remove_guests(item)
                 self.manifest.remove("guest", item)
         self.conn, self.daemon, self.booted = None, None, None
 
@@ -229,7 +230,7 @@ class VSwitchGuestsLab(VSwitchLab):
     def clean(cls, manifest: Manifest) -> list[str]:
         removed = []
         for item in manifest.items("guest"):
-            _remove_guests(item)
+            remove_guests(item)
             manifest.remove("guest", item)
             removed.append(f"guests {', '.join(item['domains'])} and {item['session']}")
         return removed + super().clean(manifest)
@@ -463,8 +464,9 @@ class VSwitchGuestsLab(VSwitchLab):
                                      f"{guest.cidr} on {guest.role} (has: {out.strip() or 'none'})")
 
 
-def _remove_guests(item: Mapping[str, Any]) -> None:
-    """The private daemon with every domain on it (all are the lab's), then the session."""
+def remove_guests(item: Mapping[str, Any]) -> None:
+    """The private daemon with every domain on it (all are the lab's), then the session
+    (the manifest item "guest" of the vswitch-guests and vnf-guests labs)."""
     session = Path(item["session"])
     PrivateLibvirtd(session / "d").stop()
     shutil.rmtree(session, ignore_errors=True)

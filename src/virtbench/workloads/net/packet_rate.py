@@ -114,7 +114,8 @@ class PacketRateParams(Params):
     receiver_ip: str = Field("", description="destination IPv4 (default: the lab's receiver, "
                                              "else 198.19.0.2)")
     next_hop_mac: str = Field("", description="destination MAC of the frames (default: the "
-                                              "router's ingress, else the receiver's)")
+                                              "router's ingress (a router guest's left NIC), "
+                                              "else the receiver's)")
 
 
 def lab_path(params: PacketRateParams, services: Services) -> PacketPath:
@@ -124,7 +125,8 @@ def lab_path(params: PacketRateParams, services: Services) -> PacketPath:
                       params.receiver_ns or lab.receiver_ns,
                       params.receiver_iface or lab.receiver_iface,
                       params.receiver_ip or lab.receiver_ip, lab.next_hop_ns or params.receiver_ns,
-                      lab.next_hop_iface or params.receiver_iface, lab.generator_target)
+                      lab.next_hop_iface or params.receiver_iface, lab.generator_target,
+                      lab.next_hop_mac)
     missing = [name for name in ("sender_ns", "sender_iface", "receiver_ns", "receiver_iface")
                if not getattr(path, name)]
     if missing:
@@ -288,7 +290,7 @@ class PacketRate(Workload):
         generator = path.generator_target or target
         mix = frame_mix(p.frame_size)
         sender = _link(target, path.sender_ns, path.sender_iface)
-        next_hop = p.next_hop_mac or str(
+        next_hop = p.next_hop_mac or path.next_hop_mac or str(
             _link(target, path.next_hop_ns, path.next_hop_iface)["address"])
         config = ctx.workdir / f"trafgen-{mix.name}-{ctx.variant}.cfg".replace("/", "_")
         config.write_text(trafgen_config(mix, str(sender["address"]), next_hop,
