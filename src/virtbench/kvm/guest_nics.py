@@ -180,8 +180,9 @@ def _queue_problems(knobs: NicKnobs, vcpus: int) -> list[str]:
     return problems
 
 
-def interface_xml(knobs: NicKnobs, tap: str, mac: str) -> str:
-    """The ``<interface>`` of the data NIC: a tap named ``tap`` that libvirt creates."""
+def interface_xml(knobs: NicKnobs, tap: str, mac: str, slot: int = NIC_PCI_SLOT) -> str:
+    """The ``<interface>`` of the data NIC: a tap named ``tap`` that libvirt creates, at PCI
+    ``slot`` (a guest with several data NICs gives each its own)."""
     el = ET.Element("interface", {"type": "ethernet"})
     ET.SubElement(el, "mac", {"address": mac})
     ET.SubElement(el, "target", {"dev": tap, "managed": "yes"})
@@ -193,7 +194,7 @@ def interface_xml(knobs: NicKnobs, tap: str, mac: str) -> str:
             driver["queues"] = str(knobs.nic_queues)
         ET.SubElement(el, "driver", driver)
     ET.SubElement(el, "address", {"type": "pci", "domain": "0x0000", "bus": "0x00",
-                                  "slot": f"{NIC_PCI_SLOT:#04x}", "function": "0x0"})
+                                  "slot": f"{slot:#04x}", "function": "0x0"})
     return ET.tostring(el, encoding="unicode")
 
 
