@@ -6,6 +6,7 @@ test_probe_workloads.py)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from virtbench.assess.assessment import _attach
@@ -96,3 +97,37 @@ def test_a_nic_what_if_measured_in_a_guest_says_so_and_keeps_what_stays_cited() 
     _attach([other], [Effect("net.offloads", "throughput_mbps", 9.0, 8.0, 10.0, 8,
                              "nic-offloads", "veth", "")])
     assert other.gain is not None and other.gain.basis == "cited"
+
+
+def test_a_guest_what_if_that_cannot_run_says_why_and_what_is_used_instead() -> None:
+    from virtbench.assess.assessment import Assessment, _guest_run
+    from virtbench.model import VirtbenchError
+
+    def never() -> tuple[str, list[Effect]]:
+        raise AssertionError("no run may start")
+
+    def failing() -> tuple[str, list[Effect]]:
+        raise VirtbenchError("lab assess-nic-guest: the guest's sshd did not answer")
+
+    effect = Effect(NIC_WORKLOADS["nic-model"], "throughput_mbps", 2.0, 1.5, 2.5, 3,
+                    "nic-model", "iperf3", "")
+    started = time.monotonic()
+    assessment = Assessment("domain d", budget_s=300)
+    assert _guest_run(assessment, "NIC", "the veth probe instead", ["needs root"], 10.0,
+                      started, never) == (None, [])
+    assert _guest_run(assessment, "NIC", "the veth probe instead", [], 1e6, started,
+                      never) == (None, [])
+    assert _guest_run(assessment, "NIC", "the veth probe instead", [], 10.0, started,
+                      failing) == (None, [])
+    assert _guest_run(assessment, "NIC", "cited", [], 10.0, started,
+                      lambda: ("run1", [])) == ("run1", [])
+    assert _guest_run(assessment, "NIC", "cited", [], 10.0, started,
+                      lambda: ("run2", [effect])) == ("run2", [effect])
+    first, second, third, fourth, fifth = assessment.notes
+    assert first == "NIC what-if not measured in a guest (needs root): the veth probe instead"
+    assert second.startswith("NIC what-if not measured in a guest: a scratch guest needs "
+                             "about 1000000 s") and "give a longer --budget" in second
+    assert "sshd did not answer" in third and third.endswith("the veth probe instead")
+    assert "measured nothing (run run1" in fourth
+    assert fifth.startswith("NIC what-if measured in a scratch guest: run run2")
+    assert assessment.effects == [effect]
