@@ -179,7 +179,9 @@ def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, starte
     spent = time.monotonic() - started
     plan = _fitting(assessment, whatif, spent, in_guest)
     try:
-        _measure_plan(assessment, store, plan, spent, progress, bool(in_guest))
+        # in_guest: what the probes leave out; effects so far: every what-if a guest measured
+        _measure_plan(assessment, store, plan, spent, progress,
+                      bool(in_guest or assessment.effects))
     finally:
         if assessment.run_id is None:
             assessment.run_id = assessment.guest_run_id or assessment.guest_nic_run_id

@@ -38,9 +38,12 @@ REPETITIONS = 3
 IPERF3_RUNTIME_S = 2.0
 FIXED_S = 40.0
 """What a NIC what-if costs here beside its trials, for planning: the private libvirtd, one
-boot of the generic kernel under TCG, the NICs attached and verified, the iperf3 server."""
+boot of the generic kernel under TCG, the NICs attached and verified, the iperf3 server. A
+planning figure for a quiet 2-CPU machine, not measured (docs/assess.md: at a load average of
+about 20 the boot alone took 164 s)."""
 TRIAL_S = IPERF3_RUNTIME_S + 2.5
-"""One trial: the traffic, iperf3's start in the emulated guest and the SSH round trips."""
+"""One trial: the traffic, iperf3's start in the emulated guest and the SSH round trips (3 to
+5 s measured at that load)."""
 IMAGE_BUILD_S = 90.0
 """Building the guest image the first time (mmdebstrap and Debian's generic kernel)."""
 DEFAULT_IMAGE_CACHE = ".cache/virtbench-guest/nic-image"
