@@ -51,11 +51,11 @@ def _builtin_workloads() -> tuple[tuple[object, str], ...]:
 
 @cache
 def _builtin_labs() -> tuple[tuple[object, str], ...]:
-    from virtbench.labs import assess_scratch, guest, host, kvm, storage_lab, web
+    from virtbench.labs import assess_nic_guest, assess_scratch, guest, host, kvm, storage_lab, web
     from virtbench.labs.net import crosshost, guest_switch, router_guest, router_lab, vswitch
 
-    return _exported("LABS", (storage_lab, assess_scratch, host, kvm, guest, crosshost,
-                              router_lab, vswitch, guest_switch, router_guest, web))
+    return _exported("LABS", (storage_lab, assess_scratch, assess_nic_guest, host, kvm, guest,
+                              crosshost, router_lab, vswitch, guest_switch, router_guest, web))
 
 
 @cache

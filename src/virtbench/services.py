@@ -21,6 +21,8 @@ __all__ = [
     "ClientServerPath",
     "FilesystemService",
     "GuestMachine",
+    "GuestNic",
+    "GuestNics",
     "PacketPath",
     "ResourceLimits",
     "RouterPath",
@@ -257,3 +259,39 @@ class VethPair(Service):
     """The server end's IPv4 address."""
     port: int
     """The iperf3 server's port."""
+
+
+@dataclass(frozen=True)
+class GuestNic:
+    """One data NIC of a scratch guest: its model and queue pairs, its name and address in the
+    guest, and the peer address across its own tap (in the lab's peer namespace)."""
+
+    model: str
+    """virtio or e1000e."""
+    queues: int
+    guest_iface: str
+    guest_ip: str
+    peer_ip: str
+    verified: str
+    """What the live XML, QEMU's command line and the guest itself said about it (JSON)."""
+
+
+@dataclass(frozen=True)
+class GuestNics(Service):
+    """The assess-nic-guest lab's scratch guest with several data NICs, each a tap into one
+    peer namespace where an iperf3 server listens on every NIC's peer address. Workloads run
+    in the guest (the variant's target) and pick their NIC by (model, queues)."""
+
+    nics: tuple[GuestNic, ...]
+    peer_ns: str
+    port: int
+    """The iperf3 server's port."""
+    vcpus: int
+
+    def nic(self, model: str, queues: int) -> GuestNic:
+        for nic in self.nics:
+            if nic.model == model and nic.queues == queues:
+                return nic
+        have = ", ".join(f"{n.model} ×{n.queues}" for n in self.nics) or "none"
+        raise VirtbenchError(f"the scratch guest has no {model} NIC with {queues} queue "
+                             f"pair(s) (it has {have}): lab param nics")

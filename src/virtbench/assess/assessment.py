@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,13 @@ from virtbench.assess.guest_disk import (
     guest_disk_for,
     guest_problems,
     run_guest_disk,
+)
+from virtbench.assess.guest_nic import (
+    NIC_WORKLOADS,
+    guest_nic_for,
+    nic_guest_problems,
+    nic_measure,
+    run_guest_nic,
 )
 from virtbench.assess.measure import Effect, Plan, WhatIf, plan_whatif, run_plan
 from virtbench.assess.probes import probe_for, probe_problems, probes_for
@@ -45,13 +52,15 @@ class Assessment:
     run_id: str | None = None
     guest_run_id: str | None = None
     """The run of the disk what-if in a scratch guest (docs/assess.md), if one was made."""
+    guest_nic_run_id: str | None = None
+    """The run of the NIC what-ifs in a scratch guest, if one was made."""
     effects: list[Effect] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"subject": self.subject, "budget_s": self.budget_s, "run_id": self.run_id,
-                "guest_run_id": self.guest_run_id,
+                "guest_run_id": self.guest_run_id, "guest_nic_run_id": self.guest_nic_run_id,
                 "elapsed_s": round(self.elapsed_s, 2), "notes": self.notes,
                 "effects": [e.as_dict() for e in self.effects],
                 "findings": [f.as_dict() for f in self.findings]}
@@ -94,6 +103,36 @@ def _fitting(assessment: Assessment, whatif: WhatIf | None, spent_s: float,
     return plan
 
 
+def _guest_run(assessment: Assessment, label: str, fallback: str, problems: list[str],
+               cost_s: float, started: float,
+               run: Callable[[], tuple[str, list[Effect]]]) -> tuple[str | None, list[Effect]]:
+    """One what-if in a scratch guest, where one can be started and fits in the budget: its
+    run id and effects (none: a note says why, and ``fallback`` what is used instead)."""
+    room = measurement_budget(assessment.budget_s, time.monotonic() - started)
+    if problems:
+        assessment.notes.append(f"{label} what-if not measured in a guest "
+                                f"({'; '.join(problems)}): {fallback}")
+        return None, []
+    if cost_s > 0.6 * room:
+        assessment.notes.append(f"{label} what-if not measured in a guest: a scratch guest "
+                                f"needs about {cost_s:.0f} s of {room:.0f} s left (give a "
+                                f"longer --budget): {fallback}")
+        return None, []
+    try:
+        run_id, effects = run()
+    except VirtbenchError as exc:
+        assessment.notes.append(f"{label} what-if in a guest failed ({exc}): {fallback}")
+        return None, []
+    if not effects:  # the run stopped early (its failures are stored with it)
+        assessment.notes.append(f"{label} what-if in a guest measured nothing (run {run_id}: "
+                                f"virtbench report {run_id}): {fallback}")
+        return run_id, []
+    assessment.effects += effects
+    assessment.notes.append(f"{label} what-if measured in a scratch guest: run {run_id} "
+                            f"(virtbench report {run_id})")
+    return run_id, effects
+
+
 def _in_guest(assessment: Assessment, store: Store, started: float,
               progress: ProgressHook | None, image_cache: str | None) -> tuple[str, ...]:
     """The disk what-ifs measured in a scratch guest, where one can be started and fits in
@@ -104,45 +143,48 @@ def _in_guest(assessment: Assessment, store: Store, started: float,
     fallback = ("the cache mode is measured on a loop device instead"
                 if any(f.measure == "disk-cache" for f in assessment.findings)
                 else "its gain is cited")
-    problems = guest_problems(whatif)
-    room = measurement_budget(assessment.budget_s, time.monotonic() - started)
-    if problems:
-        assessment.notes.append(f"disk what-if not measured in a guest ({'; '.join(problems)})"
-                                f": {fallback}")
-        return ()
-    if whatif.cost_s() > 0.6 * room:
-        assessment.notes.append(f"disk what-if not measured in a guest: a scratch guest needs "
-                                f"about {whatif.cost_s():.0f} s of {room:.0f} s left (give a "
-                                f"longer --budget): {fallback}")
-        return ()
-    try:
-        run_id, effects = run_guest_disk(store, whatif, progress)
-    except VirtbenchError as exc:
-        assessment.notes.append(f"disk what-if in a guest failed ({exc}): {fallback}")
-        return ()
+    run_id, effects = _guest_run(assessment, "disk", fallback, guest_problems(whatif),
+                                 whatif.cost_s(), started,
+                                 lambda: run_guest_disk(store, whatif, progress))
     assessment.guest_run_id = run_id
-    if not effects:  # the run stopped early (its failures are stored with it)
-        assessment.notes.append(f"disk what-if in a guest measured nothing (run {run_id}: "
-                                f"virtbench report {run_id}): {fallback}")
-        return ()
-    assessment.effects += effects
-    assessment.notes.append(f"disk what-if measured in a scratch guest: run {run_id} "
-                            f"(virtbench report {run_id})")
     return tuple(e.measure for e in effects)
+
+
+def _nic_in_guest(assessment: Assessment, store: Store, started: float,
+                  progress: ProgressHook | None, image_cache: str | None) -> tuple[str, ...]:
+    """The NIC what-ifs measured in one scratch guest, where one can be started and fits in
+    the budget: the probes' measures it replaces (nic-offloads once the emulated NIC is
+    measured in the guest; the veth offload probe stays otherwise)."""
+    cache = str(Path(image_cache).with_name("nic-image")) if image_cache else None
+    whatif = guest_nic_for(assessment.findings, cache)
+    if whatif is None:
+        return ()
+    fallback = ("the emulated NIC's offloads are measured on a veth pair instead"
+                if whatif.found_model else "its gain is cited")
+    if whatif.found_model and whatif.queues > 1:
+        fallback += "; multiqueue stays cited"
+    run_id, effects = _guest_run(assessment, "NIC", fallback, nic_guest_problems(whatif),
+                                 whatif.cost_s(), started,
+                                 lambda: run_guest_nic(store, whatif, progress))
+    assessment.guest_nic_run_id = run_id
+    return ("nic-offloads",) if any(e.measure == "nic-model" for e in effects) else ()
 
 
 def _measure(assessment: Assessment, store: Store, whatif: WhatIf | None, started: float,
              progress: ProgressHook | None, image_cache: str | None = None,
-             guest_disks: bool = False) -> None:
-    in_guest = _in_guest(assessment, store, started, progress, image_cache) \
-        if guest_disks else ()
+             guest_whatifs: bool = False) -> None:
+    in_guest = (*_in_guest(assessment, store, started, progress, image_cache),
+                *_nic_in_guest(assessment, store, started, progress, image_cache)) \
+        if guest_whatifs else ()
     spent = time.monotonic() - started
     plan = _fitting(assessment, whatif, spent, in_guest)
     try:
-        _measure_plan(assessment, store, plan, spent, progress, bool(in_guest))
+        # in_guest: what the probes leave out; effects so far: every what-if a guest measured
+        _measure_plan(assessment, store, plan, spent, progress,
+                      bool(in_guest or assessment.effects))
     finally:
         if assessment.run_id is None:
-            assessment.run_id = assessment.guest_run_id
+            assessment.run_id = assessment.guest_run_id or assessment.guest_nic_run_id
         _attach(assessment.findings, assessment.effects)
 
 
@@ -185,8 +227,7 @@ def _attach(findings: list[Finding], effects: list[Effect]) -> None:
                                  for e in sorted(cpu, key=lambda e: -e.speedup)]
             continue
         probe = probe_for(finding)
-        effect = next((e for e in effects if e.workload == GUEST_WORKLOAD
-                       and e.measure == finding.measure), None)
+        effect = _guest_effect(finding, effects)
         where = "measured (this run, in a guest)"
         if effect is None:
             effect = next((e for e in effects if probe and e.workload == probe.id), None)
@@ -203,10 +244,22 @@ def _attach(findings: list[Finding], effects: list[Effect]) -> None:
                                         f"{effect.not_measured}"))
 
 
+def _guest_effect(finding: Finding, effects: list[Effect]) -> Effect | None:
+    """The effect measured in a scratch guest that quantifies ``finding``, if any."""
+    nic = nic_measure(finding)
+    for effect in effects:
+        if effect.workload == GUEST_WORKLOAD and effect.measure == finding.measure:
+            return effect
+        if nic is not None and effect.measure == nic and effect.workload == NIC_WORKLOADS[nic]:
+            return effect
+    return None
+
+
 def _finish(assessment: Assessment, store: Store, started: float) -> Assessment:
     assessment.findings.sort(key=Finding.rank_key)
     assessment.elapsed_s = time.monotonic() - started
-    for run_id in dict.fromkeys((assessment.run_id, assessment.guest_run_id)):
+    for run_id in dict.fromkeys((assessment.run_id, assessment.guest_run_id,
+                                 assessment.guest_nic_run_id)):
         if run_id is not None:
             store.save_state(STATE_PREFIX + run_id, assessment.as_dict())
     return assessment
@@ -293,7 +346,7 @@ def assess_domain(store: Store, name: str, uri: str | None, budget_s: float,
         else:
             assessment.notes.append("this host lacks some of the flags: the gain is cited")
     _measure(assessment, store, whatif, started, progress, guest_image_cache,
-             guest_disks=True)
+             guest_whatifs=True)
     if view.virttype == "qemu" and any(e.measure == "cpu-flags" for e in assessment.effects):
         assessment.notes.append("the guest runs under TCG: the gains are measured on this "
                                 "host with its masks, i.e. what a KVM guest gets")

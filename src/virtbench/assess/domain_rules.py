@@ -206,7 +206,7 @@ def check_nic_model(view: DomainView) -> Finding | None:
         gain=Gain("cited", "virtio-net (with vhost) avoids emulating a real NIC per packet and "
                            "offers segmentation and checksum offloads",
                   source=KVM_TUNING_DOC),
-        measure="nic-offloads",
+        measure="nic-offloads", extra={"model": bad[0][1]},
     )
 
 
@@ -236,8 +236,9 @@ def check_nic_multiqueue(view: DomainView) -> Finding | None:
                  Change("guest", f"ethtool -L eth0 combined {vcpus}"),
                  Change("openstack", "image property: hw_vif_multiqueue_enabled=true")],
         cost="more interrupts and vhost threads; only pays with many parallel flows",
-        gain=Gain("cited", "spreads packet processing over the guest's vCPUs (not measured: "
-                           "no probe of ours yet)", source=KVM_TUNING_DOC),
+        gain=Gain("cited", "spreads packet processing over the guest's vCPUs",
+                  source=KVM_TUNING_DOC),
+        measure="nic-multiqueue", extra={"vcpus": vcpus},
     )
 
 

@@ -233,7 +233,7 @@ def check_guest_nic(view: SystemView) -> Finding | None:
              "change",
         gain=Gain("cited", "virtio-net (with vhost) avoids emulating a real NIC per packet and "
                            "offers segmentation and checksum offloads", source=TUNING_DOC),
-        measure="nic-offloads")
+        measure="nic-offloads", extra={"model": emulated[0][1]})
 
 
 SYSTEM_RULES: tuple[Rule[SystemView], ...] = (

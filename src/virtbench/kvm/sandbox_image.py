@@ -32,9 +32,9 @@ from virtbench.targets.daemon import free_port
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.target_contract import CommandFailed
 
-__all__ = ["MODULES", "RECIPE", "DebianGuestImage", "GuestInstance", "GuestKeys",
-           "build_debian_guest", "debian_mirror", "download_deb", "kernel_package", "make_instance",
-           "make_keys", "pack_cpio", "pack_tree", "recipe", "unpack_cloud_kernel"]
+__all__ = ["KERNEL_FLAVOURS", "MODULES", "RECIPE", "DebianGuestImage", "GuestInstance",
+           "GuestKeys", "build_debian_guest", "debian_mirror", "download_deb", "kernel_package",
+           "make_instance", "make_keys", "pack_cpio", "pack_tree", "recipe", "unpack_cloud_kernel"]
 
 # Named although apt would resolve it: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
@@ -140,14 +140,20 @@ _LOCAL = LocalTarget()
 MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 
 
-def kernel_package() -> str:
-    """The versioned package behind Debian's ``linux-image-cloud-amd64``."""
-    out = _LOCAL.run(["apt-cache", "depends", "linux-image-cloud-amd64"]).stdout
+KERNEL_FLAVOURS = ("cloud-amd64", "amd64")
+"""Debian's kernel flavours a guest boots: the cloud kernel (small, virtio drivers only), or the
+generic one (its drivers for emulated hardware too, e.g. e1000e: the NIC what-if's guest)."""
+
+
+def kernel_package(flavour: str = "cloud-amd64") -> str:
+    """The versioned package behind Debian's ``linux-image-FLAVOUR`` (cloud-amd64, amd64)."""
+    meta = f"linux-image-{flavour}"
+    out = _LOCAL.run(["apt-cache", "depends", meta]).stdout
     for line in out.splitlines():
         line = line.strip()
         if line.startswith("Depends:") and "linux-image-" in line:
             return line.split(":", 1)[1].strip()
-    raise VirtbenchError("apt-cache does not know linux-image-cloud-amd64 (apt-get update?)")
+    raise VirtbenchError(f"apt-cache does not know {meta} (apt-get update?)")
 
 
 def download_deb(package: str, into: Path) -> Path:
@@ -170,11 +176,14 @@ def pack_tree(root: Path, out: Path) -> None:
     pack_cpio(root, [".", *sorted(str(p.relative_to(root)) for p in root.rglob("*"))], out)
 
 
-def unpack_cloud_kernel(work: Path, modules: Sequence[str], module_dir: Path) -> Path:
-    """Download and unpack Debian's cloud kernel below ``work``; copy ``modules`` (paths below
-    its lib/modules/VERSION/kernel) into ``module_dir``. Returns the kernel image."""
+def unpack_cloud_kernel(work: Path, modules: Sequence[str], module_dir: Path,
+                        flavour: str = "cloud-amd64") -> Path:
+    """Download and unpack Debian's cloud kernel (or another ``flavour``) below ``work``; copy
+    ``modules`` (paths below its lib/modules/VERSION/kernel) into ``module_dir``. Returns the
+    kernel image."""
     unpacked = work / "kernel-package"
-    _LOCAL.run(["dpkg-deb", "-x", str(download_deb(kernel_package(), work)), str(unpacked)])
+    _LOCAL.run(["dpkg-deb", "-x", str(download_deb(kernel_package(flavour), work)),
+                str(unpacked)])
     moddir = next((unpacked / "lib" / "modules").iterdir()) / "kernel"
     module_dir.mkdir(parents=True, exist_ok=True)
     for module in modules:
@@ -216,7 +225,7 @@ def _trim(root: Path) -> None:
 
 
 def _build(cache: Path, extra_packages: Sequence[str] = (),
-           extra_modules: Sequence[str] = ()) -> DebianGuestImage:
+           extra_modules: Sequence[str] = (), flavour: str = "cloud-amd64") -> DebianGuestImage:
     """Build in a private mount and PID namespace (``unshare``): the work tree is a tmpfs
     there (dpkg's many fsyncs cost nothing), and mmdebstrap's /proc and /sys mounts, any
     daemon a maintainer script starts in the chroot and the tmpfs itself all end with the
@@ -231,7 +240,8 @@ def _build(cache: Path, extra_packages: Sequence[str] = (),
     done = _LOCAL.run(
         ["unshare", "--mount", "--pid", "--fork", "--kill-child", "--propagation", "private",
          "--", sys.executable, "-m", "virtbench.kvm.sandbox_image", "_build-inside", str(cache),
-         codename, mirror, ",".join(extra_packages), ",".join(extra_modules)], check=False)
+         codename, mirror, ",".join(extra_packages), ",".join(extra_modules), flavour],
+        check=False)
     log.write_text(done.stdout + done.stderr)
     if done.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-15:]
@@ -263,7 +273,7 @@ def _install_crc32c_wheel(root: Path, wheels: Path) -> None:
 
 
 def _build_inside(cache: Path, codename: str, mirror: str, extra_packages: Sequence[str] = (),
-                  extra_modules: Sequence[str] = ()) -> None:
+                  extra_modules: Sequence[str] = (), flavour: str = "cloud-amd64") -> None:
     """The build itself; runs inside the namespace made by :func:`_build`."""
     work = Path(tempfile.mkdtemp(prefix="vbkvm-debian-build-", dir=cache))
     try:
@@ -290,7 +300,7 @@ def _build_inside(cache: Path, codename: str, mirror: str, extra_packages: Seque
             raise CommandFailed(out)
         _install_crc32c_wheel(root, cache / "wheels")
         kernel = unpack_cloud_kernel(work, (*MODULES, *extra_modules),
-                                     root / "lib" / "modules" / "vbkvm")
+                                     root / "lib" / "modules" / "vbkvm", flavour)
         _trim(root)
         (root / "init").write_text(INIT)
         os.chmod(root / "init", 0o755)
@@ -306,37 +316,42 @@ def _build_inside(cache: Path, codename: str, mirror: str, extra_packages: Seque
         shutil.copy2(kernel, cache / "vmlinuz.tmp")
         (cache / "vmlinuz.tmp").replace(cache / "vmlinuz")
         rootfs.replace(cache / "rootfs.cpio")
-        (cache / "recipe").write_text(recipe(extra_packages, extra_modules) + "\n")
+        (cache / "recipe").write_text(recipe(extra_packages, extra_modules, flavour) + "\n")
     finally:
         _LOCAL.run(["umount", "--lazy", str(work)], check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 
-def recipe(extra_packages: Sequence[str] = (), extra_modules: Sequence[str] = ()) -> str:
-    """:data:`RECIPE`, or with extra packages/modules (the guest lab's tools) a digest of both."""
-    if not extra_packages and not extra_modules:
+def recipe(extra_packages: Sequence[str] = (), extra_modules: Sequence[str] = (),
+           flavour: str = "cloud-amd64") -> str:
+    """:data:`RECIPE`, or with extra packages/modules (the guest lab's tools) or another
+    kernel flavour a digest of them (the cloud kernel's recipes are unchanged by the flavour)."""
+    if not extra_packages and not extra_modules and flavour == "cloud-amd64":
         return RECIPE
-    return hashlib.sha256("\n".join((RECIPE, *extra_packages, "--", *extra_modules)).encode()
-                          ).hexdigest()[:12]
+    kernel = () if flavour == "cloud-amd64" else ("--kernel", flavour)
+    return hashlib.sha256("\n".join((RECIPE, *extra_packages, "--", *extra_modules, *kernel)
+                                    ).encode()).hexdigest()[:12]
 
 
 def build_debian_guest(cache: Path, extra_packages: Sequence[str] = (),
-                       extra_modules: Sequence[str] = ()) -> DebianGuestImage:
+                       extra_modules: Sequence[str] = (), flavour: str = "cloud-amd64"
+                       ) -> DebianGuestImage:
     """The kernel and root archive, built once (about 80 s with downloads) and reused while
     the recipe is unchanged. A lock keeps two concurrent builds from colliding.
     ``extra_packages`` are installed too; ``extra_modules`` (paths below the kernel's
-    lib/modules/VERSION/kernel) are copied to /lib/modules/vbkvm but not loaded by /init."""
+    lib/modules/VERSION/kernel) are copied to /lib/modules/vbkvm but not loaded by /init;
+    ``flavour``: Debian's kernel flavour (:data:`KERNEL_FLAVOURS`)."""
     cache.mkdir(parents=True, exist_ok=True)
     with (cache / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = cache / "recipe"
         image = DebianGuestImage(cache / "vmlinuz", cache / "rootfs.cpio")
         if (image.kernel.exists() and image.rootfs.exists() and stamp.exists()
-                and stamp.read_text().strip() == recipe(extra_packages, extra_modules)):
+                and stamp.read_text().strip() == recipe(extra_packages, extra_modules, flavour)):
             return image
         for stale in cache.glob("vbkvm-debian-build-*"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a build that was killed
-        return _build(cache, extra_packages, extra_modules)
+        return _build(cache, extra_packages, extra_modules, flavour)
 
 
 @dataclass(frozen=True)
@@ -394,5 +409,6 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_build-inside"]:
-        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4],
-                      *(tuple(filter(None, arg.split(","))) for arg in sys.argv[5:7]))
+        packages, modules = (tuple(filter(None, arg.split(","))) for arg in sys.argv[5:7])
+        _build_inside(Path(sys.argv[2]), sys.argv[3], sys.argv[4], packages, modules,
+                      *sys.argv[7:8])

@@ -9,7 +9,11 @@ two probes in one run never see each other's setting):
   device opened with the flags QEMU uses for that libvirt cache mode (writethrough: O_DSYNC
   through the page cache; directsync: O_DIRECT + O_DSYNC; none: O_DIRECT; writeback: neither);
 - ``probe.iperf3``: one TCP stream through the veth pair with segmentation, checksum and receive
-  offloads (tso, gso, gro, tx) on or off at both ends.
+  offloads (tso, gso, gro, tx) on or off at both ends;
+- ``probe.guest-iperf3`` (lab ``assess-nic-guest``): iperf3 TCP from the lab's peer namespace
+  into its scratch guest, through the guest NIC the one knob it follows picks (``vary:
+  nic_model``: e1000e or virtio, one queue pair; ``vary: nic_queues``: a virtio NIC with that
+  many queue pairs, one stream per vCPU).
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from virtbench.model import Artifact, Better, Measurement, Metric, VirtbenchErro
 from virtbench.parsers.fio import parse_fio
 from virtbench.parsers.iperf3 import IPERF3_METRICS, parse_iperf3_json
 from virtbench.parsers.parser_contract import ParseError
-from virtbench.services import ScratchDisk, VethPair
+from virtbench.services import GuestNics, ScratchDisk, VethPair
 from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
-__all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "Iperf3Probe"]
+__all__ = ["CACHE_FLAGS", "WORKLOADS", "FioProbe", "GuestIperf3Probe", "Iperf3Probe"]
 
 SCHEDULERS = ("none", "mq-deadline", "kyber", "bfq")
 CACHE_FLAGS: dict[str, tuple[str, ...]] = {
@@ -163,4 +167,67 @@ class Iperf3Probe(Workload):
                             "offloads": f"{'/'.join(OFFLOADS)} {value}"})
 
 
-WORKLOADS = (FioProbe, Iperf3Probe)
+NIC_MODEL = Knob("nic_model", "model of the scratch guest's NIC the probe's traffic crosses "
+                 "(one queue pair)", choices=("virtio", "e1000e"))
+NIC_QUEUES = Knob("nic_queues", "queue pairs of the scratch guest's virtio NIC the probe's "
+                  "traffic crosses", int)
+
+
+class GuestIperf3ProbeParams(Params):
+    vary: Literal["nic_model", "nic_queues"] = Field(
+        description="the one knob this probe follows: which of the guest's NICs it crosses")
+    runtime_s: float = Field(2.0, ge=0.5, le=3600, description="seconds of traffic per trial")
+
+
+class GuestIperf3Probe(Workload):
+    name = "probe.guest-iperf3"
+    description = ("assess's NIC probe in a scratch guest: iperf3 TCP from the peer namespace "
+                   "into the guest through the NIC (model, queue pairs) the variant says")
+    metrics = tuple(m for m in IPERF3_METRICS if m.name in ("throughput_mbps", "tcp_retransmits"))
+    tools = (Tool("iperf3", "iperf3", "the probe's client, inside the guest"),)
+    Params = GuestIperf3ProbeParams
+    knobs: ClassVar[tuple[Knob, ...]] = (NIC_MODEL, NIC_QUEUES)
+    needs = (GuestNics,)
+    timeout_s = 90.0
+
+    def realise(self, knobs: Mapping[str, Any]) -> Realisation:
+        if self.params.vary == "nic_model":
+            model, queues = str(knobs.get("nic_model", "virtio")), 1
+        else:
+            model, queues = "virtio", int(knobs.get("nic_queues", 1))
+        return Realisation(mechanism=f"iperf3 through the scratch guest's {model} NIC with "
+                                     f"{queues} queue pair(s)",
+                           settings={self.params.vary: model if self.params.vary == "nic_model"
+                                     else str(queues), "model": model, "queues": str(queues)})
+
+    def argv(self, nics: GuestNics, model: str, queues: int) -> list[str]:
+        """The client in the guest, reversed (``-R``: the peer sends, the guest receives),
+        bound to the NIC's address: one stream, or one per vCPU for the queue pairs."""
+        nic = nics.nic(model, queues)
+        streams = nics.vcpus if self.params.vary == "nic_queues" else 1
+        return ["iperf3", "-c", nic.peer_ip, "-B", nic.guest_ip, "-p", str(nics.port), "-R",
+                "-J", "-P", str(streams), "-t", f"{self.params.runtime_s:g}"]
+
+    def run(self, ctx: TrialContext) -> TrialResult:
+        nics = ctx.services.get(GuestNics)
+        model = ctx.realisation.settings.get("model", "virtio")
+        queues = int(ctx.realisation.settings.get("queues", "1"))
+        argv = self.argv(nics, model, queues)
+        result = ctx.target.run(argv, timeout=self.params.runtime_s + 60)
+        try:
+            parsed = parse_iperf3_json(result.stdout)
+        except ParseError as exc:
+            raise VirtbenchError(f"probe.guest-iperf3: cannot read iperf3's output: {exc}"
+                                 ) from exc
+        out = [Measurement("throughput_mbps", parsed.receiver_bps / 1e6)]
+        if parsed.retransmits is not None:
+            out.append(Measurement("tcp_retransmits", float(parsed.retransmits)))
+        nic = nics.nic(model, queues)
+        return TrialResult(out, [Artifact("iperf3.json", result.stdout.encode(),
+                                          "application/json")],
+                           {"path": f"{nics.peer_ns} → guest {nic.guest_iface} ({model}, "
+                                    f"{queues} queue pair(s), {argv[argv.index('-P') + 1]} "
+                                    "stream(s))"})
+
+
+WORKLOADS = (FioProbe, Iperf3Probe, GuestIperf3Probe)

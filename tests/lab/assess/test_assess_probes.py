@@ -136,6 +136,11 @@ def test_assess_domain_measures_the_disk_cache_and_nic_findings(
                n.endswith("the cache mode is measured on a loop device instead")
                for n in data["notes"]), data["notes"]
     assert data["guest_run_id"] is None
+    # nor for the NIC's scratch guest: the veth probe measures the emulated NIC's offloads
+    assert any(n.startswith("NIC what-if not measured in a guest") and
+               n.endswith("the emulated NIC's offloads are measured on a veth pair instead")
+               for n in data["notes"]), data["notes"]
+    assert data["guest_nic_run_id"] is None
     st = Store(str(store))
     run = st.run(data["run_id"])
     assert run.experiment == "assess" and run.status == "complete"

@@ -65,7 +65,7 @@ from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
 from virtbench.targets.target_contract import Target
 
-__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab", "remove_guests"]
+__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab", "guest_nic_view", "remove_guests"]
 
 GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps", "stress-ng")
 """What net.qos-transfer and the lab run inside the guests (servers, client, capture,
@@ -324,21 +324,10 @@ class VSwitchGuestsLab(VSwitchLab):
 
     def _verify(self, guest: _Guest, wanted: _GuestSet) -> str:
         assert guest.target is not None
-        run = guest.target.run
         live = nic_from_live_xml(self.conn.lookupByName(guest.domain).XMLDesc(0), guest.mac)
         argv = qemu_argv(guest.domain)
         qemu = parse_qemu_nic(argv, guest.mac) if argv else {}
-        nic = guest.role
-        numbers = parse_ethtool(run(["ethtool", "-l", nic], check=False).stdout,
-                                run(["ethtool", "-g", nic], check=False).stdout)
-        offloads = dict(line.split(": ", 1)[0:2] for line in run(
-            ["ethtool", "-k", nic]).stdout.splitlines()[1:] if ": " in line)
-        driver = run(["sh", "-c", f"basename $(readlink /sys/class/net/{nic}/device/driver)"],
-                     check=False).stdout.strip()
-        view = GuestNicView(driver=driver, combined=numbers["combined"] or 1,
-                            max_combined=numbers["max_combined"] or 1,
-                            rx_ring=numbers["rx_ring"], tx_ring=numbers["tx_ring"],
-                            offloads={k: v.split()[0] for k, v in offloads.items() if v})
+        view = guest_nic_view(guest.target, guest.role)
         wrong = verify_nic(wanted.nic, live, qemu, view, wanted.backend)
         if wrong:
             raise VirtbenchError(f"lab {self.name}: guest {guest.role}'s NIC is not what was "
@@ -462,6 +451,21 @@ class VSwitchGuestsLab(VSwitchLab):
             if f" {guest.cidr} " not in out:
                 raise VirtbenchError(f"lab {self.name}: guest {guest.role} lost its address "
                                      f"{guest.cidr} on {guest.role} (has: {out.strip() or 'none'})")
+
+
+def guest_nic_view(target: Target, nic: str) -> GuestNicView:
+    """The data NIC ``nic`` as the guest sees it: its driver, ``ethtool -l/-g/-k``."""
+    run = target.run
+    numbers = parse_ethtool(run(["ethtool", "-l", nic], check=False).stdout,
+                            run(["ethtool", "-g", nic], check=False).stdout)
+    offloads = dict(line.split(": ", 1)[0:2] for line in run(
+        ["ethtool", "-k", nic]).stdout.splitlines()[1:] if ": " in line)
+    driver = run(["sh", "-c", f"basename $(readlink /sys/class/net/{nic}/device/driver)"],
+                 check=False).stdout.strip()
+    return GuestNicView(driver=driver, combined=numbers["combined"] or 1,
+                        max_combined=numbers["max_combined"] or 1,
+                        rx_ring=numbers["rx_ring"], tx_ring=numbers["tx_ring"],
+                        offloads={k: v.split()[0] for k, v in offloads.items() if v})
 
 
 def remove_guests(item: Mapping[str, Any]) -> None:
