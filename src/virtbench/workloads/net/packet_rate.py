@@ -34,7 +34,13 @@ from virtbench.services import PacketPath, Service, Services
 from virtbench.targets.process import Process
 from virtbench.targets.target_contract import Target
 from virtbench.workloads.net.cpu import CPU_BUSY_METRIC, busy_percent, read_cpu_times
-from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
+from virtbench.workloads.net.tx_sampler import (
+    SAMPLER,
+    parse_samples,
+    sampler_args,
+    until_last_rise,
+    window_rate,
+)
 from virtbench.workloads.workload_contract import Tool, TrialContext, TrialResult, Workload
 
 __all__ = ["WORKLOADS", "PacketRate"]
@@ -426,7 +432,7 @@ class PacketRate(Workload):
     def _shaped_run(self, target: Target, generator: Target, path: PacketPath, argv: list[str]
                     ) -> tuple[int, str, float | None]:
         """trafgen's exit status and output, and the sender's tx rate from counter reads inside
-        the run (None when trafgen ended before the second)."""
+        the run while the counter rises (None when it rose before the second read only)."""
         p: PacketRateParams = self.params
         first, last = WINDOW
         period = (last - first) * p.duration_s / (WINDOW_READS - 1)
@@ -437,15 +443,12 @@ class PacketRate(Workload):
         proc = generator.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             generated = proc.wait(p.duration_s * 20 + 60)
-            # Reads after trafgen's end count the drain of its socket's frames: not offered at
-            # trafgen's pace, so left out.
-            ended = time.monotonic()
             sampled = sampler.wait(p.duration_s + 30).stdout or b""
         except subprocess.TimeoutExpired:
             for stuck in (proc, sampler):
                 stuck.kill_group()  # bounded, unlike reading the pipes to their end
             raise VirtbenchError("trafgen or its tx counter sampler did not finish") from None
-        samples = [s for s in parse_samples(sampled.decode(errors="replace")) if s[0] < ended]
+        samples = until_last_rise(parse_samples(sampled.decode(errors="replace")))
         return (generated.returncode, (generated.stdout or b"").decode(errors="replace"),
                 window_rate(samples))
 

@@ -11,7 +11,7 @@ import statistics
 
 from virtbench.model import VirtbenchError
 
-__all__ = ["SAMPLER", "parse_samples", "sampler_args", "window_rate"]
+__all__ = ["SAMPLER", "parse_samples", "sampler_args", "until_last_rise", "window_rate"]
 
 SAMPLER = """
 import sys, time
@@ -45,6 +45,20 @@ def parse_samples(text: str) -> list[tuple[float, int]]:
             raise VirtbenchError(f"tx counter sampler line {number}: expected 'time frames', "
                                  f"got {line!r}") from exc
     return samples
+
+
+def until_last_rise(samples: list[tuple[float, int]]) -> list[tuple[float, int]]:
+    """The reads before the counter stopped rising for good: once the path has passed every
+    frame the counter stands still, and reads of it would pull the slope down. Reads after the
+    generator's end are kept while it rises: a short trial at a low rate fits whole in the
+    socket's buffer, so trafgen ends at once and the shaper passes its frames afterwards, at the
+    shaped rate (those frames are the offered load)."""
+    end = len(samples)
+    while end >= 2 and samples[end - 1][1] == samples[end - 2][1]:
+        end -= 1
+    if end < len(samples):
+        end -= 1  # the first read at the final count came some time after the last frame
+    return samples[:end]
 
 
 def window_rate(samples: list[tuple[float, int]]) -> float | None:

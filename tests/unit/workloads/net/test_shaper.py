@@ -18,7 +18,13 @@ from virtbench.services import Services
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.target_contract import ProcResult
 from virtbench.workloads.net.packet_rate import PacketRate, PacketRateParams, lab_path
-from virtbench.workloads.net.tx_sampler import SAMPLER, parse_samples, sampler_args, window_rate
+from virtbench.workloads.net.tx_sampler import (
+    SAMPLER,
+    parse_samples,
+    sampler_args,
+    until_last_rise,
+    window_rate,
+)
 
 
 def _args(argv: list[str]) -> dict[str, str]:
@@ -55,6 +61,21 @@ def test_the_offered_rate_is_the_fitted_slope_of_the_counter_reads() -> None:
     assert window_rate([(10.0, 1000)]) is None  # trafgen ended before the second read
     assert window_rate([]) is None
     assert window_rate([(10.0, 1000), (10.0, 1200)]) is None
+
+
+def test_reads_after_the_path_passed_every_frame_leave_the_slope() -> None:
+    # 200 frames/s for 1 s: trafgen put all 200 in its socket's buffer at once and ended; the
+    # shaper passed them at 200/s until t = 1.0, then the counter stood still.
+    reads = [(0.2 + i * 0.05, round(200 * (0.2 + i * 0.05))) for i in range(15)]
+    reads = [(t, min(c, 200)) for t, c in reads] + [(1.1, 200), (1.2, 200)]
+    kept = until_last_rise(reads)
+    assert kept[-1][1] < 200 and len(kept) == 15
+    rate = window_rate(kept)
+    assert rate == pytest.approx(200, rel=0.02)
+    assert window_rate(reads) < 0.9 * 200  # type: ignore[operator]  # the flat tail pulls it down
+    # still rising at the last read: every read is kept
+    assert until_last_rise(reads[:10]) == reads[:10]
+    assert until_last_rise([(1.0, 5), (1.1, 5)]) == []
 
 
 class _Tc(LocalTarget):
