@@ -90,6 +90,21 @@ def test_examples_are_valid() -> None:
         assert exp.workloads, path
 
 
+def test_cache_sweep_pairs_every_cache_mode_with_cache_none() -> None:
+    """The cache sweep's compare_by: cache needs, for each variant with another cache mode, the
+    variant with the same knobs and cache none (writeback-threads vs none-threads: the floor of
+    docs/guests.md, "Cache modes on this machine")."""
+    path = Path(__file__).resolve().parents[3] / "examples" / "storage-guests-cache.yaml"
+    exp, _text = load_experiment(path)
+    assert exp.compare_by == "cache"
+    knobs = [dict(v.knobs) for v in exp.all_variants()]
+    others = [k for k in knobs if k["cache"] != "none"]
+    assert {"cache": "writeback", "io": "threads"} in others
+    for k in others:
+        assert {**k, "cache": "none"} in knobs, k
+    assert any(w.params.get("seq_block_size") == "4M" for w in exp.workloads)
+
+
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="cannot read experiment file"):
         load_experiment(tmp_path / "missing.yaml")
