@@ -58,6 +58,15 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
             their_reps, their_values = store.group_values(run_id, variant, "w", METRIC.name)
             assert reps.tolist() == their_reps.tolist()
             assert values.tolist() == their_values.tolist()
+            only = reader.group_values_only(run_id, variant, "w", METRIC.name)
+            assert only.tolist() == values.tolist()
+            assert only.tolist() == store.group_values_only(run_id, variant, "w",
+                                                            METRIC.name).tolist()
+            top = int(reps.max()) if reps.size else -1
+            for bound in (0, top, top + 1):
+                reached = reader.group_reaches(run_id, variant, "w", METRIC.name, bound)
+                assert reached == store.group_reaches(run_id, variant, "w", METRIC.name, bound)
+                assert reached == (0 <= bound <= top)
             series, labels = reader.range_series(run_id, variant, "w", METRIC.name)
             their_series, their_labels = store.range_series(run_id, variant, "w", METRIC.name)
             assert series.tolist() == their_series.tolist() and labels == their_labels
