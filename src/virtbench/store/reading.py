@@ -191,10 +191,13 @@ _GROUP = ("FROM samples WHERE run_id = :run AND workload_id = :workload AND metr
           "AND variant = :variant AND t IS NULL AND value IS NOT NULL")
 _GROUP_VALUES = checked(f"SELECT repetition, value {_GROUP}")
 _GROUP_VALUES_ONLY = checked(f"SELECT value {_GROUP}")
-# Walked from the group's last sample back: a run's later trials hold its higher repetitions,
-# so where one reaches the bound it is found in the first rows.
-_GROUP_REACHES = checked(f"SELECT 1 {_GROUP} AND repetition >= :repetition "
-                         "ORDER BY id DESC LIMIT 1")
+# SQLite walks the group's index range from its last sample back (the range is in id order):
+# a run's later trials hold its higher repetitions, so where one reaches the bound it is found
+# in the first rows. PostgreSQL is not asked for an order: it could then walk the primary key
+# back over every newer run's samples instead of the group's range.
+_GROUP_REACHES = f"SELECT 1 {_GROUP} AND repetition >= :repetition"
+_GROUP_REACHES_SQLITE = checked(f"{_GROUP_REACHES} ORDER BY id DESC LIMIT 1")
+_GROUP_REACHES_POSTGRES = checked(f"{_GROUP_REACHES} LIMIT 1")
 # The series label extracted by the database (JSON functions of SQLite and PostgreSQL), so a
 # million per-request samples are not JSON-decoded in Python.
 _SERIES_ROWS = ("SELECT trial_id, variant, workload_id, metric, repetition, t, value, {series} "
@@ -481,7 +484,8 @@ class StoreReader:
                       repetition: int) -> bool:
         """Whether one of the group's measured per-trial samples has a repetition of at least
         ``repetition``."""
-        return bool(self._rows(_GROUP_REACHES, {
+        sql = _GROUP_REACHES_POSTGRES if self.dialect == "postgresql" else _GROUP_REACHES_SQLITE
+        return bool(self._rows(sql, {
             "run": run_id, "workload": workload_id, "metric": metric, "variant": variant,
             "repetition": repetition}))
 
