@@ -123,13 +123,18 @@ class _Gathered:
         for (wid, mname), metric in store.metrics(run.id).items():
             self.metric_defs.setdefault((wid, mname), metric)
         names = {name: key(name) for name, _knobs, _b in store.variants(run.id)}
-        _collect(store, run.id, names, self.values, self.unmeasured, self.per_rep)
+        trials = store.trials(run.id)
+        top: dict[tuple[str, str], int] = {}
+        for trial in trials:
+            pair = (trial["variant"], trial["workload_id"])
+            top[pair] = max(top.get(pair, trial["repetition"]), trial["repetition"])
+        _collect(store, run.id, names, top, self.values, self.unmeasured, self.per_rep)
         self.realisations += [item | {"variant": key(item["variant"])}
                               for item in store.realisations(run.id)]
         self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         if with_series:
             self.series += _series(store, run.id, key)
-        self.add_trials(run.id, store.trials(run.id))
+        self.add_trials(run.id, trials)
 
     def add_trials(self, run_id: str, trials: list[dict[str, Any]]) -> None:
         """The run's trials: their notes, counts of measured and failed, the failures."""
@@ -313,20 +318,29 @@ MAX_TABLE_REPETITIONS = 50
 
 
 def _collect(store: StoreReader, run_id: str, names: dict[str, str],
+             top: dict[tuple[str, str], int],
              values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
              unmeasured: dict[tuple[str, str, str], dict[str, int]],
              per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
     """Values of every (variant, workload, metric) group, unmeasured counts by status, and
-    per-repetition means (only where there are few repetitions: the studies' loop tables)."""
+    per-repetition means (only where there are few repetitions: the studies' loop tables).
+    ``top``: the highest repetition of the run's trials per (stored variant, workload)."""
     repetitions: dict[tuple[str, str, str], npt.NDArray[np.int64]] = {}
     for (variant, wid, mname, status), count in store.status_counts(run_id).items():
         unmeasured[(names.get(variant, variant), wid, mname)][status] = count
     for (wid, mname) in store.metrics(run_id):
         for stored_name, name in names.items():
-            reps, group_values = store.group_values(run_id, stored_name, wid, mname)
+            if (top.get((stored_name, wid), -1) >= MAX_TABLE_REPETITIONS
+                    and store.group_reaches(run_id, stored_name, wid, mname,
+                                            MAX_TABLE_REPETITIONS)):
+                # no per-repetition table for this group: its repetitions are not read
+                group_values = store.group_values_only(run_id, stored_name, wid, mname)
+            else:
+                reps, group_values = store.group_values(run_id, stored_name, wid, mname)
+                if reps.size:
+                    repetitions[(name, wid, mname)] = reps
             if group_values.size:
                 values[(name, wid, mname)] = group_values
-                repetitions[(name, wid, mname)] = reps
     for group, reps in repetitions.items():
         if reps.max() >= MAX_TABLE_REPETITIONS:
             continue

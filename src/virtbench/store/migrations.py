@@ -10,7 +10,7 @@ from virtbench.model import VirtbenchError
 from virtbench.store import schema as s
 from virtbench.store.reading import schema_number
 
-__all__ = ["MIGRATIONS", "current_version", "migrate", "migrate_exclusively"]
+__all__ = ["MIGRATIONS", "UNMEASURED_INDEX", "current_version", "migrate", "migrate_exclusively"]
 
 # pg_advisory_xact_lock key of schema changes ("vbschema" in ASCII): any number, the same in
 # every virtbench process.
@@ -60,11 +60,22 @@ def _v7_calibration_tag(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE runs ADD COLUMN calibration VARCHAR(32)"))
 
 
+UNMEASURED_INDEX = ("CREATE INDEX IF NOT EXISTS ix_samples_unmeasured ON samples (run_id, t) "
+                    "WHERE status != 'ok'")
+"""The samples not measured are a few of millions: a partial index holds only them, so the
+report counts them (reading.status_counts) without visiting every sample of the run (a
+quarter of a second over 10^6 samples before). The same text on SQLite and PostgreSQL."""
+
+
+def _v8_unmeasured_index(conn: Connection) -> None:
+    conn.execute(text(UNMEASURED_INDEX))
+
+
 # Append new steps; never edit a released one. Index i migrates version i to i+1.
 MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_report_indexes,
                                                   _v3_realisation_env, _v4_metric_domain,
                                                   _v5_run_owner, _v6_noise_profiles,
-                                                  _v7_calibration_tag]
+                                                  _v7_calibration_tag, _v8_unmeasured_index]
 
 
 def current_version(conn: Connection) -> int:

@@ -187,6 +187,9 @@ Index("ix_samples_group", samples.c.run_id, samples.c.workload_id, samples.c.met
 ix_samples_series = Index("ix_samples_series", samples.c.run_id, samples.c.t)
 ix_samples_variant_group = Index("ix_samples_variant_group", samples.c.run_id,
                                  samples.c.workload_id, samples.c.metric, samples.c.variant)
+# v8: ix_samples_unmeasured, a partial index of the samples not measured (status other than
+# "ok"), is made by its migration (store/migrations.py) as SQL text: a dialect's keyword here
+# (postgresql_where) would import the PostgreSQL dialect into every SQLite store.
 
 artifacts = _table(
     "artifacts",

@@ -18,7 +18,7 @@ from virtbench.store.columns import COLUMNS
 from virtbench.store.reading import (
     BUSY_TIMEOUT_MS,
     NO_STORE,
-    SCHEMA_VERSION,
+    READABLE_SCHEMAS,
     StoreFailed,
     StoreReader,
     schema_number,
@@ -98,7 +98,7 @@ def open_reader(location: str) -> StoreReader:
         if not path.is_file() or path.stat().st_size == 0:
             raise VirtbenchError(NO_STORE.format(shown(location)))
         reader = SqliteReader(location, url, path)
-        if reader.schema_version() == SCHEMA_VERSION:
+        if reader.schema_version() in READABLE_SCHEMAS:  # current, or read as it is
             return reader
         reader.close()  # an older schema: the full store migrates it, as it always did
     from virtbench.store.store import Store

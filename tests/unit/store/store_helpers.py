@@ -67,3 +67,15 @@ def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+def set_back(store: Store, version: int, *undo: str) -> None:
+    """Make ``store`` look as a store of schema ``version`` does (run the SQL of ``undo``,
+    then record the version), and close it: for a test of the migration that follows."""
+    from sqlalchemy import text
+
+    with store.engine.begin() as conn:
+        for statement in undo:
+            conn.execute(text(statement))
+        conn.execute(text(f"UPDATE schema_version SET version = {version}"))
+    store.close()

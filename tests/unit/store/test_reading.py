@@ -58,6 +58,15 @@ def test_every_read_gives_what_the_full_store_gives(tmp_path: Path) -> None:
             their_reps, their_values = store.group_values(run_id, variant, "w", METRIC.name)
             assert reps.tolist() == their_reps.tolist()
             assert values.tolist() == their_values.tolist()
+            only = reader.group_values_only(run_id, variant, "w", METRIC.name)
+            assert only.tolist() == values.tolist()
+            assert only.tolist() == store.group_values_only(run_id, variant, "w",
+                                                            METRIC.name).tolist()
+            top = int(reps.max()) if reps.size else -1
+            for bound in (0, top, top + 1):
+                reached = reader.group_reaches(run_id, variant, "w", METRIC.name, bound)
+                assert reached == store.group_reaches(run_id, variant, "w", METRIC.name, bound)
+                assert reached == (0 <= bound <= top)
             series, labels = reader.range_series(run_id, variant, "w", METRIC.name)
             their_series, their_labels = store.range_series(run_id, variant, "w", METRIC.name)
             assert series.tolist() == their_series.tolist() and labels == their_labels
@@ -158,6 +167,9 @@ def test_the_reads_on_both_databases(store: Store, tmp_path: Path) -> None:
     assert store.state_keys("kvm/a_b%") == ["kvm/a_b%c"]
     assert store.noise_profile("f", "h")["run_ids"] == [first, second]  # type: ignore[index]
     assert store.run("live").id == running
+    assert store.group_reaches(first, "a", "w", "time_s", 3)  # make_run's reps 0..3
+    assert not store.group_reaches(first, "a", "w", "time_s", 4)  # the series' rep 9: t set
+    assert store.group_values_only(second, "b", "w", "time_s").tolist() == [0.5, 0.51]
     moments = {(r[1], r[2]): r[4:] for r in store.group_moments([second])}
     assert moments[("a", "w")] == (2, 1.0 + 1.01, 1.0 + 1.01 ** 2)
     assert store.facts_of_runs([first, second])[second] == {"kernel": "6.1"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from store_helpers import make_run, scratch_database
+from store_helpers import make_run, scratch_database, set_back
 
 from virtbench.model import VirtbenchError
 from virtbench.store import Store
@@ -48,7 +48,7 @@ def test_a_schema_6_store_gains_the_column_and_its_runs_are_untagged(tmp_path: P
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == len(MIGRATIONS)
         columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
-    assert len(MIGRATIONS) == 7 and "calibration" in columns
+    assert len(MIGRATIONS) >= 7 and "calibration" in columns
     assert store.run(run_id).calibration is None and store.run(run_id).status == "complete"
     _tag(store, run_id, "cal-x")  # the migrated column holds a tag like a new one
     assert store.run(run_id).calibration == "cal-x"
@@ -58,10 +58,7 @@ def test_the_migration_on_postgresql(postgres_url: str) -> None:
     with scratch_database(postgres_url, "vbstore_caltag") as url:
         old = Store(url)
         run_id = make_run(old)
-        with old.engine.begin() as conn:  # back to schema 6: no calibration column
-            conn.execute(text("ALTER TABLE runs DROP COLUMN calibration"))
-            conn.execute(text("UPDATE schema_version SET version = 6"))
-        old.close()
+        set_back(old, 6, "ALTER TABLE runs DROP COLUMN calibration")  # no calibration column
         store = Store(url)
         assert store.run(run_id).calibration is None
         _tag(store, run_id, "cal-pg")
