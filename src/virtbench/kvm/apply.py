@@ -253,6 +253,34 @@ class DomainTuner:
             return False
         self._phase("rolling-back")
         dom = self._lookup_uuid()
+        if dom is not None and self._runs_original(dom, saved):
+            # A run whose last variant was the original (its block restarted the domain
+            # with it) needs no second restart: what rollback would start runs already.
+            self.log(f"{self.domain} already runs its original CPU configuration")
+        else:
+            self._restore(dom, saved)
+        self._check_restored(saved)
+        if forget:
+            self.state.delete(self.key)
+        else:
+            saved["phase"] = "saved"
+            self.state.save(self.key, saved)
+        self.log(f"{self.domain} is back to its original CPU configuration")
+        return True
+
+    def _runs_original(self, dom: Any, saved: dict[str, Any]) -> bool:
+        """True when the domain runs now, as originally, with the original's CPU, and (if
+        persistent) its definition has the original's CPU: nothing to stop or start."""
+        if not saved["active"] or saved["live_xml"] is None or not self._is_active(dom):
+            return False
+        lv = self.libvirt
+        if cpu_diff(dom.XMLDesc(lv.VIR_DOMAIN_XML_MIGRATABLE), saved["live_xml"]):
+            return False
+        return not saved["persistent"] or not cpu_diff(
+            dom.XMLDesc(lv.VIR_DOMAIN_XML_INACTIVE), saved["inactive_xml"])
+
+    def _restore(self, dom: Any, saved: dict[str, Any]) -> None:
+        """Stop whatever runs, re-define the original and start it if it was running."""
         if dom is not None and self._is_active(dom):
             self._stop(dom)
         if saved["persistent"]:
@@ -264,15 +292,7 @@ class DomainTuner:
                 dom.create()
             else:
                 self.log(f"creating the original {self.domain} from its saved live XML")
-                dom = self.conn.createXML(saved["live_xml"], 0)
-        self._check_restored(saved)
-        if forget:
-            self.state.delete(self.key)
-        else:
-            saved["phase"] = "saved"
-            self.state.save(self.key, saved)
-        self.log(f"{self.domain} is back to its original CPU configuration")
-        return True
+                self.conn.createXML(saved["live_xml"], 0)
 
     def _check_restored(self, saved: dict[str, Any]) -> None:
         dom = self._lookup_uuid()

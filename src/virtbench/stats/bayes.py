@@ -32,6 +32,8 @@ _GRID = 801
 _SPAN = 12.0
 """The grid: the posterior's normal approximation's mean ± _SPAN of its standard deviation,
 that computed with the standard error widened for the t likelihood's tails."""
+_BLOCK = 256
+"""Comparisons per block of the grid computation (256 × 801 doubles: 1.6 MB per array)."""
 
 
 def prior_sd(prior_ratio: float = DEFAULT_PRIOR_RATIO) -> float:
@@ -70,11 +72,17 @@ def probability_worse(m: LogRatioMoments, better: Better, pct: float,
     post_sd = 1.0 / np.sqrt(1.0 / np.square(wide_se) + 1.0 / tau**2)
     post_mean = centre * tau**2 / (tau**2 + np.square(wide_se))
     steps = np.linspace(-_SPAN, _SPAN, _GRID)
-    grid = post_mean[:, None] + post_sd[:, None] * steps[None, :]  # candidate values of L
-    log_post = (_t_log_pdf((centre[:, None] - grid) / se_safe[:, None], df[:, None])
-                - np.square(grid) / (2.0 * tau * tau))
-    weight = np.exp(log_post - log_post.max(axis=1, keepdims=True))
-    worse = (sign * grid) > threshold
-    probability = (weight * worse).sum(axis=1) / weight.sum(axis=1)
+    probability = np.empty(len(centre))
+    # In blocks of rows: a (rows × grid) array per step stays in the CPU's cache instead of
+    # hundreds of MiB per step (a calibration of 30,000 comparisons: 24 M grid points).
+    for start in range(0, len(centre), _BLOCK):
+        rows = slice(start, start + _BLOCK)
+        grid = post_mean[rows, None] + post_sd[rows, None] * steps[None, :]  # values of L
+        log_post = (_t_log_pdf((centre[rows, None] - grid) / se_safe[rows, None],
+                               df[rows, None])
+                    - np.square(grid) / (2.0 * tau * tau))
+        weight = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        worse = (sign * grid) > threshold
+        probability[rows] = (weight * worse).sum(axis=1) / weight.sum(axis=1)
     result: Array = np.where(usable, probability, np.nan).reshape(np.shape(m.log_ratio))
     return result

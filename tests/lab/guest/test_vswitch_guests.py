@@ -72,6 +72,7 @@ def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert any("knob tx_queue_size" in p for p in lab.check_variant("bad", {"tx_queue_size": 512}))
     assert any("knob switch" in p for p in lab.check_variant("bad", {"switch": "vpp"}))
     assert lab.check_variant("ok", MQ) == []
+    crashed = False
     try:
         lab.up()
         [manifest] = (tmp_path / "labs").glob("vbnet-*.json")
@@ -114,12 +115,16 @@ def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyP
         # The crash: nothing of down() runs; lab clean removes guests, taps, OVS, namespaces.
         lab.conn.close()
         summary = clean_leftovers(all_labs(), tmp_path / "labs")
+        crashed = True  # from here lab clean has removed everything: down() has nothing left
         assert summary.complete, summary.events
         assert _ours(lab) == {"namespaces": [], "taps": [], "qemu": []}
         assert not Path(recorded["session"]).exists()
         assert not list((tmp_path / "labs").glob("*.json"))
     finally:
-        lab.manifest = None
+        if crashed:
+            lab.manifest = None
+        # A failure before the crash (a transfer under load, an assertion): down() removes the
+        # guests, their libvirtd, the switch and namespaces, as a run's down() does.
         lab.down()
 
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kvm_guest_image import GuestImage, build_guest
 from kvm_libvirtd import PrivateLibvirtd
+
+from virtbench.kvm.sandbox import Sandbox, SandboxInfo
+from virtbench.targets.daemon import free_port
 
 
 def _skip_reason() -> str | None:
@@ -87,3 +92,25 @@ def guest_image() -> GuestImage:
 def state_dir(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp_path))
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def debian_sandbox() -> Iterator[tuple[Sandbox, SandboxInfo]]:
+    """The Debian guest as `virtbench kvm sandbox up` starts it (its own private libvirtd,
+    TCG), booted ONCE for the session: a boot to sshd is a TCG boot of the whole Debian
+    initramfs. test_assess_sandbox.py tunes and rolls it back, test_kvm_workloads_in_guest.py
+    runs its variants in it; each test leaves it running its original CPU and asserts so."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap missing (apt-get install mmdebstrap)")
+    from kvm_debian_guest import CACHE
+    tmp = Path(tempfile.mkdtemp(prefix="vbkvm-sandbox-"))
+    box = Sandbox(tmp / "sandbox", image_cache=CACHE)
+    try:
+        yield box, box.up(domain=f"vbkvm-deb-{uuid.uuid4().hex[:6]}", port=free_port(),
+                          virt_type="qemu")
+    finally:
+        box.down()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,18 +1,20 @@
 """The small Debian guest of ``virtbench kvm sandbox`` (python3, crc32c, cryptography, sshd),
 for the lab tests: the product's builder (virtbench.kvm.sandbox_image) with the image cached
-where the sandbox caches it, so tests and `virtbench kvm sandbox up` build it once."""
+where the sandbox caches it, so tests and `virtbench kvm sandbox up` build it once; and SSH to
+a running sandbox's guest."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from virtbench.kvm.sandbox import DEFAULT_DIR, wait_ssh
-from virtbench.kvm.sandbox import domain_xml as _domain_xml
-from virtbench.kvm.sandbox_image import MODULES, DebianGuestImage, GuestInstance, make_instance
+from virtbench.kvm.sandbox import DEFAULT_DIR, SandboxInfo
+from virtbench.kvm.sandbox_image import MODULES, DebianGuestImage
 from virtbench.kvm.sandbox_image import build_debian_guest as _build
+from virtbench.targets.ssh import SSHTarget
+from virtbench.targets.target_contract import CommandFailed
 
-__all__ = ["CACHE", "MODULES", "DebianGuestImage", "GuestInstance", "build_debian_guest",
-           "domain_xml", "make_instance", "wait_ssh"]
+__all__ = ["CACHE", "MODULES", "build_debian_guest", "sandbox_ssh", "wait_answering"]
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / DEFAULT_DIR / "image"
@@ -24,6 +26,23 @@ def build_debian_guest(cache: Path = CACHE) -> DebianGuestImage:
     return _build(cache)
 
 
-def domain_xml(name: str, guest: GuestInstance, console_log: Path, memory_mib: int = 768) -> str:
-    """A TCG domain with qemu64 (QEMU's default CPU) and user-mode networking on loopback."""
-    return _domain_xml(name, guest, console_log, virt_type="qemu", memory_mib=memory_mib)
+def sandbox_ssh(info: SandboxInfo) -> SSHTarget:
+    """root in the sandbox's guest, its host key pinned; no multiplexing master to outlive a
+    test."""
+    host, port = info.ssh.split("@")[1].split(":")
+    return SSHTarget(host, user="root", port=int(port), known_hosts=info.known_hosts,
+                     identity_file=info.identity, multiplex=False)
+
+
+def wait_answering(info: SandboxInfo, wait_s: float = 240.0) -> None:
+    """Until the guest's sshd answers (a tune or rollback restarts the guest), bounded."""
+    ssh = sandbox_ssh(info)
+    deadline = time.monotonic() + wait_s
+    while True:  # ends: answered, or past the deadline below
+        try:
+            ssh.run(["true"], timeout=60)
+            return
+        except CommandFailed:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)

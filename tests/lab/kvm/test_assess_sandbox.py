@@ -7,71 +7,38 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-import tempfile
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import libvirt
 import pytest
-from kvm_debian_guest import CACHE
+from kvm_debian_guest import CACHE, sandbox_ssh, wait_answering
 from typer.testing import CliRunner
 
 from virtbench.cli.root import app
 from virtbench.kvm.domxml import read_cpu
 from virtbench.kvm.hostcpu import cpuinfo_flags
 from virtbench.kvm.sandbox import Sandbox, SandboxInfo
-from virtbench.targets.daemon import free_port
-from virtbench.targets.ssh import SSHTarget
-from virtbench.targets.target_contract import CommandFailed
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(1500)]
 
 
-@pytest.fixture
-def sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, SandboxInfo]]:
-    if shutil.which("mmdebstrap") is None:
-        pytest.skip("mmdebstrap missing (apt-get install mmdebstrap)")
-    tmp = Path(tempfile.mkdtemp(prefix="vbkvm-assess-"))
-    monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp / "state"))
-    box = Sandbox(tmp / "sandbox", image_cache=CACHE)
-    try:
-        yield box, box.up(domain=f"vbassess-{uuid.uuid4().hex[:6]}", port=free_port(),
-                          virt_type="qemu")
-    finally:
-        box.down()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _ssh(info: SandboxInfo) -> SSHTarget:
-    host, port = info.ssh.split("@")[1].split(":")
-    return SSHTarget(host, user="root", port=int(port), known_hosts=info.known_hosts,
-                     identity_file=info.identity, multiplex=False)
-
-
 def _guest_flags(info: SandboxInfo, wait_s: float = 240.0) -> frozenset[str]:
     """The guest's flags, waiting for its sshd (a rollback restarts the guest)."""
-    ssh = _ssh(info)
-    deadline = time.monotonic() + wait_s
-    while True:  # ends: done, or past the deadline below
-        try:
-            return cpuinfo_flags(ssh.run(["cat", "/proc/cpuinfo"], timeout=60).stdout)
-        except CommandFailed:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(2)
+    wait_answering(info, wait_s)
+    return cpuinfo_flags(sandbox_ssh(info).run(["cat", "/proc/cpuinfo"], timeout=60).stdout)
 
 
 def test_assess_domain_recommends_flags_and_its_tune_command_works(
-        sandbox: tuple[Sandbox, SandboxInfo], tmp_path: Path) -> None:
-    box, info = sandbox
+        debian_sandbox: tuple[Sandbox, SandboxInfo], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The session's sandbox guest (conftest.py), shared with test_kvm_workloads_in_guest.py.
+    box, info = debian_sandbox
+    monkeypatch.setenv("VIRTBENCH_STATE_DIR", str(tmp_path / "state"))
     assert box.info() == info and info.virt_type == "qemu"
     assert "aes" not in _guest_flags(info)
     # A guest-side misconfiguration for the in-guest rules to find: the emulated HPET clock.
     clock = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
-    _ssh(info).run(["tee", clock], input="hpet\n", timeout=60)
+    sandbox_ssh(info).run(["tee", clock], input="hpet\n", timeout=60)
     cli = CliRunner()
     assessed = cli.invoke(app, ["assess", "--domain", info.domain, "--connect", info.uri,
                                 "--budget", "0", "--json", "--store", str(tmp_path / "a.db"),

@@ -3,10 +3,12 @@ once per guest CPU configuration, and the domain's original configuration comes 
 after a complete run and after Ctrl-C.
 
 The guest is the small Debian guest of kvm_debian_guest.py (python3, crc32c, cryptography,
-sshd) under QEMU TCG in the private libvirtd of kvm_libvirtd.py, reached over SSH on
-127.0.0.1 with its host key pinned. The experiment is examples/kvm-guest-tcg.yaml with this
-test's domain, port and keys filled in. TCG timings are not hardware results: nothing here
-compares times; the tests assert which code path ran (crc32c's hardware flag) and where.
+sshd) under QEMU TCG: the session's sandbox guest (conftest.py's debian_sandbox, in the
+sandbox's own private libvirtd, booted once for this module and test_assess_sandbox.py),
+reached over SSH on 127.0.0.1 with its host key pinned. The experiment is
+examples/kvm-guest-tcg.yaml with this test's domain, port and keys filled in. TCG timings
+are not hardware results: nothing here compares times; the tests assert which code path ran
+(crc32c's hardware flag) and where.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import shutil
 import signal
 import tempfile
 import threading
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,19 +26,12 @@ from typing import Any
 
 import libvirt
 import pytest
-from kvm_debian_guest import (
-    DebianGuestImage,
-    GuestInstance,
-    build_debian_guest,
-    domain_xml,
-    make_instance,
-    wait_ssh,
-)
-from kvm_libvirtd import remove_domain
+from kvm_debian_guest import sandbox_ssh, wait_answering
 from ruamel.yaml import YAML
 
 from virtbench.kvm.domxml import read_cpu
 from virtbench.kvm.hostcpu import cpuinfo_flags
+from virtbench.kvm.sandbox import Sandbox, SandboxInfo
 from virtbench.runner import Runner, RunRecord, build_plan
 from virtbench.runner.schedule import blocked_variant_order
 from virtbench.spec.loader import parse_experiment
@@ -59,45 +53,36 @@ class Guest:
     conn: Any
     uri: str
     name: str
-    instance: GuestInstance
+    info: SandboxInfo
     tmp: Path
 
+    @property
+    def port(self) -> int:
+        return int(self.info.ssh.rsplit(":", 1)[1])
+
     def ssh(self) -> SSHTarget:
-        return SSHTarget("127.0.0.1", user="root", port=self.instance.port,
-                         known_hosts=str(self.instance.known_hosts),
-                         identity_file=str(self.instance.identity), multiplex=False)
+        return sandbox_ssh(self.info)
 
     def flags(self) -> frozenset[str]:
         return cpuinfo_flags(self.ssh().run(["cat", "/proc/cpuinfo"], timeout=60).stdout)
 
 
-@pytest.fixture(scope="session")
-def debian_image(private_libvirtd: str) -> DebianGuestImage:
-    if shutil.which("mmdebstrap") is None:
-        pytest.skip("mmdebstrap missing (apt-get install mmdebstrap)")
-    return build_debian_guest()
-
-
 @pytest.fixture(scope="module")
-def guest(private_libvirtd: str, debian_image: DebianGuestImage) -> Iterator[Guest]:
-    """One guest for the module: each test ends with the domain's original configuration
-    restored (and asserts it), so the next starts from the state a fresh guest has, without
-    a TCG boot of its own."""
-    # Our own temp dir (not tmp_path): pytest would keep the 120 MiB initrd of recent runs.
+def guest(debian_sandbox: tuple[Sandbox, SandboxInfo]) -> Iterator[Guest]:
+    """The session's sandbox guest for the module: each test ends with the domain's original
+    configuration restored (and asserts it), so the next starts from the state a fresh guest
+    has, without a TCG boot of its own."""
+    _, info = debian_sandbox
+    # Our own temp dir (not tmp_path) for the state and lab manifests the tests check.
     tmp = Path(tempfile.mkdtemp(prefix="vbkvm-deb-test-"))
-    conn = libvirt.open(private_libvirtd)
-    name = f"vbkvm-deb-{uuid.uuid4().hex[:6]}"
+    conn = libvirt.open(info.uri)
     with pytest.MonkeyPatch.context() as env:
         env.setenv("VIRTBENCH_STATE_DIR", str(tmp / "state"))
         env.setenv("VIRTBENCH_LAB_ROOT", str(tmp / "labs"))
         try:
-            instance = make_instance(debian_image, tmp / "guest")
-            dom = conn.defineXML(domain_xml(name, instance, tmp / "console.log"))
-            dom.create()
-            wait_ssh(instance)
-            yield Guest(conn, private_libvirtd, name, instance, tmp)
+            wait_answering(info)  # a test before may have restarted it (a rollback)
+            yield Guest(conn, info.uri, info.domain, info, tmp)
         finally:
-            remove_domain(conn, name)  # never leave the domain behind, whatever happened
             conn.close()
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -107,11 +92,9 @@ def experiment_text(g: Guest, *, variants: tuple[str, ...] | None = None,
     """examples/kvm-guest-tcg.yaml with this test's domain, libvirt, port and keys."""
     yaml = YAML(typ="rt")
     data = yaml.load(EXAMPLE.read_text())
-    access = {"known_hosts": str(g.instance.known_hosts),
-              "identity_file": str(g.instance.identity)}
-    data["target"]["params"].update(domain=g.name, connect=g.uri, ssh_port=g.instance.port,
-                                    **access)
-    data["lab"]["params"].update(domain=g.name, connect=g.uri, ssh=g.instance.ssh_spec, **access)
+    access = {"known_hosts": g.info.known_hosts, "identity_file": g.info.identity}
+    data["target"]["params"].update(domain=g.name, connect=g.uri, ssh_port=g.port, **access)
+    data["lab"]["params"].update(domain=g.name, connect=g.uri, ssh=g.info.ssh, **access)
     if variants is not None:
         data["variants"] = [v for v in data["variants"] if v["name"] in variants]
     if seed is not None:
@@ -190,7 +173,7 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
 
     # Every trial ran in the guest, over the lab's SSH target, and succeeded.
     trials = store.trials(run_id)
-    guest_target = f"guest:{g.name} via ssh:root@127.0.0.1:{g.instance.port}"
+    guest_target = f"guest:{g.name} via ssh:{g.info.ssh}"
     assert {t["target"] for t in trials} == {guest_target}
     assert [t for t in trials if t["status"] != "ok"] == []
     assert isinstance(exp.repetitions, int)  # a fixed count, not adaptive
@@ -236,7 +219,7 @@ def test_workloads_run_inside_guest_for_each_cpu_variant(guest: Guest, tmp_path:
         assert set(data["python_packages"]) == {"crc32c", "cryptography"}
 
     assert_restored(g, original)
-    assert leftover_processes(str(g.instance.identity)) == []
+    assert leftover_processes(g.info.identity) == []
     store.close()
 
 
@@ -285,5 +268,5 @@ def test_ctrl_c_inside_tuned_guest_restores_original(guest: Guest, tmp_path: Pat
     stored = {s.variant for s in store.samples(run.id)}
     assert stored == {DEFAULT}
     assert_restored(g, original)
-    assert leftover_processes(str(g.instance.identity)) == []
+    assert leftover_processes(g.info.identity) == []
     store.close()

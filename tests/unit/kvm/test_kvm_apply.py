@@ -112,6 +112,26 @@ def test_transient_apply_then_rollback(conn: Any, domain: str, state: JsonFileSt
     assert conn.lookupByName("test").XMLDesc(0) == other  # a domain nobody named
 
 
+def test_rollback_of_a_domain_back_on_its_original_cpu_does_not_restart_it(
+        conn: Any, domain: str, state: JsonFileState) -> None:
+    """A run whose last block was the original CPU (the lab restarted the domain with it):
+    the rollback at its end forgets the saved original without a second restart (a TCG boot
+    of the guest); one still on the tuned CPU is restarted as before."""
+    tuner = DomainTuner(conn, domain, state, shutdown_timeout=0)
+    tuner.apply(tuned(conn, domain, require=("aes",)))
+    tuner.apply(tuner.base_xml())  # the original's block, after the tuned one
+    running = conn.lookupByName(domain).ID()
+    assert tuner.rollback() is True
+    assert conn.lookupByName(domain).ID() == running  # not stopped, not started again
+    assert live_cpu(conn, domain).required() == [] and defined_cpu(conn, domain).required() == []
+    assert state.load(tuner.key) is None
+    tuner.apply(tuned(conn, domain, require=("aes",)))
+    running = conn.lookupByName(domain).ID()
+    assert tuner.rollback() is True
+    assert conn.lookupByName(domain).ID() != running  # restarted with the original CPU
+    assert live_cpu(conn, domain).required() == []
+
+
 def test_persistent_apply_changes_definition_and_rollback_restores(
     conn: Any, domain: str, state: JsonFileState
 ) -> None:
