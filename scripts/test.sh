@@ -123,20 +123,26 @@ case "$area" in
     # to build its image the first time) would put the suite further over its 10 minutes: it
     # runs with `scripts/test.sh lab guest` or `-- tests/lab/guest/test_guest_cloud_image.py`.
     cloud_boot=tests/lab/guest/test_guest_cloud_image.py::test_user_cloud_image_boots_with_nocloud_keys_and_address
+    # The router guest with its neighbour (about 140 s) runs with the other labs, one at a time
+    # (the shortest line, 498 s); assess's NIC guest (about 100 s and its image's first build)
+    # in the end-to-end line: in the knees' line, beside the guest lab and assess's disk guest,
+    # either made it the last by minutes.
+    router_guest=tests/lab/guest/test_router_guest.py nic_guest=tests/lab/assess/test_assess_guest_nic.py
     start_line knees "$web_knee" "$storage_knee" tests/lab/assess tests/lab/guest \
-      --ignore "$net_guests" --deselect "$cloud_boot"
+      --ignore "$net_guests" --ignore "$router_guest" --ignore "$nic_guest" --deselect "$cloud_boot"
     fleet_runs=tests/lab/fleet/test_fleet_run.py
     start_line guests tests/lab/kvm "$net_guests" "$fleet_runs"
     start_line services tests/lab --ignore tests/lab/kvm --ignore tests/lab/guest --ignore "$fleet_runs" \
       --ignore tests/lab/assess \
-      --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee"
+      --ignore tests/lab/profiling --ignore "$web_knee" --ignore "$storage_knee" "$router_guest"
     # The explanation's tests (real perf recordings, Chromium) and calibrate's end-to-end test
     # beside the other end-to-end tests: together they made the e2e line the longest by
     # minutes (calibrate's made the knee searches' line the longest when it ran there: 591 s).
     explain="tests/e2e/test_explain_crc32c.py tests/e2e/test_explain_browser.py"
     start_line explain $explain tests/e2e/test_calibrate.py tests/lab/profiling
     start_line e2e tests/e2e --ignore tests/e2e/test_calibrate.py \
-      --ignore tests/e2e/test_explain_crc32c.py --ignore tests/e2e/test_explain_browser.py
+      --ignore tests/e2e/test_explain_crc32c.py --ignore tests/e2e/test_explain_browser.py \
+      "$nic_guest"
     start_line unit -n 2 tests/unit
     wait
     status=0 passed=0 failed=0
