@@ -47,9 +47,10 @@ GUEST_SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 
 
 @contextlib.contextmanager
-def guest_switch_lab() -> Iterator[tuple[VSwitchGuestsLab, Path]]:
+def guest_switch_lab(offloads: bool = True) -> Iterator[tuple[VSwitchGuestsLab, Path]]:
     """The vswitch-guests lab (guests from the repository's image cache, OVS-DPDK's PMD
-    sleeping up to 500 us when idle) and its scratch directory, both removed on exit."""
+    sleeping up to 500 us when idle; ``offloads`` its param) and its scratch directory, both
+    removed on exit."""
     from virtbench.labs.net.guest_switch import VSwitchGuestsLab, VSwitchGuestsParams
     from virtbench.targets.local import LocalTarget
 
@@ -57,7 +58,7 @@ def guest_switch_lab() -> Iterator[tuple[VSwitchGuestsLab, Path]]:
     os.environ["VIRTBENCH_LAB_ROOT"] = str(root / "labs")
     lab = VSwitchGuestsLab(VSwitchGuestsParams(
         image_cache=str(REPO / ".cache" / "virtbench-guest" / "net-image"),
-        dpdk_pmd_max_sleep_us=500), root, LocalTarget())
+        dpdk_pmd_max_sleep_us=500, offloads=offloads), root, LocalTarget())
     try:
         lab.up()
         yield lab, root
