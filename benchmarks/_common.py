@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from virtbench.labs.lab_contract import LabState
+    from virtbench.labs.net.guest_switch import VSwitchGuestsLab
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -38,6 +41,30 @@ def linux_bridge_lab(workdir: Path) -> Iterator[LabState]:
         yield lab.enter("bench", {"switch": "linux-bridge", "background_mbps": 0})
     finally:
         lab.down()
+
+
+GUEST_SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
+
+
+@contextlib.contextmanager
+def guest_switch_lab(offloads: bool = True) -> Iterator[tuple[VSwitchGuestsLab, Path]]:
+    """The vswitch-guests lab (guests from the repository's image cache, OVS-DPDK's PMD
+    sleeping up to 500 us when idle; ``offloads`` its param) and its scratch directory, both
+    removed on exit."""
+    from virtbench.labs.net.guest_switch import VSwitchGuestsLab, VSwitchGuestsParams
+    from virtbench.targets.local import LocalTarget
+
+    root = Path(tempfile.mkdtemp(prefix="vbgsw-bench-"))
+    os.environ["VIRTBENCH_LAB_ROOT"] = str(root / "labs")
+    lab = VSwitchGuestsLab(VSwitchGuestsParams(
+        image_cache=str(REPO / ".cache" / "virtbench-guest" / "net-image"),
+        dpdk_pmd_max_sleep_us=500, offloads=offloads), root, LocalTarget())
+    try:
+        lab.up()
+        yield lab, root
+    finally:
+        lab.down()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 REPORT_FORMATS = (("terminal table", ["-f", "table"]), ("JSON", ["-f", "json", "-o", "r.json"]),

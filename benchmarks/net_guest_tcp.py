@@ -9,23 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import GUEST_SWITCHES, guest_switch_lab
 from benchmarks.record import record
 from virtbench.labs.net.background import BACKGROUND_PORT
-from virtbench.labs.net.guest_switch import VSwitchGuestsLab, VSwitchGuestsParams
 from virtbench.labs.net.vswitch import FOREGROUND_PORT
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.targets.local import NetnsTarget
 from virtbench.targets.target_contract import Target
 
-REPO = Path(__file__).resolve().parent.parent
-SWITCHES = ("linux-bridge", "ovs", "ovs-dpdk")
 DURATION_S = 3
 
 
@@ -42,15 +38,9 @@ def _spread(values: list[float], digits: int = 1) -> str:
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    root = Path(tempfile.mkdtemp(prefix="vbgsw-bench-"))
-    os.environ["VIRTBENCH_LAB_ROOT"] = str(root / "labs")
-    lab = VSwitchGuestsLab(VSwitchGuestsParams(
-        image_cache=str(REPO / ".cache" / "virtbench-guest" / "net-image"),
-        dpdk_pmd_max_sleep_us=500), root, LocalTarget())
     rows = []
-    try:
-        lab.up()
-        for switch in SWITCHES:
+    with guest_switch_lab() as (lab, _):
+        for switch in GUEST_SWITCHES:
             state = lab.enter(switch, {"switch": switch, "background_mbps": 0})
             assert state.target is not None
             bgs = NetnsTarget(lab.hosts["bgs"].namespace)
@@ -61,9 +51,6 @@ def main() -> None:
             ratios = [g / n for g, n in zip(guest, netns, strict=True)]
             rows.append(f"| {switch} | {_spread(guest)} | {_spread(netns)} | "
                         f"{_spread(ratios, 4)} |")
-    finally:
-        lab.down()
-        shutil.rmtree(root, ignore_errors=True)
     load = os.getloadavg()[0]
     body = "\n".join([
         f"iperf3 TCP, {DURATION_S} s per transfer (server sends, `-R`), {rounds} rounds per "

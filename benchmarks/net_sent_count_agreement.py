@@ -11,35 +11,50 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.record import record
+from virtbench.labs.lab_contract import LabState
 from virtbench.labs.net.vswitch import VSwitchLab
 from virtbench.net_qos.pcap import read_pcap
-from virtbench.targets.local import LocalTarget, NetnsTarget
+from virtbench.services import ClientServerPath
+from virtbench.targets.local import LocalTarget
 from virtbench.workloads.net import capture as capture_module
 from virtbench.workloads.net.counters import tx_packets
 from virtbench.workloads.net.qos_transfer import QosTransfer
-from virtbench.workloads.workload_contract import TrialContext
+from virtbench.workloads.workload_contract import TrialContext, TrialResult
 
 DURATION_S = 3
 
 
-def _trial(state: object, workdir: Path, rep: int) -> tuple[int, int, int]:
+def counted_transfer(state: LabState, workdir: Path, rep: int, sent_count: str,
+                     counters: Mapping[str, Callable[[], int]]
+                     ) -> tuple[TrialResult, dict[str, int]]:
+    """One net.qos-transfer (irtt off, captures kept) with ``counters`` read just before and
+    after it: the workload's result, and each counter's increase plus the captures' packets
+    ("sender capture" with sent_count=capture, "receiver capture")."""
+    assert state.target is not None
+    ctx = TrialContext(target=state.target, variant="b", knobs={}, workdir=workdir,
+                       repetition=rep, seed=1, services=state.services)
+    before = {name: read() for name, read in counters.items()}
+    result = QosTransfer(QosTransfer.Params(duration_s=DURATION_S, probe=False,
+                                            sent_count=sent_count, keep_pcaps=True)).run(ctx)
+    counts = {name: read() - before[name] for name, read in counters.items()}
+    if sent_count == "capture":
+        counts["sender capture"] = read_pcap(workdir / f"r{rep}-sender.pcap").packets
+    counts["receiver capture"] = read_pcap(workdir / f"r{rep}-receiver.pcap").packets
+    return result, counts
+
+
+def _trial(state: LabState, workdir: Path, rep: int) -> tuple[int, int, int]:
     """(tx counter, sender capture, receiver capture) packets of one transfer."""
-    services = state.services  # type: ignore[attr-defined]
-    server = NetnsTarget(services["server_ns"])
-    ctx = TrialContext(target=state.target, variant="b", knobs={},  # type: ignore[attr-defined]
-                       workdir=workdir, repetition=rep, seed=1, services=services)
-    before = tx_packets(server, services["server_iface"])
-    QosTransfer(QosTransfer.Params(duration_s=DURATION_S, probe=False, sent_count="capture",
-                                   keep_pcaps=True)).run(ctx)
-    after = tx_packets(server, services["server_iface"])
-    sent = read_pcap(workdir / f"r{rep}-sender.pcap").packets
-    received = read_pcap(workdir / f"r{rep}-receiver.pcap").packets
-    return after - before, sent, received
+    path = state.services.get(ClientServerPath)
+    _, counts = counted_transfer(state, workdir, rep, "capture", {
+        "tx": lambda: tx_packets(path.server_target, path.server_iface)})
+    return counts["tx"], counts["sender capture"], counts["receiver capture"]
 
 
 def main() -> None:

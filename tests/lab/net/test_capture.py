@@ -10,10 +10,11 @@ import pytest
 
 from virtbench.labs.lab_contract import Manifest
 from virtbench.labs.net.netops import add_namespace, add_veth, delete_namespace, set_address
+from virtbench.model import VirtbenchError
 from virtbench.net_qos.pcap import read_pcap
 from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.workloads.net.capture import Capture
-from virtbench.workloads.net.counters import tx_packets
+from virtbench.workloads.net.counters import link_counter, tx_packets
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]
 
@@ -44,14 +45,26 @@ def test_capture_keeps_the_last_packets_and_matches_the_counter(
                       tool)  # type: ignore[arg-type]
     capture.start()
     before = tx_packets(sender, "va")
+    rx_before = link_counter(receiver, "vb", "rx")
     # Stopping right after the last ping: the ring's unfinished block must still reach the file.
     sender.run(["ping", "-c", "40", "-i", "0.002", "-q", "10.78.0.2"], timeout=30)
     after = tx_packets(sender, "va")
+    rx_after = link_counter(receiver, "vb", "rx")
     stats = capture.stop()
     assert not capture.path.is_relative_to(Path.home())  # AppArmor: tcpdump may not write ~/.*
     assert read_pcap(capture.path).packets == 40
     assert stats.dropped == 0
     assert 40 <= after - before <= 42  # the pings, and at most an ARP exchange
+    assert rx_after - rx_before == after - before  # a veth's peer receives what it sent
     kept = capture.keep()
     assert kept == tmp_path / "rx.pcap" and read_pcap(kept).packets == 40
     assert not capture.spool.exists()
+
+
+def test_counters_name_the_interface_and_the_counter(pair: tuple[NetnsTarget, NetnsTarget]
+                                                     ) -> None:
+    sender, _ = pair
+    with pytest.raises(VirtbenchError, match="interface vbnosuch"):
+        link_counter(sender, "vbnosuch", "rx")
+    with pytest.raises(VirtbenchError, match=r"stats64\.rx\.nosuch"):
+        link_counter(sender, "va", "rx", "nosuch")
