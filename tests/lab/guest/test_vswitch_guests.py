@@ -84,6 +84,9 @@ def test_two_guests_on_both_switches(tmp_path: Path, monkeypatch: pytest.MonkeyP
             assert seen["qemu"]["queues"] == 2 and seen["qemu"]["mq"] is True
             assert seen["guest"]["combined"] == 2 and seen["guest"]["rx_ring"] == 512
             assert seen["guest"]["driver"] == "virtio_net"
+            # offloads on but GRO off: the client's capture counts what its NIC received
+            assert seen["guest"]["offloads"]["generic-receive-offload"] == "off"
+            assert seen["guest"]["offloads"]["tcp-segmentation-offload"] == "on"
         path = bridge.services.get(ClientServerPath)
         assert (path.server_ip, path.client_ip, path.client_iface) == ("10.77.0.1", "10.77.0.2",
                                                                        "cli")
