@@ -7,7 +7,11 @@ import select
 import selectors
 import socket
 import time
+import types
 
+import pytest
+
+from virtbench.loadgen import precise
 from virtbench.loadgen.precise import SpinSelector, TimerFd, new_loop
 
 
@@ -42,7 +46,8 @@ def test_selector_returns_no_key_for_its_timer_and_timers_still_fire_in_order() 
     assert fired == [4, 3, 2, 1, 0]
 
 
-def test_selector_sets_its_timer_once_for_the_same_next_timer() -> None:
+def test_selector_sets_its_timer_once_for_the_same_next_timer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     selector = SpinSelector(0.0002)
     assert selector.timer is not None
     armed: list[float] = []
@@ -57,9 +62,20 @@ def test_selector_sets_its_timer_once_for_the_same_next_timer() -> None:
     try:
         other.send(b"x")  # always readable: every select returns at once, as under load
         selector.register(busy, selectors.EVENT_READ)
-        due = time.monotonic() + 5.0  # the loop's next timer, e.g. a request timeout
-        for _ in range(50):
-            assert len(selector.select(due - time.monotonic())) == 1
+        # A clock that moves 1 µs per read: the loop's and the selector's reads of one timer
+        # differ by microseconds, as on a quiet machine (a preemption between them, over the
+        # spin's half on a loaded one, would set it again: harmless, but not this check).
+        now = [time.monotonic()]
+
+        def clock() -> float:
+            now[0] += 1e-6
+            return now[0]
+
+        with monkeypatch.context() as patched:
+            patched.setattr(precise, "time", types.SimpleNamespace(monotonic=clock))
+            due = clock() + 5.0  # the loop's next timer, e.g. a request timeout
+            for _ in range(50):
+                assert len(selector.select(due - clock())) == 1
         assert len(armed) == 1  # set once, not once per select
         selector.unregister(busy)
         started = time.monotonic()
