@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from images import test_cache
 
 from virtbench.assess.assessment import _attach
 from virtbench.assess.findings import Finding, Gain
@@ -25,8 +26,7 @@ from virtbench.assess.guest_disk import (
 from virtbench.kvm.guest_host import qemu_process
 from virtbench.store import Store
 
-REPO = Path(__file__).resolve().parents[3]
-IMAGE = str(REPO / ".cache" / "virtbench-guest" / "image")
+IMAGE = str(test_cache("virtbench-guest/image"))
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600), pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("mmdebstrap") is None

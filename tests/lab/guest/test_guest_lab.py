@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from images import test_cache
 
 from virtbench.labs import guest as guest_lab
 from virtbench.labs.guest import GuestLab, GuestParams
 from virtbench.profiling import Profiler, ProfileSettings
 from virtbench.services import FilesystemService
 from virtbench.targets.local import LocalTarget
-
-REPO = Path(__file__).resolve().parents[3]
 
 pytestmark = [pytest.mark.timeout(420), pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("mmdebstrap") is None
@@ -52,7 +51,7 @@ def hugepages() -> Iterator[int]:
 def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  hugepages: int) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    params = GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image"),
+    params = GuestParams(image_cache=str(test_cache("virtbench-guest/image")),
                          disk_mib=256)
     lab = GuestLab(params, tmp_path, LocalTarget())
     # Refused before anything starts, each naming its knob.
@@ -162,7 +161,7 @@ def test_lab_clean_removes_what_a_crashed_run_left(tmp_path: Path,
     from virtbench.plugins import all_labs
 
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    lab = GuestLab(GuestParams(image_cache=str(REPO / ".cache" / "virtbench-guest" / "image")),
+    lab = GuestLab(GuestParams(image_cache=str(test_cache("virtbench-guest/image"))),
                    tmp_path, LocalTarget())
     try:
         lab.up()

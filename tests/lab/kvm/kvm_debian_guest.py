@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from virtbench.kvm.sandbox import DEFAULT_DIR, SandboxInfo
+from images import test_cache
+
+from virtbench.kvm.sandbox import SandboxInfo
 from virtbench.kvm.sandbox_image import MODULES, DebianGuestImage
 from virtbench.kvm.sandbox_image import build_debian_guest as _build
 from virtbench.targets.ssh import SSHTarget
@@ -16,13 +18,11 @@ from virtbench.targets.target_contract import CommandFailed
 
 __all__ = ["CACHE", "MODULES", "build_debian_guest", "sandbox_ssh", "wait_answering"]
 
-REPO = Path(__file__).resolve().parents[3]
-CACHE = REPO / DEFAULT_DIR / "image"
+CACHE = test_cache("virtbench-sandbox/image")
 
 
 def build_debian_guest(cache: Path = CACHE) -> DebianGuestImage:
     cache.parent.mkdir(parents=True, exist_ok=True)
-    (cache.parent.parent / ".gitignore").write_text("*\n")
     return _build(cache)
 
 

@@ -2,11 +2,12 @@
 
 The guest prints /proc/cpuinfo between virtbench's console markers on its serial port and then
 idles, so a host can read the CPU flags the guest sees without network or agent.
-Cached under <repo>/.cache/vbkvm-guest/ (a .gitignore there keeps it out of git).
+Cached in tests/images.py's test_cache("vbkvm-guest").
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -15,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from images import test_cache
+
 from virtbench.kvm.flag_probes import CONSOLE_BEGIN, CONSOLE_END
 from virtbench.kvm.sandbox_image import download_deb, pack_tree, unpack_cloud_kernel
 
-REPO = Path(__file__).resolve().parents[3]
-CACHE = REPO / ".cache" / "vbkvm-guest"
+CACHE = test_cache("vbkvm-guest")
 
 INIT = f"""#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev
@@ -44,9 +46,11 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
     lib/modules/VERSION/kernel) are copied to /lib/modules/vb/ for it to insmod.
     """
     cache.mkdir(parents=True, exist_ok=True)
-    (cache.parent / ".gitignore").write_text("*\n")
     kernel, initrd = cache / "vmlinuz", cache / "initrd.cpio"
-    if kernel.exists() and initrd.exists():
+    # The cache outlives a checkout (tests/images.py): an image of another /init is rebuilt.
+    stamp = cache / "recipe"
+    recipe = hashlib.sha256("\n".join((init, *modules)).encode()).hexdigest()
+    if kernel.exists() and initrd.exists() and stamp.exists() and stamp.read_text() == recipe:
         return GuestImage(kernel, initrd)
     if shutil.which("cpio") is None:
         raise RuntimeError("cpio is missing (apt-get install cpio); without it the initramfs "
@@ -68,5 +72,6 @@ def build_guest(cache: Path = CACHE, init: str = INIT, modules: Sequence[str] = 
         shutil.copy2(vmlinuz, kernel.with_suffix(".tmp"))
         kernel.with_suffix(".tmp").replace(kernel)
         initrd.with_suffix(".tmp").replace(initrd)
+    stamp.write_text(recipe)
     return GuestImage(kernel, initrd)
 

@@ -10,19 +10,19 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from images import test_cache
+
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd as _ProductLibvirtd
 from virtbench.kvm.sandbox_libvirtd import remove_domain
 
 __all__ = ["PrivateLibvirtd", "remove_domain"]
 
-REPO = Path(__file__).resolve().parents[3]
-CAPS_CACHE = REPO / ".cache" / "vbkvm-libvirt-qemu-cache"
+CAPS_CACHE = test_cache("vbkvm-libvirt-qemu-cache")
 
 
 class PrivateLibvirtd(_ProductLibvirtd):
     def __init__(self) -> None:
         CAPS_CACHE.parent.mkdir(parents=True, exist_ok=True)
-        (CAPS_CACHE.parent / ".gitignore").write_text("*\n")
         super().__init__(Path(tempfile.mkdtemp(prefix="vbkvm-libvirtd-")), caps_cache=CAPS_CACHE)
 
     def stop(self) -> bool:
