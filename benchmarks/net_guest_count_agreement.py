@@ -32,10 +32,11 @@ from virtbench.model import VirtbenchError
 from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.net.counters import link_counter
 
-COLUMNS = ("srv tx", "srv port rx", "OVS srv rx", "OVS cli tx", "OVS cli tx dropped",
+COLUMNS = ("srv tx", "srv port rx", "OVS srv rx", "OVS srv socket drops", "OVS cli tx", "OVS cli tx dropped",
            "cli port tx", "cli port tx dropped", "cli rx", "receiver capture")
 """Counters along the path, in its order: the server guest's tx counter, its tap's host side
-(rx), OVS's live datapath statistics of the server's and the client's ports, the client's tap
+(rx), OVS's live datapath statistics of the server's and the client's ports (and what the
+kernel dropped at ovs-vswitchd's packet socket on the server's port), the client's tap
 (tx, tx dropped), the client guest's rx counter, the receiver capture."""
 _DPCTL_PORT = re.compile(r"port \d+: (\S+)")
 """Searched, not matched: a port whose stats OVS cannot read (an internal port moved into a
@@ -70,6 +71,27 @@ def _ovs_port(lab: VSwitchGuestsLab, port: str) -> dict[str, int]:
     return ports[port]
 
 
+_SS_PACKET = re.compile(r"\*:(\S+)\s.*?skmem:\(([^)]*)\)")
+
+
+def parse_packet_socket_drops(out: str) -> dict[str, int]:
+    """Each interface's packet-socket drops from ``ss -0 -a -m -n`` (skmem's ``d``: what the
+    kernel dropped because the socket's receive buffer was full), summed over its sockets."""
+    drops: dict[str, int] = {}
+    for match in _SS_PACKET.finditer(out):
+        fields = dict(re.findall(r"([a-z]+)(\d+)", match[2]))
+        drops[match[1]] = drops.get(match[1], 0) + int(fields.get("d", 0))
+    return drops
+
+
+def _ovs_socket_drops(lab: VSwitchGuestsLab, port: str) -> int:
+    """Packets the kernel dropped at ovs-vswitchd's AF_PACKET socket on tap ``port`` (OVS's
+    userspace datapath receives a system port's frames through one; its port statistics are
+    the device's, counted before the socket, so these drops show nowhere in OVS)."""
+    out = lab.target.run(["ip", "netns", "exec", lab.sw_ns, "ss", "-0", "-a", "-m", "-n"]).stdout
+    return parse_packet_socket_drops(out).get(port, 0)
+
+
 _COVERAGE = re.compile(r"^(\S+)\s.*total: (\d+)\s*$", re.M)
 
 
@@ -98,6 +120,8 @@ def _counters(lab: VSwitchGuestsLab, switch: str) -> dict[str, Callable[[], int]
     if switch != "linux-bridge":
         srv_port, cli_port = ((srv.tap, cli.tap) if switch == "ovs" else ("vhu-srv", "vhu-cli"))
         out["OVS srv rx"] = lambda: _ovs_port(lab, srv_port)["rx"]
+        if switch == "ovs":
+            out["OVS srv socket drops"] = lambda: _ovs_socket_drops(lab, srv.tap)
         out["OVS cli tx"] = lambda: _ovs_port(lab, cli_port)["tx"]
         out["OVS cli tx dropped"] = lambda: _ovs_port(lab, cli_port)["tx dropped"]
     return out
@@ -162,7 +186,11 @@ def main() -> None:
         "port tx (dropped): the host side of their taps (rx = what the server guest sent "
         "into the switch, tx = what the client guest's QEMU read from it); OVS srv rx / cli "
         "tx (dropped): ovs-vswitchd's live datapath port statistics (`ovs-appctl dpctl/show "
-        "-s`; the tap ports on OVS, vhost-user ports vhu-srv/vhu-cli on OVS-DPDK); receiver "
+        "-s`; the tap ports on OVS, vhost-user ports vhu-srv/vhu-cli on OVS-DPDK; on a tap port "
+        "it is the device's count, before ovs-vswitchd's packet socket); OVS srv socket drops: "
+        "what the kernel dropped at ovs-vswitchd's AF_PACKET socket on the server's tap "
+        "because its receive buffer was full (`ss -0 -a -m`, skmem d; OVS reads a system "
+        "port's frames through that socket and counts these drops nowhere); receiver "
         "capture: packets in the "
         "client guest's capture (filter: tcp from the server's iperf3 port, so data and "
         "control connection); capture dropped: what tcpdump reported dropped; study loss: the workload's (srv tx − "
