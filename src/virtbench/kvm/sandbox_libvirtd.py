@@ -21,6 +21,7 @@ from virtbench.targets.daemon import is_ours, start_daemon, stop_pid
 from virtbench.targets.libvirt_connection import libvirt_module
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.private_mounts import launcher_argv
+from virtbench.targets.target_contract import Target
 
 __all__ = ["HUGETLBFS", "PrivateLibvirtd", "remove_domain"]
 
@@ -63,9 +64,14 @@ def remove_domain(conn: Any, name: str) -> None:
 class PrivateLibvirtd:
     """libvirtd with all its state under ``base`` (created by :meth:`start`)."""
 
-    def __init__(self, base: Path, caps_cache: Path | None = None) -> None:
+    def __init__(self, base: Path, caps_cache: Path | None = None,
+                 target: Target | None = None) -> None:
         self.base = base.resolve()
         self.caps_cache = caps_cache
+        # Where the daemon runs: this machine, or a host sharing its file system (a network
+        # namespace: the fleet's test hosts); a remote SSH host needs the files written there
+        # too (docs/fleet.md, "Cross-host guests").
+        self.target: Target = target if target is not None else LocalTarget()
         self.uri = f"qemu+unix:///system?socket={self.base}/sock/libvirt-sock"
 
     @property
@@ -117,7 +123,7 @@ class PrivateLibvirtd:
         spec = self.base / "mounts.json"
         spec.write_text(json.dumps(steps))
         daemon = start_daemon(
-            LocalTarget(),
+            self.target,
             launcher_argv(spec, ["/usr/sbin/libvirtd", "--config", str(etc / "libvirtd.conf"),
                                  "--pid-file", str(self.base / "libvirtd.pid")]),
             what="private libvirtd", log=self.base / "launcher.log")
