@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["test_cache"]
+__all__ = ["cache_dir"]
 
 
-def test_cache(name: str) -> Path:
+def cache_dir(name: str) -> Path:
     """The directory of one cached thing (``virtbench-guest/image``, ``vbkvm-guest``...)."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "virtbench-tests" / name

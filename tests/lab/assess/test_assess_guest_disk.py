@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from images import test_cache
+from images import cache_dir
 
 from virtbench.assess.assessment import _attach
 from virtbench.assess.findings import Finding, Gain
@@ -26,7 +26,7 @@ from virtbench.assess.guest_disk import (
 from virtbench.kvm.guest_host import qemu_process
 from virtbench.store import Store
 
-IMAGE = str(test_cache("virtbench-guest/image"))
+IMAGE = str(cache_dir("virtbench-guest/image"))
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600), pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("mmdebstrap") is None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cloud_test_image import build_cloud_test_image
-from images import test_cache
+from images import cache_dir
 
 from virtbench.labs.guest import GuestLab, GuestParams
 from virtbench.model import VirtbenchError
@@ -34,7 +34,7 @@ def _digest(path: Path) -> str:
 
 
 def _lab(tmp_path: Path, **params: object) -> GuestLab:
-    base = {"image_cache": str(test_cache("virtbench-guest/image")),
+    base = {"image_cache": str(cache_dir("virtbench-guest/image")),
             "disk_mib": 128, "memory_mib": 768}
     return GuestLab(GuestParams(**{**base, **params}), tmp_path, LocalTarget())
 
@@ -56,7 +56,7 @@ def _cmdline(proc: Path) -> bytes:
 def test_user_cloud_image_boots_with_nocloud_keys_and_address(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    made = build_cloud_test_image(test_cache("virtbench-guest/cloud-test"))
+    made = build_cloud_test_image(cache_dir("virtbench-guest/cloud-test"))
     before = _digest(made.image)
     lab = _lab(tmp_path, image=str(made.image), kernel=str(made.kernel),
                initrd=str(made.initrd), boot_timeout_s=600)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from images import test_cache
+from images import cache_dir
 
 from virtbench.labs import guest as guest_lab
 from virtbench.labs.guest import GuestLab, GuestParams
@@ -51,7 +51,7 @@ def hugepages() -> Iterator[int]:
 def test_guest_lab_variants_verified_and_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  hugepages: int) -> None:
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    params = GuestParams(image_cache=str(test_cache("virtbench-guest/image")),
+    params = GuestParams(image_cache=str(cache_dir("virtbench-guest/image")),
                          disk_mib=256)
     lab = GuestLab(params, tmp_path, LocalTarget())
     # Refused before anything starts, each naming its knob.
@@ -161,7 +161,7 @@ def test_lab_clean_removes_what_a_crashed_run_left(tmp_path: Path,
     from virtbench.plugins import all_labs
 
     monkeypatch.setenv("VIRTBENCH_LAB_ROOT", str(tmp_path / "labs"))
-    lab = GuestLab(GuestParams(image_cache=str(test_cache("virtbench-guest/image"))),
+    lab = GuestLab(GuestParams(image_cache=str(cache_dir("virtbench-guest/image"))),
                    tmp_path, LocalTarget())
     try:
         lab.up()

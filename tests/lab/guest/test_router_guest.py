@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from images import test_cache
+from images import cache_dir
 
 from virtbench.labs.cleanup import clean_leftovers
 from virtbench.labs.lab_contract import LabState
@@ -28,7 +28,7 @@ from virtbench.workloads.net.packet_rate import PacketRate
 from virtbench.workloads.net.router import RouterThroughput
 from virtbench.workloads.workload_contract import TrialContext
 
-CACHE = str(test_cache("virtbench-guest/net-image"))
+CACHE = str(cache_dir("virtbench-guest/net-image"))
 RATE = 200  # frames/s
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(900)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from dpdk import PMD_SLEEP_US
-from images import test_cache
+from images import cache_dir
 
 from virtbench.labs.cleanup import clean_leftovers
 from virtbench.labs.net.guest_switch import VSwitchGuestsLab, VSwitchGuestsParams
@@ -23,7 +23,7 @@ from virtbench.targets.local import LocalTarget
 from virtbench.workloads.net.qos_transfer import QosTransfer
 from virtbench.workloads.workload_contract import TrialContext
 
-CACHE = str(test_cache("virtbench-guest/net-image"))
+CACHE = str(cache_dir("virtbench-guest/net-image"))
 MQ = {"vcpus": 2, "nic_queues": 2, "rx_queue_size": 512}
 
 pytestmark = [pytest.mark.lab, pytest.mark.timeout(600)]

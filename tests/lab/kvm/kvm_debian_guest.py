@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from images import test_cache
+from images import cache_dir
 
 from virtbench.kvm.sandbox import SandboxInfo
 from virtbench.kvm.sandbox_image import MODULES, DebianGuestImage
@@ -18,7 +18,7 @@ from virtbench.targets.target_contract import CommandFailed
 
 __all__ = ["CACHE", "MODULES", "build_debian_guest", "sandbox_ssh", "wait_answering"]
 
-CACHE = test_cache("virtbench-sandbox/image")
+CACHE = cache_dir("virtbench-sandbox/image")
 
 
 def build_debian_guest(cache: Path = CACHE) -> DebianGuestImage:

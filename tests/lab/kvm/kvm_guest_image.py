@@ -2,7 +2,7 @@
 
 The guest prints /proc/cpuinfo between virtbench's console markers on its serial port and then
 idles, so a host can read the CPU flags the guest sees without network or agent.
-Cached in tests/images.py's test_cache("vbkvm-guest").
+Cached in tests/images.py's cache_dir("vbkvm-guest").
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from images import test_cache
+from images import cache_dir
 
 from virtbench.kvm.flag_probes import CONSOLE_BEGIN, CONSOLE_END
 from virtbench.kvm.sandbox_image import download_deb, pack_tree, unpack_cloud_kernel
 
-CACHE = test_cache("vbkvm-guest")
+CACHE = cache_dir("vbkvm-guest")
 
 INIT = f"""#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev

@@ -10,14 +10,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from images import test_cache
+from images import cache_dir
 
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd as _ProductLibvirtd
 from virtbench.kvm.sandbox_libvirtd import remove_domain
 
 __all__ = ["PrivateLibvirtd", "remove_domain"]
 
-CAPS_CACHE = test_cache("vbkvm-libvirt-qemu-cache")
+CAPS_CACHE = cache_dir("vbkvm-libvirt-qemu-cache")
 
 
 class PrivateLibvirtd(_ProductLibvirtd):

@@ -370,6 +370,9 @@ def test_serve_downloads_neutralise_formulas_and_are_strict_json(
     assert csv_cells > 100
 
 
+# An HTML report with its charts and serve's pages in one process: about 20 s on 2 busy cores,
+# over the default 60 s at a load of 14 (the CI-style run of 2026-12-02 10:20).
+@pytest.mark.timeout(240)
 def test_html_report_and_pages_show_control_characters_as_escapes(
         hostile_sqlite: tuple[str, str, str], tmp_path: Path) -> None:
     """The HTML report (and serve's pages, same templates) escaped markup but let ESC, BEL and
