@@ -9,11 +9,14 @@ as unknown and named. A capacity search's trial count is not known in advance: n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from virtbench.runner.plan import Plan
 from virtbench.runner.search import SearchedWorkload
 from virtbench.runner.trial_times import TrialTimes, configuration_key, trial_key
-from virtbench.search.multi import MultiPlan, predicted
+
+if TYPE_CHECKING:  # the search's modules load for an experiment with goals (_goal_lines)
+    from virtbench.search.multi import MultiPlan
 
 __all__ = ["Estimate", "WorkloadEstimate", "estimate", "human_duration"]
 
@@ -89,6 +92,8 @@ def estimate(plan: Plan, times: TrialTimes) -> Estimate:
 
 
 def _goal_lines(plan: MultiPlan) -> list[str]:
+    from virtbench.search.multi import predicted
+
     lines = [f"goal {g.name}: loss_ratio {g.loss_ratio:g}, exceed_ratio {g.exceed_ratio:g}, "
              f"final_trial_duration {g.final_trial_duration:g} s, duration_sum "
              f"{g.duration_sum:g} s, width {g.width:g}, initial_trial_duration "

@@ -10,19 +10,23 @@ continues from the stored trace when a run is resumed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
 from virtbench.contract import Realisation
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
-from virtbench.search import Search, SearchResult, Step, TraceEntry
-from virtbench.search.goals import Trial
-from virtbench.search.multi import GoalResult, MultiSearch
 from virtbench.search.spec import SearchSpec
 from virtbench.services import Service
 from virtbench.targets.target_contract import Target
 from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
+
+if TYPE_CHECKING:
+    # The search itself loads where a search runs or a stored one is read (below), not where
+    # a plan wraps a workload: `run FILE --check` imports none of it (tests/unit/cli/test_root.py).
+    from virtbench.search import Search, SearchResult, Step, TraceEntry
+    from virtbench.search.goals import Trial
+    from virtbench.search.multi import GoalResult, MultiSearch
 
 __all__ = ["AFTER_SERIES", "SEARCH_SERIES", "SearchedWorkload", "after_from_trials",
            "goal_metrics", "goal_trace_from_trials", "run_goal_search", "run_search",
@@ -105,11 +109,15 @@ class SearchedWorkload(Workload):
         """Multi-goal (RFC 9971) searches, one per variant, when the spec has goals."""
 
     def multi_for(self, variant: str) -> MultiSearch:
+        from virtbench.search.multi import MultiSearch
+
         if variant not in self.multi:
             self.multi[variant] = MultiSearch(self.spec.multi_plan())
         return self.multi[variant]
 
     def search_for(self, variant: str) -> Search:
+        from virtbench.search import Search
+
         if variant not in self.searches:
             self.searches[variant] = Search(self.spec.plan())
         return self.searches[variant]
@@ -139,6 +147,8 @@ class SearchedWorkload(Workload):
 
     # ---- one search step -----------------------------------------------------------------
     def run(self, ctx: TrialContext) -> TrialResult:
+        from virtbench.search import SearchResult, Step
+
         if self.spec.goals:
             return self._run_goals(ctx)
         search = self.search_for(ctx.variant)
@@ -177,6 +187,8 @@ class SearchedWorkload(Workload):
 
     def _run_goals(self, ctx: TrialContext) -> TrialResult:
         """One trial of a multi-goal search: its loss ratio informs every goal."""
+        from virtbench.search import Step
+
         search = self.multi_for(ctx.variant)
         step = search.next()
         if step is None:
@@ -223,6 +235,8 @@ class SearchedWorkload(Workload):
 
     def _after(self, ctx: TrialContext, result: SearchResult) -> TrialResult:
         """A trial at a fraction of the found load (latency below capacity)."""
+        from virtbench.search import Step
+
         fraction = self.after.get(ctx.variant)
         if fraction is None or result.load is None:
             raise VirtbenchError(f"search of {ctx.variant}/{self.name} is already finished")
@@ -340,6 +354,8 @@ def _search_notes(trials: Iterable[Mapping[str, Any]], variant: str, workload_id
 def trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
                       workload_id: str) -> list[TraceEntry]:
     """The stored trace of one search, from the run's trial rows (``Store.trials``)."""
+    from virtbench.search import TraceEntry
+
     return [TraceEntry(float(n["search.load"]), float(n["search.duration_s"]),
                        int(n["search.phase"]), n["search.passed"] == "1")
             for n in _search_notes(trials, variant, workload_id, "search.passed")]
@@ -348,6 +364,8 @@ def trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
 def goal_trace_from_trials(trials: Iterable[Mapping[str, Any]], variant: str,
                            workload_id: str) -> list[Trial]:
     """The stored trials of one multi-goal search (load, duration, loss ratio), in order."""
+    from virtbench.search.goals import Trial
+
     return [Trial(float(n["search.load"]), float(n["search.duration_s"]),
                   float(n["search.loss_ratio"]))
             for n in _search_notes(trials, variant, workload_id, "search.loss_ratio")]
@@ -357,6 +375,8 @@ def run_goal_search(workload: SearchedWorkload, variant: str, trace: list[Trial]
                     run_trial: Callable[[int], None]) -> list[GoalResult]:
     """Continue the multi-goal search of ``variant`` after ``trace`` until every goal has its
     result (``run_trial`` as for ``run_search``)."""
+    from virtbench.search.multi import MultiSearch
+
     search = MultiSearch(workload.spec.multi_plan())
     search.replay(trace)
     workload.multi[variant] = search
@@ -382,6 +402,8 @@ def run_search(workload: SearchedWorkload, variant: str, trace: list[TraceEntry]
     ``run_trial(index)`` runs and stores one trial with repetition ``index``; a failed trial
     is retried at the same index, and the runner stops after repeated failures.
     """
+    from virtbench.search import Search, SearchResult
+
     search = Search(workload.spec.plan())
     search.replay(trace)
     workload.searches[variant] = search

@@ -7,8 +7,27 @@ stored trace replays to the same point (``Search.replay``), which is how an inte
 resumes.
 """
 
-from virtbench.search.algorithm import Search, SearchResult, Step, TraceEntry
-from virtbench.search.consistency import trace_problems
+from typing import TYPE_CHECKING, Any
+
 from virtbench.search.search_limits import SearchPlan
 
+if TYPE_CHECKING:
+    from virtbench.search.algorithm import Search, SearchResult, Step, TraceEntry
+    from virtbench.search.consistency import trace_problems
+
 __all__ = ["Search", "SearchPlan", "SearchResult", "Step", "TraceEntry", "trace_problems"]
+
+_ALGORITHM = ("Search", "SearchResult", "Step", "TraceEntry")
+
+
+def __getattr__(name: str) -> Any:
+    # The search itself loads when a capacity search runs or is read, not when an experiment's
+    # model (which names the search's parameters) is built: `run FILE --check` of an experiment
+    # without a search imports none of it (tests/unit/cli/test_root.py).
+    if name in _ALGORITHM:
+        from virtbench.search import algorithm
+        return getattr(algorithm, name)
+    if name == "trace_problems":
+        from virtbench.search.consistency import trace_problems
+        return trace_problems
+    raise AttributeError(f"module 'virtbench.search' has no attribute {name!r}")

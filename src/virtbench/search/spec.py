@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field, model_validator
 
 from virtbench.contract import NumbersNotBooleans
 from virtbench.model import VirtbenchError
 from virtbench.search import SearchPlan
-from virtbench.search.goals import Goal
-from virtbench.search.multi import MultiPlan
+
+if TYPE_CHECKING:  # the search's own modules load when a search is planned (virtbench.search)
+    from virtbench.search.goals import Goal
+    from virtbench.search.multi import MultiPlan
 
 __all__ = ["Criterion", "GoalSpec", "SearchSpec"]
 
@@ -66,6 +69,8 @@ class GoalSpec(NumbersNotBooleans):
         return self
 
     def goal(self) -> Goal:
+        from virtbench.search.goals import Goal
+
         return Goal(self.name, self.loss_ratio, self.exceed_ratio, self.final_trial_duration,
                     self.duration_sum, self.width, self.initial_trial_duration)
 
@@ -136,6 +141,8 @@ class SearchSpec(NumbersNotBooleans):
         duration sum the last of durations_s, initial trial duration the first, width
         precision / (1 + precision) (precision is relative to the lower bound, the RFC's
         width to the upper)."""
+        from virtbench.search.goals import Goal
+
         if self.goals:
             return tuple(g.goal() for g in self.goals)
         final = self.durations_s[-1]
@@ -143,6 +150,8 @@ class SearchSpec(NumbersNotBooleans):
                      self.durations_s[0]),)
 
     def multi_plan(self) -> MultiPlan:
+        from virtbench.search.multi import MultiPlan
+
         return MultiPlan(self.lower, self.upper, self.search_goals(), self.integer)
 
     def plan(self) -> SearchPlan:

@@ -95,8 +95,9 @@ def test_a_commands_help_imports_its_own_module(started: Callable[..., Started],
 def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
         started: Callable[..., Started], tmp_path: Path) -> None:
     """Nor the other workloads (the web load generator brings NumPy), the store, the runner's
-    engine, the profiler or a table: a CPU experiment's check imports the plugins it names
-    (runner.plan), and prints its plan through a console."""
+    engine, the profiler, a table or a capacity search's algorithm (the experiment has no
+    search: only the ``search:`` block's model is built): a CPU experiment's check imports the
+    plugins it names (runner.plan), and prints its plan through a console."""
     spec = tmp_path / "cpu.yaml"
     spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
     out = started("run", str(spec), "--check", "--store", str(tmp_path / "s.db"))
@@ -106,7 +107,9 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
                       "virtbench.profiling", "virtbench.workloads.web", "virtbench.store",
                       "virtbench.runner.engine", "virtbench.preflight", "virtbench.facts",
                       "virtbench.cli.progress", "virtbench.cli.reporting",
-                      "rich.table", "rich.markdown") == []
+                      "rich.table", "rich.markdown", "virtbench.search.algorithm",
+                      "virtbench.search.multi", "virtbench.search.goals",
+                      "virtbench.search.consistency") == []
 
 
 def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_path: Path) -> None:
