@@ -32,11 +32,11 @@ from virtbench.model import VirtbenchError
 from virtbench.targets.local import NetnsTarget
 from virtbench.workloads.net.counters import link_counter
 
-COLUMNS = ("srv tx", "srv port rx", "OVS srv rx", "OVS srv socket drops", "OVS cli tx", "OVS cli tx dropped",
+COLUMNS = ("srv tx", "srv port rx", "OVS srv rx", "OVS srv rx socket drops", "OVS cli tx", "OVS cli tx dropped",
            "cli port tx", "cli port tx dropped", "cli rx", "receiver capture")
 """Counters along the path, in its order: the server guest's tx counter, its tap's host side
-(rx), OVS's live datapath statistics of the server's and the client's ports (and what the
-kernel dropped at ovs-vswitchd's packet socket on the server's port), the client's tap
+(rx), OVS's live datapath statistics of the server's and the client's ports (with, on OVS
+netdev, what the kernel dropped at ovs-vswitchd's receive socket of the server's tap), the client's tap
 (tx, tx dropped), the client guest's rx counter, the receiver capture."""
 _DPCTL_PORT = re.compile(r"port \d+: (\S+)")
 """Searched, not matched: a port whose stats OVS cannot read (an internal port moved into a
@@ -124,6 +124,10 @@ def _counters(lab: VSwitchGuestsLab, switch: str) -> dict[str, Callable[[], int]
             out["OVS srv socket drops"] = lambda: _ovs_socket_drops(lab, srv.tap)
         out["OVS cli tx"] = lambda: _ovs_port(lab, cli_port)["tx"]
         out["OVS cli tx dropped"] = lambda: _ovs_port(lab, cli_port)["tx dropped"]
+    if switch == "ovs":  # netdev datapath: AF_PACKET sockets on the taps
+        assert isinstance(lab.switch, OvsNetdev)
+        ovs = lab.switch.ovs
+        out["OVS srv rx socket drops"] = lambda: ovs.rx_socket_drops().get(srv.tap, 0)
     return out
 
 
@@ -186,11 +190,10 @@ def main() -> None:
         "port tx (dropped): the host side of their taps (rx = what the server guest sent "
         "into the switch, tx = what the client guest's QEMU read from it); OVS srv rx / cli "
         "tx (dropped): ovs-vswitchd's live datapath port statistics (`ovs-appctl dpctl/show "
-        "-s`; the tap ports on OVS, vhost-user ports vhu-srv/vhu-cli on OVS-DPDK; on a tap port "
-        "it is the device's count, before ovs-vswitchd's packet socket); OVS srv socket drops: "
-        "what the kernel dropped at ovs-vswitchd's AF_PACKET socket on the server's tap "
-        "because its receive buffer was full (`ss -0 -a -m`, skmem d; OVS reads a system "
-        "port's frames through that socket and counts these drops nowhere); receiver "
+        "-s`; the tap ports on OVS, vhost-user ports vhu-srv/vhu-cli on OVS-DPDK); OVS srv rx "
+        "socket drops: packets the kernel dropped at ovs-vswitchd's AF_PACKET receive socket "
+        "of the server's tap because its receive buffer was full (`ss -0 -a -e -m -p`, skmem "
+        "d; counted in the tap's rx, never seen by OVS, in no OVS counter; docs/net.md); receiver "
         "capture: packets in the "
         "client guest's capture (filter: tcp from the server's iperf3 port, so data and "
         "control connection); capture dropped: what tcpdump reported dropped; study loss: the workload's (srv tx − "

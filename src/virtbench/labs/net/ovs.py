@@ -7,6 +7,7 @@ system's OVS, if any, is never touched. DPDK gets its own ``--file-prefix`` for 
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from virtbench.targets.local import NetnsTarget
 from virtbench.targets.target_contract import CommandFailed, Target
 
 __all__ = ["DPDK_VSWITCHD", "OVS_SCHEMA", "DpdkOptions", "OvsDaemons", "OvsStartError",
-           "dpdk_runtime_dir"]
+           "dpdk_runtime_dir", "parse_packet_socket_drops"]
 
 # ovs-vswitchd logs DPDK's EAL errors and the cause of a failed port a few lines before the end.
 LOG_LINES_SHOWN = 20
@@ -41,6 +42,28 @@ class OvsStartError(VirtbenchError):
         self.log_lines = log_lines
         shown = "\n".join(f"  {line}" for line in log_lines) if log_lines else "  (no lines)"
         super().__init__(f"{what}; last lines of {log}:\n{shown}")
+
+
+_SS_SOCKET = re.compile(r"^p_\S+\s+\S+\s+\d+\s+\d+\s+\S*:(\S+)\s.*\"ovs-vswitchd")
+_SS_DROPS = re.compile(r"skmem:\(.*\bd(\d+)\)")
+
+
+def parse_packet_socket_drops(out: str) -> dict[str, int]:
+    """Per interface, the packets the kernel dropped at ovs-vswitchd's AF_PACKET receive
+    socket of that interface (its receive buffer was full), from ``ss -0 -a -e -m -p``: the
+    ``d`` field of ``skmem`` (the socket's sk_drops). Sockets bound to no interface (``*``)
+    and other processes' sockets are left out; two sockets on one interface add up."""
+    drops: dict[str, int] = {}
+    iface: str | None = None
+    for line in out.splitlines():
+        if sock := _SS_SOCKET.match(line):
+            iface = sock[1] if sock[1] != "*" else None
+        elif (mem := _SS_DROPS.search(line)) and iface is not None:
+            drops[iface] = drops.get(iface, 0) + int(mem[1])
+            iface = None
+        elif line and not line[0].isspace():
+            iface = None
+    return drops
 
 
 @dataclass(frozen=True)
@@ -151,6 +174,13 @@ class OvsDaemons:
         except OSError:
             lines = []
         return OvsStartError(what, log, lines)
+
+    def rx_socket_drops(self) -> dict[str, int]:
+        """Packets dropped so far at ovs-vswitchd's receive socket of each system/tap port
+        (netdev datapath; see :func:`parse_packet_socket_drops`). The kernel counted them
+        in the port's rx_packets, OVS never saw them, and no OVS counter shows them."""
+        out = NetnsTarget(self.ns).run(["ss", "-0", "-a", "-e", "-m", "-p"]).stdout
+        return parse_packet_socket_drops(out)
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
