@@ -71,27 +71,6 @@ def _ovs_port(lab: VSwitchGuestsLab, port: str) -> dict[str, int]:
     return ports[port]
 
 
-_SS_PACKET = re.compile(r"\*:(\S+)\s.*?skmem:\(([^)]*)\)")
-
-
-def parse_packet_socket_drops(out: str) -> dict[str, int]:
-    """Each interface's packet-socket drops from ``ss -0 -a -m -n`` (skmem's ``d``: what the
-    kernel dropped because the socket's receive buffer was full), summed over its sockets."""
-    drops: dict[str, int] = {}
-    for match in _SS_PACKET.finditer(out):
-        fields = dict(re.findall(r"([a-z]+)(\d+)", match[2]))
-        drops[match[1]] = drops.get(match[1], 0) + int(fields.get("d", 0))
-    return drops
-
-
-def _ovs_socket_drops(lab: VSwitchGuestsLab, port: str) -> int:
-    """Packets the kernel dropped at ovs-vswitchd's AF_PACKET socket on tap ``port`` (OVS's
-    userspace datapath receives a system port's frames through one; its port statistics are
-    the device's, counted before the socket, so these drops show nowhere in OVS)."""
-    out = lab.target.run(["ip", "netns", "exec", lab.sw_ns, "ss", "-0", "-a", "-m", "-n"]).stdout
-    return parse_packet_socket_drops(out).get(port, 0)
-
-
 _COVERAGE = re.compile(r"^(\S+)\s.*total: (\d+)\s*$", re.M)
 
 
@@ -120,8 +99,6 @@ def _counters(lab: VSwitchGuestsLab, switch: str) -> dict[str, Callable[[], int]
     if switch != "linux-bridge":
         srv_port, cli_port = ((srv.tap, cli.tap) if switch == "ovs" else ("vhu-srv", "vhu-cli"))
         out["OVS srv rx"] = lambda: _ovs_port(lab, srv_port)["rx"]
-        if switch == "ovs":
-            out["OVS srv socket drops"] = lambda: _ovs_socket_drops(lab, srv.tap)
         out["OVS cli tx"] = lambda: _ovs_port(lab, cli_port)["tx"]
         out["OVS cli tx dropped"] = lambda: _ovs_port(lab, cli_port)["tx dropped"]
     if switch == "ovs":  # netdev datapath: AF_PACKET sockets on the taps
