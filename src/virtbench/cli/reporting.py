@@ -4,6 +4,7 @@ warning all of them print when the runs' facts or settings differ."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from virtbench.model import VirtbenchError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from virtbench.report.chart_pool import ChartPool
     from virtbench.store import StoreReader
 
 __all__ = ["FORMATS", "differences_from_first", "report_runs", "show_report",
@@ -51,10 +53,26 @@ def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, P
     """The report of ``run_ids`` in each (format, path) of ``outputs``, analysed once
     (`run --report`: the terminal table and the HTML file); ``all_metrics``: the table format
     prints every metric's tables, not only the key ones (report/key_results.py)."""
+    run_ids = _distinct_runs(st, run_ids)
+    if any(fmt == "html" for fmt, _path in outputs):
+        # forked before the analysis: the workers import matplotlib while this process reads
+        from virtbench.report.chart_pool import ChartPool
+
+        pool = ChartPool.for_this_machine()
+        with pool or contextlib.nullcontext():
+            _analyse_and_render(st, run_ids, outputs, baseline, details, compare_by,
+                                all_metrics, pool)
+        return
+    _analyse_and_render(st, run_ids, outputs, baseline, details, compare_by, all_metrics, None)
+
+
+def _analyse_and_render(st: StoreReader, run_ids: list[str],
+                        outputs: list[tuple[str, Path | None]], baseline: str | None,
+                        details: bool, compare_by: str | None, all_metrics: bool,
+                        pool: ChartPool | None) -> None:
     from virtbench.analysis import analyse
     from virtbench.plugins import build_sections
 
-    run_ids = _distinct_runs(st, run_ids)
     # CSV is the result table only: the series are read and the sections built when another
     # format needs them
     tables_only = all(f == "csv" for f, _ in outputs)
@@ -65,11 +83,12 @@ def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, P
     sections = [] if tables_only else build_sections(analysis)
     for fmt, output_path in outputs:
         _render(st, run_ids, analysis, [] if fmt == "csv" else sections, fmt, output_path,
-                details, all_metrics)
+                details, all_metrics, pool)
 
 
 def _render(st: StoreReader, run_ids: list[str], analysis: Any, sections: list[Any], fmt: str,
-            output_path: Path | None, details: bool, all_metrics: bool = False) -> None:
+            output_path: Path | None, details: bool, all_metrics: bool = False,
+            pool: ChartPool | None = None) -> None:
     from virtbench.report import text
 
     if fmt == "table" and output_path is None:
@@ -80,7 +99,7 @@ def _render(st: StoreReader, run_ids: list[str], analysis: Any, sections: list[A
         from virtbench.report.html import render_html
 
         rendered = render_html(analysis, sections=sections,
-                               explain=_explained(st, run_ids, analysis))
+                               explain=_explained(st, run_ids, analysis), chart_pool=pool)
     elif fmt == "table":
         file_console = safetext.console(record=True, width=160,
                                         file=open(os.devnull, "w"))  # noqa: SIM115

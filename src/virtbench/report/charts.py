@@ -28,6 +28,7 @@ from matplotlib.transforms import blended_transform_factory
 from virtbench import safetext
 from virtbench.analysis.derived_views import KnobGrid, MetricView, SeriesGroup, downsample_minmax
 from virtbench.model import Better
+from virtbench.report.chart_limits import MAX_BARS, MAX_LINE_POINTS
 from virtbench.report.formatting import _PREFIXES, _SCALABLE, fmt_value
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "axis_scale",
     "chart_style",
     "distribution_chart",
+    "draw",
+    "draw_numbered",
     "effects_chart",
     "grid_chart",
     "grid_lines",
@@ -44,10 +47,6 @@ __all__ = [
     "timeseries_chart",
 ]
 
-MAX_LINE_POINTS = 2000
-"""Most points drawn per line of a time series."""
-MAX_BARS = 64
-"""Most configurations drawn in one bar chart (the table still lists all)."""
 # Above this many bytes an SVG is replaced by a PNG (a time series with many lines).
 MAX_SVG_BYTES = 400_000
 QUANTILE_POINTS = 400  # points of an ECDF curve
@@ -140,6 +139,20 @@ def _svg(fig: Figure) -> str:
     finally:
         fig.dpi = dpi
     return buf.getvalue()
+
+
+def draw_numbered(chart: str, number: int, args: tuple[Any, ...]) -> str | None:
+    """``chart(*args)`` (the name of one of this module's chart functions) with ``number`` in
+    its ids' hash salt: charts drawn in several processes for one page (report/chart_pool.py)
+    keep distinct ids by the number their page gives them."""
+    global _counter
+    _counter = itertools.count(number)
+    return draw(chart, args)
+
+
+def draw(chart: str, args: tuple[Any, ...]) -> str | None:
+    """``chart(*args)``, by the name of one of this module's chart functions (_CHARTS)."""
+    return cast(str | None, _CHARTS[chart](*args))
 
 
 def _markup(fig: Figure, title: str) -> str:
@@ -518,3 +531,9 @@ def distribution_chart(group: SeriesGroup) -> str | None:
         ecdf_ax.legend(loc="lower right", fontsize=7)
         _title(ecdf_ax, "ECDF, all repetitions pooled")
         return _markup(fig, f"distribution of {group.title}")
+
+
+_CHARTS: dict[str, Any] = {
+    "mean": mean_chart, "speedup": speedup_chart, "effects": effects_chart,
+    "grid": grid_chart, "timeseries": timeseries_chart, "distribution": distribution_chart}
+"""The charts draw_numbered draws, by name."""

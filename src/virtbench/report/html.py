@@ -1,7 +1,8 @@
 """The self-contained HTML report: one file, inline CSS and SVG charts, no external resources.
 
 Everything shown comes from the Analysis; tables reuse report/tables.py records and
-report/formatting.py, charts come from report/charts.py, text is escaped by jinja2.
+report/formatting.py, charts come from report/charts.py (drawn here or in chart workers:
+report/chart_pool.py), text is escaped by jinja2.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from virtbench.analysis.derived_views import (
     series_groups,
 )
 from virtbench.model import PROFILE_PREFIX, Metric
-from virtbench.report import charts
+from virtbench.report import chart_limits
+from virtbench.report.chart_pool import ChartJobs, ChartPool
 from virtbench.report.flamegraph import search_script
 from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.key_results import key_metrics
@@ -166,30 +168,27 @@ def _effects(view: MetricView) -> list[dict[str, str]]:
 
 
 def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
-                    grid: Any) -> dict[str, Any]:
+                    grid: Any, jobs: ChartJobs) -> dict[str, Any]:
     best = view.best[0] if view.best else None
     figures: list[dict[str, Any]] = []
     if with_charts:
         conf = f"{analysis.confidence:.0%}"
-        drawn = [
-            (charts.mean_chart(view, analysis.baseline),
-             f"Mean per configuration, best on top; error bars: {conf} CI; grey: the baseline, "
-             "green: the best configuration."),
-            (charts.speedup_chart(view),
-             f"Speedup over the baseline with its {conf} bootstrap CI; dashed line: 1 (no "
-             "change); green/red: significantly better/worse after Holm, grey: not significant."),
-            (charts.effects_chart(view, analysis.factor_knob),
-             f"Main effect of each flag: geometric-mean speedup from enabling it over all pairs "
-             f"of configurations that differ only in it, {conf} bootstrap CI; green: CI above 1, "
-             "red: CI below 1."),
-        ]
+        jobs.add(figures, "mean", (view, analysis.baseline),
+                 f"Mean per configuration, best on top; error bars: {conf} CI; grey: the "
+                 "baseline, green: the best configuration.")
+        jobs.add(figures, "speedup", (view,),
+                 f"Speedup over the baseline with its {conf} bootstrap CI; dashed line: 1 (no "
+                 "change); green/red: significantly better/worse after Holm, grey: not "
+                 "significant.")
+        jobs.add(figures, "effects", (view, analysis.factor_knob),
+                 f"Main effect of each flag: geometric-mean speedup from enabling it over all "
+                 f"pairs of configurations that differ only in it, {conf} bootstrap CI; green: "
+                 "CI above 1, red: CI below 1.")
         if grid is not None:
             per = (["host (run)"] if grid.per_run else []) + grid.line_knobs
-            drawn.append((charts.grid_chart(view, grid),
-                          f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
-                          + (f"; one line per {' × '.join(per)}." if per else ".")))
-        figures = [{"svg": Markup(svg), "caption": caption}  # our own SVG: trusted markup
-                   for svg, caption in drawn if svg]
+            jobs.add(figures, "grid", (view, grid),
+                     f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
+                     + (f"; one line per {' × '.join(per)}." if per else "."))
     compared = [r for r in view.rows if r.p_holm is not None and not math.isnan(r.p_holm)]
     return {
         "anchor": view.anchor,
@@ -214,15 +213,16 @@ def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
     }
 
 
-def _series_section(group: SeriesGroup) -> dict[str, Any]:
-    drawn = [(charts.timeseries_chart(group),
-              "Value against time since the trial started; one colour per variant, one line "
-              f"per repetition, at most {charts.MAX_LINE_POINTS} points per line (each bucket's "
-              "minimum and maximum kept).")]
+def _series_section(group: SeriesGroup, jobs: ChartJobs) -> dict[str, Any]:
+    figures: list[dict[str, Any]] = []
+    jobs.add(figures, "timeseries", (group,),
+             "Value against time since the trial started; one colour per variant, one line "
+             f"per repetition, at most {chart_limits.MAX_LINE_POINTS} points per line (each "
+             "bucket's minimum and maximum kept).")
     if group.per_request:
-        drawn.append((charts.distribution_chart(group),
-                      "All repetitions of a variant pooled. Box: quartiles; whiskers: 5th–95th "
-                      "percentile; ◆: mean. ECDF: fraction of values ≤ x."))
+        jobs.add(figures, "distribution", (group,),
+                 "All repetitions of a variant pooled. Box: quartiles; whiskers: 5th–95th "
+                 "percentile; ◆: mean. ECDF: fraction of values ≤ x.")
     return {
         "anchor": group.anchor, "title": group.title, "unit": group.unit,
         "description": group.description, "points": group.points,
@@ -230,8 +230,7 @@ def _series_section(group: SeriesGroup) -> dict[str, Any]:
         "variants": [{"name": name, "repetitions": len(items),
                       "points": sum(len(s.values) for s in items)}
                      for name, items in group.by_variant.items()],
-        "figures": [{"svg": Markup(svg), "caption": caption}  # our own SVG: trusted markup
-                    for svg, caption in drawn if svg],
+        "figures": figures,
     }
 
 
@@ -283,21 +282,27 @@ def _variants(analysis: Analysis) -> list[dict[str, str]]:
 
 def render_html(analysis: Analysis, lead: Sequence[Section] = (), *,
                 sections: Sequence[Section],
-                explain: Sequence[WorkloadExplanation] = ()) -> str:
+                explain: Sequence[WorkloadExplanation] = (),
+                chart_pool: ChartPool | None = None) -> str:
     """The report as one self-contained HTML document (UTF-8 text), with the study
     ``sections`` (``virtbench.plugins.build_sections``); ``lead`` sections (an assessment's
     findings) come first, right below the title; ``explain``: the run's profiles
-    (decide.explain.explain_run), shown in an Explain section with flame graphs."""
-    context = report_context(analysis, lead, sections=sections, explain=explain)
+    (decide.explain.explain_run), shown in an Explain section with flame graphs;
+    ``chart_pool``: the workers that draw the charts (None: this process draws them)."""
+    context = report_context(analysis, lead, sections=sections, explain=explain,
+                             chart_pool=chart_pool)
     return report_environment().get_template("report.html.j2").render(**context)
 
 
 def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
                    sections: Sequence[Section],
-                   explain: Sequence[WorkloadExplanation] = ()) -> dict[str, Any]:
-    """Everything the report templates show (charts drawn), for report.html.j2 or a partial."""
-    with charts.chart_style():
-        context = _context(analysis, lead, sections)
+                   explain: Sequence[WorkloadExplanation] = (),
+                   chart_pool: ChartPool | None = None) -> dict[str, Any]:
+    """Everything the report templates show (charts drawn, by ``chart_pool``'s workers or,
+    when None, here), for report.html.j2 or a partial."""
+    jobs = ChartJobs()
+    context = _context(analysis, lead, sections, jobs)
+    jobs.draw(chart_pool)
     if not explain and any(row.metric.name.startswith(PROFILE_PREFIX)
                            for row in analysis.rows):
         context["explain_note"] = (
@@ -318,14 +323,14 @@ def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
 
 
 def _context(analysis: Analysis, lead: Sequence[Section],
-             study_sections: Sequence[Section]) -> dict[str, Any]:
+             study_sections: Sequence[Section], jobs: ChartJobs) -> dict[str, Any]:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
     per_view = 3 + (grid is not None)
     budget_ok = len(views) * per_view <= CHART_BUDGET
     sections: list[dict[str, Any]] = []
     for wid, name, params in analysis.workloads:
-        metrics = [_metric_section(v, analysis, budget_ok or v.metric.primary, grid)
+        metrics = [_metric_section(v, analysis, budget_ok or v.metric.primary, grid, jobs)
                    for v in views if v.workload_id == wid]
         sections.append({"id": wid, "name": name, "anchor": anchor("w", wid),
                          "params": json.dumps(params, indent=1, sort_keys=True, default=str),
@@ -334,7 +339,7 @@ def _context(analysis: Analysis, lead: Sequence[Section],
     for wid in dict.fromkeys(v.workload_id for v in views if v.workload_id not in known):
         sections.append({"id": wid, "name": wid, "anchor": anchor("w", wid), "params": "{}",
                          "metrics": [_metric_section(v, analysis, budget_ok or v.metric.primary,
-                                                     grid)
+                                                     grid, jobs)
                                      for v in views if v.workload_id == wid]})
     keys = key_metrics(analysis, study_sections)
     by_pair = {(s["id"], m["name"]): {"workload_id": s["id"], **m}
@@ -358,7 +363,7 @@ def _context(analysis: Analysis, lead: Sequence[Section],
         "sections": sections,
         "summary": summary,
         "summary_folded": summary_folded,
-        "series": [_series_section(g) for g in series_groups(analysis)],
+        "series": [_series_section(g, jobs) for g in series_groups(analysis)],
         "study_sections": list(study_sections),
         "lead_sections": list(lead),
         "realisations": _realisations(analysis),
@@ -380,8 +385,8 @@ def _context(analysis: Analysis, lead: Sequence[Section],
            if (wid, m.name) not in {(v.workload_id, v.metric.name) for v in views}],
         "generated": _time(_dt.datetime.now(_dt.UTC).timestamp()),
         "version": virtbench.__version__,
-        "max_bars": charts.MAX_BARS,
-        "max_line_points": charts.MAX_LINE_POINTS,
+        "max_bars": chart_limits.MAX_BARS,
+        "max_line_points": chart_limits.MAX_LINE_POINTS,
         "explain": [],
         "explain_note": "",
         "flame_script": "",
