@@ -65,14 +65,18 @@ class PrivateLibvirtd:
     """libvirtd with all its state under ``base`` (created by :meth:`start`)."""
 
     def __init__(self, base: Path, caps_cache: Path | None = None,
-                 target: Target | None = None) -> None:
+                 target: Target | None = None, uri: str | None = None) -> None:
         self.base = base.resolve()
         self.caps_cache = caps_cache
         # Where the daemon runs: this machine, or a host sharing its file system (a network
         # namespace: the fleet's test hosts); a remote SSH host needs the files written there
         # too (docs/fleet.md, "Cross-host guests").
         self.target: Target = target if target is not None else LocalTarget()
-        self.uri = f"qemu+unix:///system?socket={self.base}/sock/libvirt-sock"
+        self.socket = self.base / "sock" / "libvirt-sock"
+        # ``uri``: how this process reaches the daemon when not by its socket here (a socket
+        # forwarded from the host over ssh, labs/net/crosshost_guests.py).
+        self.forwarded = uri is not None
+        self.uri = uri or f"qemu+unix:///system?socket={self.socket}"
 
     @property
     def _record(self) -> Path:
@@ -134,7 +138,7 @@ class PrivateLibvirtd:
             error = daemon.exit_error()
             if error is not None:
                 raise VirtbenchError(f"{error} ({self.log_tail()})")
-            if (self.base / "sock" / "libvirt-sock").exists():
+            if self.forwarded or self.socket.exists():
                 try:
                     libvirt.open(self.uri).close()
                     return self.uri
@@ -167,9 +171,39 @@ class PrivateLibvirtd:
     def stop(self) -> bool:
         """Remove every domain, end the daemon; True when one was running."""
         pid = self.pid()
-        if pid is None:
+        # On an SSH host the recorded PID is the local ssh client's: libvirtd takes the
+        # session's SIGHUP as "reload", so it is ended by its own PID, on its host.
+        on_host = None if isinstance(self.target, LocalTarget) else self._pid_on_host()
+        if pid is None and on_host is None:
             return False
         self._remove_domains()
-        stop_pid(pid, str(self.base), grace_s=30.0)
+        if on_host is not None:
+            self._end_on_host(on_host, grace_s=30.0)
+        if pid is not None:
+            stop_pid(pid, str(self.base), grace_s=30.0)
         self._record.unlink(missing_ok=True)
         return True
+
+    def _pid_on_host(self) -> int | None:
+        """libvirtd's PID on its host (its pid file) while its command line names our
+        directory, else None."""
+        found = self.target.run(["cat", str(self.base / "libvirtd.pid")], check=False)
+        text = found.stdout.strip()
+        if found.returncode != 0 or not text.isdigit():
+            return None
+        return int(text) if self._running_on_host(int(text)) else None
+
+    def _running_on_host(self, pid: int) -> bool:
+        stat = self.target.run(["cat", f"/proc/{pid}/stat", f"/proc/{pid}/cmdline"],
+                               check=False).stdout
+        state = stat.rsplit(")", 1)[1].split()[:1] if ")" in stat else []
+        return state not in ([], ["Z"]) and str(self.base) in stat
+
+    def _end_on_host(self, pid: int, grace_s: float) -> None:
+        for sig in ("TERM", "KILL"):
+            self.target.run(["kill", f"-{sig}", str(pid)], check=False)
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline:  # ends: gone, or past the deadline
+                if not self._running_on_host(pid):
+                    return
+                time.sleep(0.2)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.local import LocalTarget
+from virtbench.targets.local import LocalTarget, NetnsTarget
 from virtbench.targets.process import Process
 from virtbench.targets.ssh_agent import (
     AgentSession,
@@ -112,6 +112,12 @@ class SSHTarget(Target):
         self.host = host
         self.user = user
         self.port = port
+        self.spec: dict[str, Any] = {
+            "host": host, "user": user, "port": port, "identity_file": identity_file,
+            "known_hosts": known_hosts, "extra_options": list(extra_options),
+            "netns": getattr(via, "namespace", None)}
+        """How to reach this host again (a lab's manifest, for ``lab clean``): no secret,
+        the key file's path only."""
         self.name = f"ssh:{user + '@' if user else ''}{host}:{port}"
         if shutil.which(ssh_binary) is None:
             raise VirtbenchError(f"'{ssh_binary}' not found; install the Debian package "
@@ -147,6 +153,37 @@ class SSHTarget(Target):
         self._agent_lock = threading.Lock()
         self.agent_problem = ""
         """Why this host runs one ssh session per command ("" while the agent serves it)."""
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> SSHTarget:
+        """The target ``spec`` (an earlier target's :attr:`spec`) describes."""
+        return cls(spec["host"], user=spec["user"], port=spec["port"],
+                   identity_file=spec["identity_file"], known_hosts=spec["known_hosts"],
+                   extra_options=spec["extra_options"],
+                   via=NetnsTarget(spec["netns"]) if spec["netns"] else None)
+
+    def behind(self, port: int, *, user: str, identity_file: str, known_hosts: str
+               ) -> SSHTarget:
+        """The sshd listening on the host's own loopback at ``port`` (a guest's forwarded
+        port), reached through this host's connection (``ssh -W`` over its master)."""
+        # ssh expands %-tokens in ProxyCommand: the ControlPath's own %C must reach the
+        # inner ssh as it is.
+        proxy = shlex.join([*self._base, "-W", f"127.0.0.1:{port}", "--", self.host])
+        return SSHTarget("127.0.0.1", user=user, port=port, identity_file=identity_file,
+                         known_hosts=known_hosts, connect_timeout_s=self._connect_timeout_s,
+                         extra_options=["-o", "ProxyCommand=" + proxy.replace("%", "%%")],
+                         via=self._local)
+
+    def forward_socket(self, local: str, remote: str, *, cancel: bool = False) -> None:
+        """Forward (or stop forwarding) the unix socket ``local`` here to ``remote`` on the
+        host, over this target's multiplexed connection (a private libvirtd's socket)."""
+        if self._control_dir is None:
+            raise VirtbenchError(f"{self.name}: forwarding a socket needs a multiplexed "
+                                 "connection")
+        self.run(["true"])  # the master is up
+        self._local.run([*self._base, "-o", "StreamLocalBindUnlink=yes", "-O",
+                         "cancel" if cancel else "forward", "-L", f"{local}:{remote}", "--",
+                         self.host], timeout=30, check=not cancel)
 
     def ssh_argv(self, remote: Sequence[str]) -> list[str]:
         """The local argv that runs ``remote`` (already wrapped) on the host."""

@@ -27,10 +27,19 @@ def _needs_root_and_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     yield
 
 
-@pytest.fixture
-def three_hosts() -> Iterator[SshFleet]:
-    fleet = start_fleet(3)
+def _fleet(count: int) -> Iterator[SshFleet]:
+    fleet = start_fleet(count)
     try:
         yield fleet
     finally:
         fleet.stop()
+
+
+@pytest.fixture
+def three_hosts() -> Iterator[SshFleet]:
+    yield from _fleet(3)
+
+
+@pytest.fixture
+def two_hosts() -> Iterator[SshFleet]:
+    yield from _fleet(2)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -65,7 +66,8 @@ from virtbench.targets.local import NetnsTarget
 from virtbench.targets.ssh import SSHTarget
 from virtbench.targets.target_contract import Target
 
-__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab", "guest_nic_view", "remove_guests"]
+__all__ = ["GUEST_NET_PACKAGES", "LABS", "VSwitchGuestsLab", "guest_nic_view", "remove_guests",
+           "rename_nic", "start_guest_servers"]
 
 GUEST_NET_PACKAGES = ("iperf3", "irtt", "tcpdump", "iproute2", "ethtool", "procps", "stress-ng")
 """What net.qos-transfer and the lab run inside the guests (servers, client, capture,
@@ -303,14 +305,9 @@ class VSwitchGuestsLab(VSwitchLab):
         """Name the data NIC after the role, set queues, offloads and the address; verify."""
         assert guest.target is not None
         run = guest.target.run
-        links = json.loads(run(["ip", "-j", "link", "show"]).stdout)
-        names = [link["ifname"] for link in links
-                 if str(link.get("address", "")).lower() == guest.mac]
-        if not names:
-            raise VirtbenchError(f"lab {self.name}: guest {guest.role} has no NIC with MAC "
-                                 f"{guest.mac} (nic_model {wanted.nic.nic_model})")
         nic = guest.role
-        run(["ip", "link", "set", names[0], "name", nic])
+        rename_nic(guest.target, guest.mac, nic,
+                   f"lab {self.name}: guest {guest.role} (nic_model {wanted.nic.nic_model})")
         if wanted.nic.nic_queues > 1:
             run(["ethtool", "-L", nic, "combined", str(wanted.nic.nic_queues)])
         if not self.params.offloads or wanted.backend == "vhost-user":
@@ -400,18 +397,7 @@ class VSwitchGuestsLab(VSwitchLab):
         srv = self.guests["srv"].target
         assert srv is not None
         # Detached inside the guest (which is destroyed with everything in it afterwards).
-        srv.run(["sh", "-c", "pgrep -x iperf3 >/dev/null || iperf3 -s -D -p "
-                 f"{FOREGROUND_PORT}; pgrep -x irtt >/dev/null || (setsid irtt server -b "
-                 f":{IRTT_PORT} </dev/null >/tmp/irtt.log 2>&1 &)"])
-        deadline = time.monotonic() + 30
-        while True:  # ends: listening, or past the deadline
-            out = srv.run(["ss", "-Hlntu"], check=False).stdout
-            if f":{FOREGROUND_PORT} " in out and f":{IRTT_PORT} " in out:
-                return
-            if time.monotonic() > deadline:
-                raise VirtbenchError(f"lab {self.name}: iperf3/irtt servers in the server "
-                                     f"guest did not listen within 30 s ({out.strip()[-200:]})")
-            time.sleep(0.5)
+        start_guest_servers(srv, "", FOREGROUND_PORT, IRTT_PORT, f"lab {self.name}")
 
     def serving_daemons(self) -> dict[str, int]:
         """The switch's daemons; the servers run inside the guest (its QEMU is their host)."""
@@ -456,6 +442,36 @@ class VSwitchGuestsLab(VSwitchLab):
             if f" {guest.cidr} " not in out:
                 raise VirtbenchError(f"lab {self.name}: guest {guest.role} lost its address "
                                      f"{guest.cidr} on {guest.role} (has: {out.strip() or 'none'})")
+
+
+def start_guest_servers(target: Target, address: str, iperf3_port: int, irtt_port: int,
+                        what: str) -> None:
+    """iperf3 and irtt servers detached in a guest (destroyed with everything in it), bound to
+    ``address`` ("" for all), unless they run already; waits until both listen."""
+    bind = ["-B", address] if address else []
+    target.run(["sh", "-c", shlex.join(["pgrep", "-x", "iperf3"]) + " >/dev/null || "
+                + shlex.join(["iperf3", "-s", "-D", *bind, "-p", str(iperf3_port)])
+                + "; pgrep -x irtt >/dev/null || (setsid "
+                + shlex.join(["irtt", "server", "-b", f"{address}:{irtt_port}"])
+                + " </dev/null >/tmp/irtt.log 2>&1 &)"])
+    deadline = time.monotonic() + 30
+    while True:  # ends: listening, or past the deadline
+        out = target.run(["ss", "-Hlntu"], check=False).stdout
+        if f":{iperf3_port} " in out and f":{irtt_port} " in out:
+            return
+        if time.monotonic() > deadline:
+            raise VirtbenchError(f"{what}: iperf3/irtt servers in the server guest did not "
+                                 f"listen within 30 s ({out.strip()[-200:]})")
+        time.sleep(0.5)
+
+
+def rename_nic(target: Target, mac: str, name: str, what: str) -> None:
+    """Name the guest's NIC with ``mac`` ``name``; VirtbenchError naming ``what`` without one."""
+    links = json.loads(target.run(["ip", "-j", "link", "show"]).stdout)
+    found = [link["ifname"] for link in links if str(link.get("address", "")).lower() == mac]
+    if not found:
+        raise VirtbenchError(f"{what} has no NIC with MAC {mac}")
+    target.run(["ip", "link", "set", found[0], "name", name])
 
 
 def guest_nic_view(target: Target, nic: str) -> GuestNicView:

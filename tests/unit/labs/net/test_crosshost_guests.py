@@ -1,0 +1,62 @@
+"""Lab cross-host's guest endpoints without processes: the guest_addresses parameter refused
+naming the role, the host's routes as ``ip route`` lines, the SSH target's spec and its way
+through a host to a guest's forwarded sshd."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from virtbench.labs.net.crosshost import CrossHostLab, CrossHostParams
+from virtbench.labs.net.crosshost_guests import _route_line, address_problems
+from virtbench.model import VirtbenchError
+from virtbench.targets.fake import FakeTarget
+from virtbench.targets.ssh import SSHTarget
+
+ROLES = ("server", "client")
+
+
+def test_guest_addresses_are_refused_naming_the_role() -> None:
+    assert address_problems({"server": "10.0.0.20/24", "client": "10.0.0.21/24"}, ROLES) == []
+    assert "each of server, client" in address_problems({"server": "10.0.0.20/24"}, ROLES)[0]
+    assert address_problems({"server": "10.0.0.20", "client": "10.0.0.21/24"}, ROLES) == [
+        "guest_addresses.server: '10.0.0.20' needs its prefix length (10.0.0.20/24)"]
+    assert address_problems({"server": "10.0.0.300/24", "client": "10.0.0.21/24"}, ROLES) == [
+        "guest_addresses.server: '10.0.0.300/24' is not an IPv4 address/prefix"]
+    assert "different addresses" in address_problems(
+        {"server": "10.0.0.20/24", "client": "10.0.0.20/24"}, ROLES)[0]
+
+
+def test_the_lab_refuses_guests_without_addresses(tmp_path: Path) -> None:
+    params = CrossHostParams(roles={"server": "h2", "client": "h1"}, endpoints="guests")
+    with pytest.raises(VirtbenchError, match="lab cross-host: guest_addresses must give"):
+        CrossHostLab(params, tmp_path, FakeTarget([]))
+    CrossHostLab(CrossHostParams(roles={"server": "h2", "client": "h1"}), tmp_path,
+                 FakeTarget([]))  # endpoints hosts: no addresses needed
+
+
+def test_routes_are_given_back_as_ip_route_lines() -> None:
+    assert _route_line({"dst": "default", "gateway": "10.0.0.1", "protocol": "dhcp",
+                        "metric": 100, "flags": []}) == \
+        "default via 10.0.0.1 proto dhcp metric 100"
+    assert _route_line({"dst": "192.168.5.0/24", "scope": "link", "protocol": "static"}) == \
+        "192.168.5.0/24 proto static scope link"
+
+
+def test_a_guest_behind_a_host_is_reached_through_the_hosts_connection() -> None:
+    host = SSHTarget("10.0.0.5", user="root", port=2222, identity_file="/k", known_hosts="/kh",
+                     extra_options=["-o", "Ciphers=aes128-ctr"])
+    try:
+        assert SSHTarget.from_spec(host.spec).spec == host.spec
+        guest = host.behind(40022, user="root", identity_file="/gk", known_hosts="/gkh")
+        option = next(o for o in guest._base if o.startswith("ProxyCommand="))
+        proxy = shlex.split(option.removeprefix("ProxyCommand=").replace("%%", "%"))
+        assert proxy[-4:] == ["-W", "127.0.0.1:40022", "--", "10.0.0.5"]
+        # the host's own options and master, its %C for the inner ssh to expand
+        assert "Ciphers=aes128-ctr" in proxy and any(p.endswith("/%C") for p in proxy)
+        assert "%C" not in option.replace("%%C", "")
+        assert guest.spec["host"] == "127.0.0.1" and guest.spec["port"] == 40022
+    finally:
+        host.close()
