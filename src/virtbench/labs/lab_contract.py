@@ -171,6 +171,12 @@ class Lab(abc.ABC):
         runs (each knob alone is judged when the file is read). Default: none."""
         return []
 
+    def workloads_in_own_guests(self) -> bool:
+        """True when every variant's workloads run in guests this lab boots (``LabState.target``)
+        from an image holding their tools: those are then checked in the guest when the trial
+        is set up, not on the experiment's target before the run. Default: False."""
+        return False
+
     def serving_daemons(self) -> dict[str, int]:
         """Name → PID of each daemon running now that does the workload's work (a cache, a
         web server, a switch); a profiled trial counts their samples, and their children's,

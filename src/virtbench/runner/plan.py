@@ -118,7 +118,8 @@ def check_plan(plan: Plan, target: Target, lab: Lab | None = None) -> list[str]:
     for variant, knobs in plan.variants.items():
         problems += lab.check_variant(variant, lab.own_knobs(knobs))
     for workload in plan.workloads.values():
-        problems += workload.check(target)
+        if not lab.workloads_in_own_guests():  # else checked in the guest (runner.trial)
+            problems += workload.check(target)
     problems += service_problems(lab, plan.workloads.values())
     return problems + list(plan.unrealisable)
 

@@ -46,7 +46,7 @@ from virtbench.targets.target_contract import Target
 __all__ = ["LABS", "CrossHostLab", "CrossHostParams"]
 
 ROLES = ("server", "client")
-GUEST_TOOLS = (Tool("ip", "iproute2"), Tool("libvirtd", "libvirt-daemon-system"),
+GUEST_TOOLS = (Tool("libvirtd", "libvirt-daemon-system"),
                Tool("qemu-system-x86_64", "qemu-system-x86"), Tool("unshare", "util-linux"))
 GUEST_CAVEAT = ("emulated (TCG) guests: their packet processing is emulated, so throughput and "
                 "delay measure the emulation as much as the hosts' network")
@@ -109,15 +109,19 @@ class CrossHostLab(Lab):
     def check(self) -> list[str]:
         problems = super().check()
         if self.params.endpoints == "guests":
-            for name, host in (("client", self.target), ("server", self.server)):
+            for host, tools in ((self.target, GUEST_TOOLS),
+                                (self.server, (*self.tools, *GUEST_TOOLS))):
                 if host is not None:
-                    problems += missing_tools(f"lab {self.name}", host.which, GUEST_TOOLS,
-                                              f" on the {name} host (endpoints: guests)")
+                    problems += missing_tools(f"lab {self.name}", host.which, tools,
+                                              f" on {host.describe()} (endpoints: guests)")
         elif self.server is not None:
             problems += missing_tools(f"lab {self.name}", self.server.which,
                                       (Tool("iperf3", "iperf3"), Tool("irtt", "irtt"),
                                        *self.tools), f" on the server host {self.server_address}")
         return problems
+
+    def workloads_in_own_guests(self) -> bool:
+        return bool(self.params.endpoints == "guests")  # the net image holds their tools
 
     def up(self) -> None:
         if self.params.endpoints == "guests":

@@ -12,7 +12,9 @@ import pytest
 from virtbench.labs.net.crosshost import CrossHostLab, CrossHostParams
 from virtbench.labs.net.crosshost_guests import _route_line, address_problems
 from virtbench.model import VirtbenchError
-from virtbench.targets.fake import FakeTarget
+from virtbench.runner.plan import build_plan, check_plan
+from virtbench.spec import parse_resolved
+from virtbench.targets.fake import FakeTarget, Scripted
 from virtbench.targets.ssh import SSHTarget
 
 ROLES = ("server", "client")
@@ -58,5 +60,27 @@ def test_a_guest_behind_a_host_is_reached_through_the_hosts_connection() -> None
         assert "Ciphers=aes128-ctr" in proxy and any(p.endswith("/%C") for p in proxy)
         assert "%C" not in option.replace("%%C", "")
         assert guest.spec["host"] == "127.0.0.1" and guest.spec["port"] == 40022
+        guest.close()
     finally:
         host.close()
+
+
+EXPERIMENT = """\
+name: x
+lab: {{kind: cross-host, params: {{roles: {{server: h2, client: h1}}, endpoints: {endpoints},
+       guest_addresses: {{server: 10.0.0.20/24, client: 10.0.0.21/24}}}}}}
+variants: [{{name: base, knobs: {{}}}}]
+workloads: [{{name: net.qos-transfer, params: {{duration_s: 1}}}}]
+"""
+
+
+def test_with_guest_endpoints_the_workloads_tools_are_not_asked_of_the_host() -> None:
+    """The guests' image holds iperf3, irtt and tcpdump (checked in the guest when the trial
+    is set up); the host needs libvirt and QEMU instead."""
+    host = FakeTarget([Scripted(("true",))], binaries={"ip": "/usr/bin/ip", "ss": "/usr/bin/ss"})
+    guests = check_plan(build_plan(parse_resolved(EXPERIMENT.format(endpoints="guests"))), host)
+    assert not [p for p in guests if "iperf3" in p or "irtt" in p]
+    assert any("'libvirtd' not found on fake (endpoints: guests)" in p for p in guests), guests
+    hosts = check_plan(build_plan(parse_resolved(EXPERIMENT.format(endpoints="hosts"))), host)
+    assert any("'iperf3' not found" in p for p in hosts) and not [
+        p for p in hosts if "libvirtd" in p]
