@@ -34,7 +34,8 @@ from virtbench.targets.target_contract import CommandFailed
 
 __all__ = ["KERNEL_FLAVOURS", "MODULES", "RECIPE", "DebianGuestImage", "GuestInstance",
            "GuestKeys", "build_debian_guest", "debian_mirror", "download_deb", "kernel_package",
-           "make_instance", "make_keys", "pack_cpio", "pack_tree", "recipe", "unpack_cloud_kernel"]
+           "make_instance", "make_keys", "make_keys_archive", "pack_cpio", "pack_tree", "recipe",
+           "unpack_cloud_kernel"]
 
 # Named although apt would resolve it: python3-cffi-backend provides the
 # python3-cffi-backend-api-* that python3-cryptography depends on.
@@ -381,8 +382,22 @@ def make_keys(directory: Path, port: int) -> GuestKeys:
 def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = None
                   ) -> GuestInstance:
     """Fresh host and client keys for one guest, its initramfs, and a pinned known_hosts."""
-    workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
+    archive, keys = make_keys_archive(workdir, port)
+    initrd = workdir / "initrd.cpio"
+    with initrd.open("wb") as out:
+        for part in (image.rootfs, archive):
+            with part.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+    archive.unlink()
+    return GuestInstance(image.kernel, initrd, port, keys.known_hosts, keys.identity, workdir)
+
+
+def make_keys_archive(workdir: Path, port: int) -> tuple[Path, GuestKeys]:
+    """Fresh host and client keys for one guest and the cpio archive that carries them into
+    it (``workdir/keys.cpio``, appended to the image's); the private host key is then only in
+    the archive."""
+    workdir.mkdir(parents=True, exist_ok=True)
     overlay = workdir / "overlay"
     (overlay / "etc" / "ssh").mkdir(parents=True)
     (overlay / "root" / ".ssh").mkdir(parents=True, mode=0o700)
@@ -398,13 +413,7 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
     pack_cpio(overlay, names, workdir / "keys.cpio")
     shutil.rmtree(overlay)
     keys.host_key.unlink()  # only the guest keeps its private host key
-    initrd = workdir / "initrd.cpio"
-    with initrd.open("wb") as out:
-        for part in (image.rootfs, workdir / "keys.cpio"):
-            with part.open("rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
-    (workdir / "keys.cpio").unlink()
-    return GuestInstance(image.kernel, initrd, port, keys.known_hosts, keys.identity, workdir)
+    return workdir / "keys.cpio", keys
 
 
 if __name__ == "__main__":

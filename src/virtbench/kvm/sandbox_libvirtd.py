@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from virtbench.model import VirtbenchError
-from virtbench.targets.daemon import is_ours, start_daemon, stop_pid
+from virtbench.targets.daemon import Daemon, is_ours, start_daemon, stop_pid
+from virtbench.targets.host_files import HostFiles
 from virtbench.targets.libvirt_connection import libvirt_module
 from virtbench.targets.local import LocalTarget
-from virtbench.targets.private_mounts import launcher_argv
+from virtbench.targets.private_mounts import launcher_argv, shell_launcher_argv
 from virtbench.targets.target_contract import Target
 
 __all__ = ["HUGETLBFS", "PrivateLibvirtd", "remove_domain"]
@@ -65,18 +66,25 @@ class PrivateLibvirtd:
     """libvirtd with all its state under ``base`` (created by :meth:`start`)."""
 
     def __init__(self, base: Path, caps_cache: Path | None = None,
-                 target: Target | None = None, uri: str | None = None) -> None:
-        self.base = base.resolve()
+                 target: Target | None = None, uri: str | None = None,
+                 log_dir: Path | None = None) -> None:
+        self.base = base.resolve() if target is None or isinstance(target, LocalTarget) \
+            else base
         self.caps_cache = caps_cache
-        # Where the daemon runs: this machine, or a host sharing its file system (a network
-        # namespace: the fleet's test hosts); a remote SSH host needs the files written there
-        # too (docs/fleet.md, "Cross-host guests").
+        # Where the daemon runs: this machine (a network namespace of it included), or a host
+        # whose files are written through its target (HostFiles) and whose launcher needs no
+        # virtbench there (a shell under unshare).
         self.target: Target = target if target is not None else LocalTarget()
+        self.files = HostFiles(self.target)
         self.socket = self.base / "sock" / "libvirt-sock"
         # ``uri``: how this process reaches the daemon when not by its socket here (a socket
         # forwarded from the host over ssh, labs/net/crosshost_guests.py).
         self.forwarded = uri is not None
         self.uri = uri or f"qemu+unix:///system?socket={self.socket}"
+        self.log_dir = log_dir or self.base
+        """Where this machine keeps the launcher's output (the daemon's own log is on its
+        host, in ``base``)."""
+        self._daemon: Daemon | None = None
 
     @property
     def _record(self) -> Path:
@@ -84,26 +92,46 @@ class PrivateLibvirtd:
 
     def pid(self) -> int | None:
         """The daemon's PID while it runs (and is provably ours), else None."""
-        if not self._record.exists():
+        if not self.files.local or not self._record.exists():
             return None
         pid = int(json.loads(self._record.read_text())["pid"])
         return pid if is_ours(pid, str(self.base)) else None
 
     def start(self, timeout_s: float = 90.0) -> str:
         """Start the daemon; returns its URI once it answers."""
-        if not Path("/usr/sbin/libvirtd").exists():
-            raise VirtbenchError("/usr/sbin/libvirtd is missing: apt-get install "
-                                 "libvirt-daemon-system libvirt-daemon-driver-qemu")
-        etc = self.base / "etc"
-        for sub in ("sock", "etc", "var-upper", "var-work"):
-            (self.base / sub).mkdir(parents=True, exist_ok=True)
-        (etc / "libvirtd.conf").write_text(
-            f'unix_sock_dir = "{self.base}/sock"\n'
-            'unix_sock_rw_perms = "0700"\nauth_unix_rw = "none"\nauth_unix_ro = "none"\n'
-            f'log_outputs = "2:file:{self.base}/libvirtd.log"\n')
-        huge = Path("/sys/kernel/mm/hugepages").is_dir()
-        (etc / "qemu.conf").write_text(
-            QEMU_CONF + (f'hugetlbfs_mount = "{HUGETLBFS}"\n' if huge else ""))
+        if not self.files.exists(Path("/usr/sbin/libvirtd")):
+            raise VirtbenchError(f"/usr/sbin/libvirtd is missing on {self.target.describe()}: "
+                                 "apt-get install libvirt-daemon-system "
+                                 "libvirt-daemon-driver-qemu")
+        argv = ["/usr/sbin/libvirtd", "--config", str(self.base / "etc" / "libvirtd.conf"),
+                "--pid-file", str(self.base / "libvirtd.pid")]
+        steps = self._configure()
+        if self.files.local:
+            spec = self.base / "mounts.json"
+            spec.write_text(json.dumps(steps))
+            launcher = launcher_argv(spec, argv)
+        else:
+            launcher = shell_launcher_argv(steps, argv)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        daemon = start_daemon(self.target, launcher, what="private libvirtd",
+                              log=self.log_dir / "launcher.log")
+        self._daemon = daemon
+        if self.files.local:
+            self._record.write_text(json.dumps({"pid": daemon.pid, "uri": self.uri}))
+        return self._wait(daemon, timeout_s)
+
+    def _configure(self) -> list[list[str]]:
+        """The daemon's configuration files, written on its host; its mount steps."""
+        etc, files = self.base / "etc", self.files
+        files.mkdir(*(self.base / sub for sub in ("sock", "etc", "var-upper", "var-work")))
+        files.write_text(etc / "libvirtd.conf",
+                         f'unix_sock_dir = "{self.base}/sock"\n'
+                         'unix_sock_rw_perms = "0700"\nauth_unix_rw = "none"\n'
+                         'auth_unix_ro = "none"\n'
+                         f'log_outputs = "2:file:{self.base}/libvirtd.log"\n')
+        huge = files.is_dir(Path("/sys/kernel/mm/hugepages"))
+        files.write_text(etc / "qemu.conf",
+                         QEMU_CONF + (f'hugetlbfs_mount = "{HUGETLBFS}"\n' if huge else ""))
         steps: list[list[str]] = [
             ["tmpfs", "/run"],
             ["overlay", "/var", str(self.base / "var-upper"), str(self.base / "var-work"),
@@ -111,10 +139,10 @@ class PrivateLibvirtd:
             ["bind", str(etc), "/etc/libvirt"],
         ]
         for name, line in _QEMU_USER.items():
-            text = Path(f"/etc/{name}").read_text()
+            text = files.read_text(Path(f"/etc/{name}"))
             if not any(row.startswith("libvirt-qemu:") for row in text.splitlines()):
                 text = text.rstrip("\n") + "\n" + line + "\n"
-            (self.base / name).write_text(text)
+            files.write_text(self.base / name, text)
             steps.append(["bind", str(self.base / name), f"/etc/{name}"])
         steps += [["mkdir", d] for d in ("/var/lib/libvirt/qemu", "/var/cache/libvirt/qemu",
                                          "/var/log/libvirt/qemu", "/run/libvirt")]
@@ -122,16 +150,12 @@ class PrivateLibvirtd:
             steps += [["mkdir", HUGETLBFS], ["hugetlbfs", HUGETLBFS]]
         if self.caps_cache is not None:
             # QEMU capability probing takes seconds; a persistent cache keeps restarts fast.
-            self.caps_cache.mkdir(parents=True, exist_ok=True)
-            steps.append(["bind", str(self.caps_cache.resolve()), "/var/cache/libvirt/qemu"])
-        spec = self.base / "mounts.json"
-        spec.write_text(json.dumps(steps))
-        daemon = start_daemon(
-            self.target,
-            launcher_argv(spec, ["/usr/sbin/libvirtd", "--config", str(etc / "libvirtd.conf"),
-                                 "--pid-file", str(self.base / "libvirtd.pid")]),
-            what="private libvirtd", log=self.base / "launcher.log")
-        self._record.write_text(json.dumps({"pid": daemon.pid, "uri": self.uri}))
+            caps = self.caps_cache.resolve() if files.local else self.caps_cache
+            files.mkdir(caps)
+            steps.append(["bind", str(caps), "/var/cache/libvirt/qemu"])
+        return steps
+
+    def _wait(self, daemon: Daemon, timeout_s: float) -> str:
         libvirt = libvirt_module()
         deadline = time.monotonic() + timeout_s
         while True:  # ends: done, or past the deadline below
@@ -152,10 +176,10 @@ class PrivateLibvirtd:
 
     def log_tail(self) -> str:
         texts = []
-        for name in ("launcher.log", "libvirtd.log"):
-            path = self.base / name
-            if path.exists():
-                texts.append(" | ".join(path.read_text(errors="replace").splitlines()[-5:]))
+        for path, files in ((self.log_dir / "launcher.log", HostFiles(LocalTarget())),
+                            (self.base / "libvirtd.log", self.files)):
+            if files.exists(path):
+                texts.append(" | ".join(files.read_text(path).splitlines()[-5:]))
         return " || ".join(texts)
 
     def _remove_domains(self) -> None:
@@ -175,13 +199,20 @@ class PrivateLibvirtd:
         # session's SIGHUP as "reload", so it is ended by its own PID, on its host.
         on_host = None if isinstance(self.target, LocalTarget) else self._pid_on_host()
         if pid is None and on_host is None:
+            if self._daemon is not None:
+                self._daemon.stop()
+                self._daemon = None
             return False
         self._remove_domains()
         if on_host is not None:
             self._end_on_host(on_host, grace_s=30.0)
         if pid is not None:
             stop_pid(pid, str(self.base), grace_s=30.0)
-        self._record.unlink(missing_ok=True)
+        if self._daemon is not None:  # the ssh client, which ends with the daemon
+            self._daemon.stop()
+            self._daemon = None
+        if self.files.local:
+            self._record.unlink(missing_ok=True)
         return True
 
     def _pid_on_host(self) -> int | None:

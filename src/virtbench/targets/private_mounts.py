@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
 from virtbench.targets.local import LocalTarget
 
-__all__ = ["apply_mounts", "launcher_argv"]
+__all__ = ["apply_mounts", "launcher_argv", "mount_commands", "shell_launcher_argv"]
 
 
 def launcher_argv(spec: Path, argv: list[str]) -> list[str]:
@@ -26,25 +27,37 @@ def launcher_argv(spec: Path, argv: list[str]) -> list[str]:
             sys.executable, "-m", "virtbench.targets.private_mounts", str(spec), "--", *argv]
 
 
-def apply_mounts(steps: list[list[str]]) -> None:
-    local = LocalTarget()
-    local.run(["mount", "--make-rprivate", "/"])
-    for step in steps:
-        kind, *args = step
-        if kind == "tmpfs":
-            local.run(["mount", "-t", "tmpfs", "vb-private", args[0]])
+def shell_launcher_argv(steps: list[list[str]], argv: list[str]) -> list[str]:
+    """``argv`` with the mounts of ``steps`` applied by ``sh`` in a mount namespace of its own:
+    for a host without virtbench (a fleet host), the same commands as :func:`apply_mounts`."""
+    script = " && ".join(shlex.join(c) for c in mount_commands(steps))
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            f"{script} && exec {shlex.join(argv)}"]
+
+
+def mount_commands(steps: list[list[str]]) -> list[list[str]]:
+    """The commands that apply ``steps``, every mount made private first."""
+    commands = [["mount", "--make-rprivate", "/"]]
+    for kind, *args in steps:
+        if kind in ("tmpfs", "hugetlbfs"):  # huge pages are reserved by the kernel, not here
+            commands.append(["mount", "-t", kind, "vb-private", args[0]])
         elif kind == "overlay":
             lower, upper, work, where = args
-            local.run(["mount", "-t", "overlay", "vb-private", "-o",
-                       f"lowerdir={lower},upperdir={upper},workdir={work}", where])
+            commands.append(["mount", "-t", "overlay", "vb-private", "-o",
+                             f"lowerdir={lower},upperdir={upper},workdir={work}", where])
         elif kind == "bind":
-            local.run(["mount", "--bind", args[0], args[1]])
-        elif kind == "hugetlbfs":  # huge pages are reserved by the kernel, not by the mount
-            local.run(["mount", "-t", "hugetlbfs", "vb-private", args[0]])
+            commands.append(["mount", "--bind", args[0], args[1]])
         elif kind == "mkdir":
-            Path(args[0]).mkdir(parents=True, exist_ok=True)
+            commands.append(["mkdir", "-p", args[0]])
         else:
             raise ValueError(f"unknown mount step {kind!r}")
+    return commands
+
+
+def apply_mounts(steps: list[list[str]]) -> None:
+    local = LocalTarget()
+    for command in mount_commands(steps):
+        local.run(command)
 
 
 def main(argv: list[str]) -> None:

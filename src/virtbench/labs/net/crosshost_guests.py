@@ -10,10 +10,12 @@ guest's sshd (QEMU user networking, the host's loopback) through the host (``ssh
 Everything is recorded in the manifest (kind ``xhost-guest``, with how to reach the host again)
 before it exists; ``down`` and ``virtbench lab clean`` give the host its interface back.
 
-Here (tests/lab/fleet) both hosts share this machine's file system: the image, the guest's
-initramfs and keys and the daemon's configuration are written on the controller's file system
-and found at the same path on the host. A host with its own disk needs them written through
-its target (docs/fleet.md, "Cross-host guests").
+What the host keeps (the daemon's state, the guest's initramfs and console log) is in a folder
+made on the host (``mktemp``) and written through its target (``HostFiles``); what the
+controller keeps (the forwarded socket, the guest's client key and pinned host key, the
+launcher's output) in a folder here. The image is the one thing expected at the same path on
+the host: in the test both hosts share this machine's file system; a host of its own builds it
+there (docs/fleet.md, "Cross-host guests").
 """
 
 from __future__ import annotations
@@ -31,7 +33,12 @@ from typing import Any
 
 from virtbench.kvm.guest_domain import CONSOLE_CMDLINE, direct_boot_domain_xml
 from virtbench.kvm.guest_nics import interface_xml, nic_knobs_from
-from virtbench.kvm.sandbox_image import GuestInstance, build_debian_guest, make_instance
+from virtbench.kvm.sandbox_image import (
+    DebianGuestImage,
+    GuestInstance,
+    build_debian_guest,
+    make_keys_archive,
+)
 from virtbench.kvm.sandbox_libvirtd import PrivateLibvirtd
 from virtbench.labs.guest import RNG, user_network
 from virtbench.labs.lab_contract import Manifest
@@ -41,6 +48,8 @@ from virtbench.labs.net.guest_switch import (
     start_guest_servers,
 )
 from virtbench.model import VirtbenchError
+from virtbench.targets.daemon import free_port
+from virtbench.targets.host_files import HostFiles
 from virtbench.targets.libvirt_connection import libvirt_module, open_connection
 from virtbench.targets.ssh import SSHTarget
 from virtbench.targets.target_contract import Target
@@ -85,6 +94,9 @@ class RoleGuest:
     cidr: str
     tag: str
     session: Path
+    """This machine's folder for the guest (socket, keys, launcher output)."""
+    host_session: Path = Path()
+    """The host's folder for the guest (daemon state, initramfs, console), made by ``up``."""
     iface: str = ""
     mac: str = ""
     record: dict[str, Any] = field(default_factory=dict)
@@ -135,7 +147,9 @@ class RoleGuest:
                                  "clean' if a crashed run left it)")
         self.record = {"role": self.role, "host": self.host.spec, "host_name": self.host_name,
                        "iface": self.iface, "bridge": self.bridge, "addresses": addresses,
-                       "routes": routes, "session": str(self.session), "domain": self.domain}
+                       "routes": routes, "session": str(self.session), "domain": self.domain,
+                       "host_session": f"/tmp/{self.tag}-{secrets.token_hex(4)}"}
+        self.host_session = Path(self.record["host_session"])  # made by the daemon's start
         manifest.add(KIND, self.record)
         batch = [f"link add {self.bridge} type bridge",
                  f"link set {self.bridge} address {link['address']}",
@@ -148,8 +162,9 @@ class RoleGuest:
     # -- the daemon and the guest ------------------------------------------------------------
     def start_libvirtd(self, caps_cache: Path) -> None:
         local = self.session / "libvirt.sock"
-        daemon = PrivateLibvirtd(self.session / "d", caps_cache=caps_cache, target=self.host,
-                                 uri=f"qemu+unix:///system?socket={local}")
+        daemon = PrivateLibvirtd(self.host_session / "d", caps_cache=caps_cache,
+                                 target=self.host, uri=f"qemu+unix:///system?socket={local}",
+                                 log_dir=self.session / "d")
         self.host.forward_socket(str(local), str(daemon.socket))
         self.daemon = daemon
         try:
@@ -158,9 +173,9 @@ class RoleGuest:
             raise VirtbenchError(f"lab cross-host: the private libvirtd on {self.host_name} "
                                  f"did not start: {exc}") from exc
 
-    def define(self, image: Any, memory_mib: int) -> None:
-        self.instance = make_instance(image, self.session / "guest")
-        console = self.session / "console.log"
+    def define(self, image: DebianGuestImage, memory_mib: int) -> None:
+        self.instance = self._instance(image)
+        console = self.host_session / "console.log"
         xml = direct_boot_domain_xml(
             self.domain, kernel=self.instance.kernel, initrd=self.instance.initrd,
             console_log=console, cmdline=f"{CONSOLE_CMDLINE} quiet", virt_type="qemu",
@@ -174,14 +189,32 @@ class RoleGuest:
                                  f"{self.domain}: {exc} ({self.console_tail()})") from exc
         self.host.run(["ip", "link", "set", self.tap, "master", self.bridge, "up"])
 
+    def _instance(self, image: DebianGuestImage) -> GuestInstance:
+        """Fresh keys here; on the host, the image's initramfs with the keys' archive appended
+        (the image itself is not sent: the host has it at the same path)."""
+        files = HostFiles(self.host)
+        if not files.exists(image.rootfs) or not files.exists(image.kernel):
+            raise VirtbenchError(
+                f"lab cross-host: the net image is not on {self.host_name} at {image.rootfs} "
+                f"(guest_image_cache): build it there as here ({_BUILT_BY})")
+        port = free_port()
+        archive, keys = make_keys_archive(self.session / "guest", port)
+        on_host = self.host_session / "guest"
+        files.mkdir(on_host)
+        files.write_bytes(on_host / "keys.cpio", archive.read_bytes())
+        archive.unlink()
+        files.concatenate([image.rootfs, on_host / "keys.cpio"], on_host / "initrd.cpio")
+        return GuestInstance(image.kernel, on_host / "initrd.cpio", port, keys.known_hosts,
+                             keys.identity, self.session / "guest")
+
     @property
     def guest_mac(self) -> str:
         digits = self.tag[4:10]
         return f"52:54:00:{digits[0:2]}:{digits[2:4]}:{'01' if self.role == 'server' else '02'}"
 
     def console_tail(self) -> str:
-        console = self.session / "console.log"
-        lines = console.read_text(errors="replace").splitlines()[-5:] if console.exists() else []
+        console, files = self.host_session / "console.log", HostFiles(self.host)
+        lines = files.read_text(console).splitlines()[-5:] if files.exists(console) else []
         return "console: " + (" | ".join(lines) or "empty")
 
     def wait_guest(self, timeout_s: float) -> None:
@@ -220,7 +253,10 @@ class RoleGuest:
                             "lab cross-host")
 
 
-def build_image(cache: Path) -> Any:
+_BUILT_BY = "kvm/sandbox_image.py's build_debian_guest with the net image's packages"
+
+
+def build_image(cache: Path) -> DebianGuestImage:
     """The net image (iperf3, irtt, tcpdump, ...), built here once and cached by content.
     Found by the hosts at the same path (a shared file system); a host of its own builds it."""
     return build_debian_guest(cache, GUEST_NET_PACKAGES)
@@ -251,12 +287,7 @@ def remove_role(item: Mapping[str, Any], host: SSHTarget | None = None) -> str:
             raise VirtbenchError(f"lab cross-host: cannot reach {item['host_name']} to remove "
                                  f"guest {item['domain']} and bridge {item['bridge']}: "
                                  f"{reached.stderr.strip()[-200:]}")
-        local = session / "libvirt.sock"
-        daemon = PrivateLibvirtd(session / "d", target=target,
-                                 uri=f"qemu+unix:///system?socket={local}")
-        target.forward_socket(str(local), str(daemon.socket))
-        daemon.stop()  # every domain on it (all are ours), then the daemon by its PID
-        target.forward_socket(str(local), str(daemon.socket), cancel=True)
+        _remove_daemon(target, session, Path(item["host_session"]))
         if target.run(["ip", "link", "show", "dev", item["bridge"]],
                       check=False).returncode == 0:
             restore = [f"link set {item['iface']} nomaster"]
@@ -272,6 +303,18 @@ def remove_role(item: Mapping[str, Any], host: SSHTarget | None = None) -> str:
     shutil.rmtree(session, ignore_errors=True)
     return (f"guest {item['domain']} and bridge {item['bridge']} on {item['host_name']} "
             f"({item['iface']} given back)")
+
+
+def _remove_daemon(target: SSHTarget, session: Path, host_session: Path) -> None:
+    """Every domain on the private libvirtd (all are ours), the daemon by its PID on the
+    host, the forward, then the host's folder."""
+    local = session / "libvirt.sock"
+    daemon = PrivateLibvirtd(host_session / "d", target=target,
+                             uri=f"qemu+unix:///system?socket={local}", log_dir=session / "d")
+    target.forward_socket(str(local), str(daemon.socket))
+    daemon.stop()
+    target.forward_socket(str(local), str(daemon.socket), cancel=True)
+    HostFiles(target).remove_tree(host_session)
 
 
 def _batch(host: Target, lines: list[str], what: str) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.kvm.sandbox_image import DebianGuestImage
 from virtbench.labs.net.crosshost import CrossHostLab, CrossHostParams
-from virtbench.labs.net.crosshost_guests import _route_line, address_problems
+from virtbench.labs.net.crosshost_guests import RoleGuest, _route_line, address_problems
 from virtbench.model import VirtbenchError
 from virtbench.runner.plan import build_plan, check_plan
 from virtbench.spec import parse_resolved
@@ -84,3 +85,15 @@ def test_with_guest_endpoints_the_workloads_tools_are_not_asked_of_the_host() ->
     hosts = check_plan(build_plan(parse_resolved(EXPERIMENT.format(endpoints="hosts"))), host)
     assert any("'iperf3' not found" in p for p in hosts) and not [
         p for p in hosts if "libvirtd" in p]
+
+
+def test_a_host_without_the_image_is_refused_naming_it_and_the_path(tmp_path: Path) -> None:
+    host = FakeTarget().add("test", returncode=1)
+    guest = RoleGuest("server", "h2", host, "10.0.0.5", "10.0.0.20/24",  # type: ignore[arg-type]
+                      "vbxh0a0b0cs", tmp_path)
+    image = DebianGuestImage(Path("/cache/net-image/vmlinuz"), Path("/cache/net-image/rootfs"))
+    with pytest.raises(VirtbenchError, match=r"the net image is not on h2 at "
+                                             r"/cache/net-image/rootfs \(guest_image_cache\)"):
+        guest._instance(image)
+    assert [c.argv[0] for c in host.calls] == ["test"]  # nothing written, no key made
+    assert not list(tmp_path.iterdir())
