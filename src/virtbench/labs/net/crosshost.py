@@ -16,6 +16,7 @@ client's host and its peer are the same, and only the endpoints differ.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 from collections.abc import Mapping
@@ -201,6 +202,10 @@ class CrossHostLab(Lab):
             if guest.target is not None:
                 guest.target.close()
                 guest.target = None
+            if guest.conn is not None:
+                with contextlib.suppress(Exception):  # a broken connection has nothing to close
+                    guest.conn.close()
+                guest.conn = None
             if self.manifest is None or not guest.record:  # nothing of it on the host yet
                 shutil.rmtree(guest.session, ignore_errors=True)
                 continue
@@ -209,6 +214,9 @@ class CrossHostLab(Lab):
             except VirtbenchError as exc:  # kept in the manifest for `virtbench lab clean`
                 problems.append(str(exc))
                 continue
+            finally:
+                if guest.daemon is not None:  # its ssh client, ended with the daemon: reaped
+                    guest.daemon.stop()
             self.manifest.remove(KIND, guest.record)
         self.guests = {}
         if self.manifest is not None and not problems:

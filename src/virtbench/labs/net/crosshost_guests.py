@@ -98,7 +98,6 @@ class RoleGuest:
     host_session: Path = Path()
     """The host's folder for the guest (daemon state, initramfs, console), made by ``up``."""
     iface: str = ""
-    mac: str = ""
     record: dict[str, Any] = field(default_factory=dict)
     daemon: PrivateLibvirtd | None = None
     conn: Any = None
