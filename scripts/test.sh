@@ -46,8 +46,12 @@ bash scripts/install.sh --dev
 # (about 6 CPU-s for the unit tests' collection alone).
 unset PYTHONDONTWRITEBYTECODE
 # Lint and types: before the unit tests, or in the unit line of a full run (beside the others).
+# mypy's incremental cache lives beside the tests' cached guest images, outside the checkout: a
+# fresh clone (as CI's) checks only what changed since the last run on this machine (mypy compares
+# each file's hash, not its path or mtime), about 26 CPU-s less than from nothing.
 static_checks() {
-  .venv/bin/ruff check src tests benchmarks && .venv/bin/mypy
+  .venv/bin/ruff check src tests benchmarks \
+    && MYPY_CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/virtbench-tests/mypy" .venv/bin/mypy
 }
 # A private PostgreSQL server for the store contract tests; stopped however the tests end.
 pg_dir=$(mktemp -d /tmp/vb-pg.XXXXXX)
