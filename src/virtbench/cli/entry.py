@@ -43,6 +43,10 @@ def main() -> None:
     guard_standard_streams()
     call = plain_parse(sys.argv[1:], os.environ.get("VIRTBENCH_DEBUG", ""))
     if call is None:
+        # virtbench uses no pydantic plugin: without this, pydantic's first model scans the
+        # entry points of every installed package for one (docs/decisions.md). A value the
+        # user set is kept (an empty one turns the scan back on).
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         from virtbench.cli.root import main as app
 
         try:

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from virtbench.contract import Knob, NoParams, Tool, missing_tools
 from virtbench.model import VirtbenchError
-from virtbench.services import Service, Services, kind_names
+from virtbench.service_base import Service, Services, kind_names
 from virtbench.targets.target_contract import Target
 
 __all__ = ["RENAMED_LABS", "Lab", "LabState", "Manifest", "lab_root"]

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from virtbench.contract import Realisation
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.search.spec import SearchSpec
-from virtbench.services import Service
+from virtbench.service_base import Service
 from virtbench.targets.target_contract import Target
 from virtbench.workloads.workload_contract import TrialContext, TrialResult, Workload
 

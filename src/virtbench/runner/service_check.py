@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from virtbench.labs.lab_contract import Lab
-from virtbench.services import kind_names
+from virtbench.service_base import kind_names
 from virtbench.workloads.workload_contract import Workload
 
 __all__ = ["service_problems"]

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from virtbench.contract import Knob, NoParams, Realisation, Tool, missing_tools
 from virtbench.model import Artifact, Measurement, Metric
-from virtbench.services import Service, Services
+from virtbench.service_base import Service, Services
 from virtbench.targets.target_contract import Target
 
 __all__ = [

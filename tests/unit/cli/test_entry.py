@@ -7,6 +7,7 @@ which modules a parse imports (the app's: test_root.py).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -95,3 +96,35 @@ def test_a_parse_imports_none_of_the_apps_libraries(started: Callable[..., Start
     out = started(*args)
     assert out.returncode == 0, out.stderr
     assert out.loaded(*heavy, "virtbench.cli.root", "virtbench.cli.parse") == []
+
+
+_PLUGIN_SCAN = """
+import os, sys
+sys.argv = ["virtbench", "run", sys.argv[1], "--check", "--store", sys.argv[2]]
+from virtbench.cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+from pydantic.plugin import _loader
+print(repr(os.environ.get("PYDANTIC_DISABLE_PLUGINS")), _loader._plugins is None)
+"""
+
+
+@pytest.mark.parametrize(("preset", "expected"), [
+    (None, "'__all__' True"),  # no scan: pydantic's plugin cache never filled
+    ("", "'' False"),  # the user's value kept: pydantic scans the entry points for plugins
+])
+def test_the_app_spares_pydantic_its_plugin_scan_unless_told(
+        tmp_path: Path, preset: str | None, expected: str) -> None:
+    """virtbench uses no pydantic plugin (docs/decisions.md): the app's process tells pydantic
+    so, and its first model skips reading every installed package's entry points."""
+    spec = tmp_path / "cpu.yaml"
+    spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if preset is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = preset
+    out = subprocess.run([sys.executable, "-c", _PLUGIN_SCAN, str(spec), str(tmp_path / "s.db")],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == expected

@@ -97,7 +97,8 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
     """Nor the other workloads (the web load generator brings NumPy), the store, the runner's
     engine, the profiler, a table or a capacity search's algorithm (the experiment has no
     search: only the ``search:`` block's model is built): a CPU experiment's check imports the
-    plugins it names (runner.plan), and prints its plan through a console."""
+    plugins it names (runner.plan), and prints its plan through a console. Nor the lab
+    services' kinds: a CPU experiment's plugins publish and need none."""
     spec = tmp_path / "cpu.yaml"
     spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
     out = started("run", str(spec), "--check", "--store", str(tmp_path / "s.db"))
@@ -109,7 +110,10 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
                       "virtbench.cli.progress", "virtbench.cli.reporting",
                       "rich.table", "rich.markdown", "virtbench.search.algorithm",
                       "virtbench.search.multi", "virtbench.search.goals",
-                      "virtbench.search.consistency") == []
+                      "virtbench.search.consistency",
+                      # the lab services' kinds (a dozen dataclasses): the contracts need only
+                      # their base (virtbench.service_base)
+                      "virtbench.services") == []
 
 
 def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_path: Path) -> None:
