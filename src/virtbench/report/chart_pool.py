@@ -13,6 +13,7 @@ the same either way.
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import logging
@@ -42,6 +43,9 @@ def _prepare() -> None:
     from virtbench.report import charts
 
     _session.enter_context(charts.chart_style())
+    # what is loaded now lives as long as the worker: out of the collector's sight, each
+    # collection of a chart's cyclic garbage is shorter (charts' CPU time -8% over 18 charts)
+    gc.freeze()
 
 
 def _draw(request: tuple[str, int, tuple[Any, ...]]) -> str | None:
