@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from virtbench.analysis.derived_views import FamilyReady, MetricView, family_order
 from virtbench.analysis.noise import summarise_noise
 from virtbench.analysis.report_model import Analysis, FirstVsRest, MetricRow, Series, VariantInfo
 from virtbench.model import Better, Domain, Metric, VirtbenchError
@@ -42,7 +43,8 @@ def _factor_knob(variants: list[VariantInfo]) -> str | None:
 
 def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
             seed: int = 0, baseline: str | None = None,
-            compare_by: str | None = None, with_series: bool = True) -> Analysis:
+            compare_by: str | None = None, with_series: bool = True,
+            on_family: Callable[[FamilyReady], None] | None = None) -> Analysis:
     """Analyse one run, or several runs side by side (variants become 'run-label/variant').
 
     ``baseline`` overrides the experiment's baseline, e.g. to express every guest CPU
@@ -51,36 +53,106 @@ def analyse(store: StoreReader, run_refs: list[str], confidence: float = 0.95,
     knob, set to the baseline's value (OVS-DPDK at 100 Mbit/s against OVS at 100 Mbit/s).
     ``with_series=False`` leaves the time-stamped samples unread (``series`` empty): for what
     shows only the result table (CSV), a million per-request samples are most of the reading.
+    ``on_family`` is called with each (workload, metric) family with rows as soon as it is
+    analysed, while the next is read (the HTML report's charts start then).
     """
     runs = [store.run(ref) for ref in run_refs]
-    data = _gather(store, runs, with_series)
-    baseline = baseline or data.key(runs[0].id, runs[0].baseline)
-    variants = _marked_baseline(data.variants, baseline)
-    rows = _metric_rows(data, variants, confidence)
-
-    noise = summarise_noise(data.stored_trials, data.facts, data.key)
-    for row in rows:
-        row.noisy = len(noise.marked.get((row.variant, row.workload_id), []))
-
     compare_by = compare_by if compare_by is not None else _spec_compare_by(runs[0].spec_yaml)
-    reference = _references(variants, baseline, compare_by)
-    if compare_by:
-        variants = [VariantInfo(v.name, v.knobs, reference.get(v.name) is None, v.run_id)
-                    for v in variants]
-    _compare_with_references(rows, reference, data.values, confidence, seed)
-
-    factor_knob = _factor_knob(variants)
-    return Analysis(runs=runs, baseline=baseline, variants=variants,
-                    workloads=list(data.workloads.values()), rows=rows,
-                    main_effects=_factor_effects(data, variants, factor_knob, confidence, seed),
-                    best=_best_variants(data, variants), realisations=data.realisations,
+    families = _Families(runs, baseline, compare_by, confidence, seed, on_family)
+    data = _gather(store, runs, with_series, families)
+    families.finish(data)
+    variants = families.variants
+    return Analysis(runs=runs, baseline=families.baseline, variants=variants,
+                    workloads=list(data.workloads.values()), rows=families.rows(),
+                    main_effects={key: effects for key in data.metric_defs
+                                  if (effects := families.done[key][1])},
+                    best={key: best for key in data.metric_defs
+                          if (best := families.done[key][2]) is not None},
+                    realisations=data.realisations,
                     facts=data.facts, trial_counts=data.trial_counts, failures=data.failures,
-                    factor_knob=factor_knob, confidence=confidence, series=data.series,
+                    factor_knob=families.factor_knob, confidence=confidence, series=data.series,
                     per_repetition=_few_repetitions(data.per_rep),
                     first_vs_rest=_first_vs_rest(data.per_rep, confidence, data.metric_defs),
                     notes=dict(data.notes),
                     values={k: _array(v) for k, v in data.values.items()},
-                    compare_knob=compare_by, metric_defs=data.metric_defs, noise=noise)
+                    compare_knob=compare_by, metric_defs=data.metric_defs, noise=families.noise)
+
+
+_Family = tuple[list[tuple[int, MetricRow]], list[MainEffect], tuple[str, float] | None]
+"""A family's rows (each with its variant's index), main effects and best variant."""
+
+
+class _Families:
+    """The analysis of one (workload, metric) family at a time: its rows (summaries,
+    outliers, noisy trials), their comparison with their references (Holm within the
+    family), its main effects and best variant; each family the moment the last analysed
+    run's values of it are read (``family``), the others at the end (``finish``)."""
+
+    def __init__(self, runs: list[RunInfo], baseline: str | None, compare_by: str | None,
+                 confidence: float, seed: int,
+                 on_family: Callable[[FamilyReady], None] | None) -> None:
+        self.runs = runs
+        self.baseline = baseline or ""
+        self.compare_by = compare_by
+        self.confidence = confidence
+        self.seed = seed
+        self.on_family = on_family
+        self.done: dict[tuple[str, str], _Family] = {}
+        self._set_up = False
+
+    def _setup(self, data: _Gathered) -> None:
+        """What every family needs: the baseline, the references, the noise; once every
+        run's variants, metrics, trials and facts are read."""
+        self._set_up = True
+        self.baseline = self.baseline or data.key(self.runs[0].id, self.runs[0].baseline)
+        self.marked = _marked_baseline(data.variants, self.baseline)
+        self.noise = summarise_noise(data.stored_trials, data.facts, data.key)
+        self.reference = _references(self.marked, self.baseline, self.compare_by)
+        self.variants = self.marked
+        if self.compare_by:
+            self.variants = [VariantInfo(v.name, v.knobs, self.reference.get(v.name) is None,
+                                         v.run_id) for v in self.marked]
+        self.factor_knob = _factor_knob(self.variants)
+        self.order = family_order(list(data.workloads),
+                                  [(wid, m) for (wid, _n), m in data.metric_defs.items()])
+
+    def family(self, data: _Gathered, wid: str, mname: str) -> None:
+        if not self._set_up:
+            self._setup(data)
+        metric = data.metric_defs[(wid, mname)]
+        rows = _family_rows(data, self.marked, wid, metric, self.confidence)
+        for _index, row in rows:
+            row.noisy = len(self.noise.marked.get((row.variant, row.workload_id), []))
+        _compare_family([row for _index, row in rows], self.reference, data.values,
+                        self.confidence, self.seed)
+        effects = _family_effects(data, self.variants, self.factor_knob, wid, metric,
+                                  self.confidence, self.seed)
+        best = _family_best(data, self.variants, wid, metric)
+        self.done[(wid, mname)] = (rows, effects, best)
+        if self.on_family is not None and rows:
+            names = {w[0]: w[1] for w in data.workloads.values()}
+            view = MetricView(wid, names.get(wid, wid), metric, [row for _i, row in rows], best,
+                              list(effects))
+            self.on_family(FamilyReady(view, self.order.index((wid, mname)), len(self.order),
+                                       self.baseline, self.variants, self.factor_knob,
+                                       self.confidence))
+
+    def finish(self, data: _Gathered) -> None:
+        """The families not analysed yet (a run without values of them, or none at all)."""
+        if not self._set_up:
+            self._setup(data)
+        for wid, mname in data.metric_defs:
+            if (wid, mname) not in self.done:
+                self.family(data, wid, mname)
+
+    def rows(self) -> list[MetricRow]:
+        """Every family's rows, in variant order, each variant's in metric declaration
+        order."""
+        position = {key: i for i, key in enumerate(self.done)}
+        indexed = [(index, position[key], row) for key, (rows, _e, _b) in self.done.items()
+                   for index, row in rows]
+        indexed.sort(key=lambda item: (item[0], item[1]))
+        return [row for _index, _position, row in indexed]
 
 
 MAX_NOTE_VALUES = 20  # distinct values kept of one trial note per (variant, workload)
@@ -113,7 +185,10 @@ class _Gathered:
         """A variant's name in the analysis: prefixed by its run's label when several."""
         return f"{self.labels[run_id]}/{variant}" if len(self.runs) > 1 else variant
 
-    def add_run(self, store: StoreReader, run: RunInfo, with_series: bool = True) -> None:
+    def add_run(self, store: StoreReader, run: RunInfo, with_series: bool = True,
+                family_read: Callable[[str, str], None] | None = None) -> None:
+        """Read one run; ``family_read(workload_id, metric)`` once each of its (workload,
+        metric) families' values are read (the run's trials and facts are read before)."""
         key = partial(self.key, run.id)
         for name, knobs, is_baseline in store.variants(run.id):
             self.variants.append(VariantInfo(key(name), knobs,
@@ -128,13 +203,14 @@ class _Gathered:
         for trial in trials:
             pair = (trial["variant"], trial["workload_id"])
             top[pair] = max(top.get(pair, trial["repetition"]), trial["repetition"])
-        _collect(store, run.id, names, top, self.values, self.unmeasured, self.per_rep)
+        self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
+        self.add_trials(run.id, trials)
+        _collect(store, run.id, names, top, self.values, self.unmeasured, self.per_rep,
+                 family_read)
         self.realisations += [item | {"variant": key(item["variant"])}
                               for item in store.realisations(run.id)]
-        self.facts += [(run.id, phase, data) for _id, phase, _t, data in store.facts(run.id)]
         if with_series:
             self.series += _series(store, run.id, key)
-        self.add_trials(run.id, trials)
 
     def add_trials(self, run_id: str, trials: list[dict[str, Any]]) -> None:
         """The run's trials: their notes, counts of measured and failed, the failures."""
@@ -150,10 +226,13 @@ class _Gathered:
                            "error": t["error"]} for t in bad]
 
 
-def _gather(store: StoreReader, runs: list[RunInfo], with_series: bool) -> _Gathered:
+def _gather(store: StoreReader, runs: list[RunInfo], with_series: bool,
+            families: _Families) -> _Gathered:
+    """Every run read; each family analysed as the last run's values of it are read."""
     data = _Gathered(runs, _run_labels(runs) if len(runs) > 1 else {runs[0].id: ""})
     for run in runs:
-        data.add_run(store, run, with_series)
+        data.add_run(store, run, with_series, partial(families.family, data)
+                     if run is runs[-1] else None)
     return data
 
 
@@ -173,50 +252,46 @@ def _marked_baseline(variants: list[VariantInfo], baseline: str) -> list[Variant
     return [VariantInfo(v.name, v.knobs, v.name == baseline, v.run_id) for v in variants]
 
 
-def _metric_rows(data: _Gathered, variants: list[VariantInfo],
-                 confidence: float) -> list[MetricRow]:
-    """One row per (variant, workload, metric) measured or with unmeasured trials."""
-    wl_name = {wid: name for wid, name, _ in data.workloads.values()}
-    rows: list[MetricRow] = []
-    for info in variants:
-        for (wid, mname), metric in data.metric_defs.items():
-            sample = _array(data.values.get((info.name, wid, mname), []))
-            missing = data.unmeasured.get((info.name, wid, mname), {})
-            if sample.size == 0 and not missing:
-                continue
-            rows.append(MetricRow(
-                variant=info.name, workload_id=wid, workload=wl_name.get(wid, wid),
-                metric=metric,
-                summary=summarize(sample, confidence, metric.value_domain) if sample.size
-                else None,
-                outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
-                unmeasured=dict(missing)))
+def _family_rows(data: _Gathered, variants: list[VariantInfo], wid: str, metric: Metric,
+                 confidence: float) -> list[tuple[int, MetricRow]]:
+    """One row per variant that measured the (workload, metric) or has unmeasured trials of
+    it, with the variant's index."""
+    wl_name = {w: name for w, name, _ in data.workloads.values()}
+    rows: list[tuple[int, MetricRow]] = []
+    for index, info in enumerate(variants):
+        sample = _array(data.values.get((info.name, wid, metric.name), []))
+        missing = data.unmeasured.get((info.name, wid, metric.name), {})
+        if sample.size == 0 and not missing:
+            continue
+        rows.append((index, MetricRow(
+            variant=info.name, workload_id=wid, workload=wl_name.get(wid, wid),
+            metric=metric,
+            summary=summarize(sample, confidence, metric.value_domain) if sample.size
+            else None,
+            outliers=int(mad_outliers(sample).sum()) if sample.size >= 3 else 0,
+            unmeasured=dict(missing))))
     return rows
 
 
-def _compare_with_references(rows: list[MetricRow], reference: dict[str, str | None],
-                             values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
-                             confidence: float, seed: int) -> None:
-    """Each row's speedup and test against its reference variant; Holm's correction within
-    each (workload, metric) family."""
-    families: dict[tuple[str, str], list[MetricRow]] = defaultdict(list)
-    for row in rows:
-        families[(row.workload_id, row.metric.name)].append(row)
-    for (wid, mname), family in families.items():
-        compared = []
-        for row in family:
-            ref = reference.get(row.variant)
-            row.reference = ref
-            if ref is None or row.metric.better is None:  # no direction: no speedup, no test
-                continue
-            base = _array(values.get((ref, wid, mname), []))
-            sample = _array(values.get((row.variant, wid, mname), []))
-            if sample.size >= 2 and base.size >= 2:
-                _compare_row(row, base, sample, confidence, seed)
-                compared.append(row)
-        adjusted = holm([r.significance.p_value for r in compared if r.significance])
-        for row, p in zip(compared, adjusted, strict=True):
-            row.p_holm = p
+def _compare_family(family: list[MetricRow], reference: dict[str, str | None],
+                    values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
+                    confidence: float, seed: int) -> None:
+    """Each row of one (workload, metric) family: its speedup and test against its reference
+    variant; Holm's correction within the family."""
+    compared = []
+    for row in family:
+        ref = reference.get(row.variant)
+        row.reference = ref
+        if ref is None or row.metric.better is None:  # no direction: no speedup, no test
+            continue
+        base = _array(values.get((ref, row.workload_id, row.metric.name), []))
+        sample = _array(values.get((row.variant, row.workload_id, row.metric.name), []))
+        if sample.size >= 2 and base.size >= 2:
+            _compare_row(row, base, sample, confidence, seed)
+            compared.append(row)
+    adjusted = holm([r.significance.p_value for r in compared if r.significance])
+    for row, p in zip(compared, adjusted, strict=True):
+        row.p_holm = p
 
 
 def _compare_row(row: MetricRow, base: npt.NDArray[np.float64],
@@ -239,41 +314,31 @@ def _measured(data: _Gathered, variants: list[VariantInfo], wid: str,
     return [v for v in variants if (v.name, wid, mname) in data.values]
 
 
-def _factor_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: str | None,
-                    confidence: float, seed: int) -> dict[tuple[str, str], list[MainEffect]]:
-    """Main effects of the factorial sweep's factors, per (workload, metric)."""
-    effects: dict[tuple[str, str], list[MainEffect]] = {}
-    if not factor_knob:
-        return effects
-    for (wid, mname), metric in data.metric_defs.items():
-        present = _measured(data, variants, wid, mname)
-        if len(present) < 2 or metric.better is None:  # no direction: no effect to rank
-            continue
-        groups = {frozenset(map(str, v.knobs[factor_knob])): data.values[(v.name, wid, mname)]
-                  for v in present}
-        if len(groups) != len(present):
-            continue
-        measured = [e for e in main_effects(groups, metric.better, confidence, seed=seed)
-                    if e.pairs > 0]
-        if measured:  # a factor never toggled alone has no main effect to show
-            effects[(wid, mname)] = measured
-    return effects
+def _family_effects(data: _Gathered, variants: list[VariantInfo], factor_knob: str | None,
+                    wid: str, metric: Metric, confidence: float, seed: int) -> list[MainEffect]:
+    """Main effects of the factorial sweep's factors on one (workload, metric)."""
+    present = _measured(data, variants, wid, metric.name)
+    if not factor_knob or len(present) < 2 or metric.better is None:
+        return []  # no direction: no effect to rank
+    groups = {frozenset(map(str, v.knobs[factor_knob])): data.values[(v.name, wid, metric.name)]
+              for v in present}
+    if len(groups) != len(present):
+        return []
+    # a factor never toggled alone has no main effect to show
+    return [e for e in main_effects(groups, metric.better, confidence, seed=seed) if e.pairs > 0]
 
 
-def _best_variants(data: _Gathered, variants: list[VariantInfo]
-                   ) -> dict[tuple[str, str], tuple[str, float]]:
-    """The variant with the best mean of each (workload, metric) with a direction, and that
+def _family_best(data: _Gathered, variants: list[VariantInfo], wid: str, metric: Metric
+                 ) -> tuple[str, float] | None:
+    """The variant with the best mean of one (workload, metric) with a direction, and that
     mean; a metric without one has no best configuration."""
-    best = {}
-    for (wid, mname), metric in data.metric_defs.items():
-        present = _measured(data, variants, wid, mname)
-        if not present or metric.better is None:
-            continue
-        means = {v.name: float(np.mean(data.values[(v.name, wid, mname)])) for v in present}
-        pick = min if metric.better is Better.LOWER else max
-        name = pick(means, key=lambda n: means[n])
-        best[(wid, mname)] = (name, means[name])
-    return best
+    present = _measured(data, variants, wid, metric.name)
+    if not present or metric.better is None:
+        return None
+    means = {v.name: float(np.mean(data.values[(v.name, wid, metric.name)])) for v in present}
+    pick = min if metric.better is Better.LOWER else max
+    name = pick(means, key=lambda n: means[n])
+    return name, means[name]
 
 
 def _spec_compare_by(spec_yaml: str) -> str | None:
@@ -321,10 +386,12 @@ def _collect(store: StoreReader, run_id: str, names: dict[str, str],
              top: dict[tuple[str, str], int],
              values: dict[tuple[str, str, str], npt.NDArray[np.float64]],
              unmeasured: dict[tuple[str, str, str], dict[str, int]],
-             per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]]) -> None:
+             per_rep: dict[tuple[str, str], dict[str, list[tuple[int, float]]]],
+             family_read: Callable[[str, str], None] | None = None) -> None:
     """Values of every (variant, workload, metric) group, unmeasured counts by status, and
     per-repetition means (only where there are few repetitions: the studies' loop tables).
-    ``top``: the highest repetition of the run's trials per (stored variant, workload)."""
+    ``top``: the highest repetition of the run's trials per (stored variant, workload);
+    ``family_read(workload_id, metric)`` after each (workload, metric)'s groups."""
     repetitions: dict[tuple[str, str, str], npt.NDArray[np.int64]] = {}
     for (variant, wid, mname, status), count in store.status_counts(run_id).items():
         unmeasured[(names.get(variant, variant), wid, mname)][status] = count
@@ -341,6 +408,8 @@ def _collect(store: StoreReader, run_id: str, names: dict[str, str],
                     repetitions[(name, wid, mname)] = reps
             if group_values.size:
                 values[(name, wid, mname)] = group_values
+        if family_read is not None:
+            family_read(wid, mname)
     for group, reps in repetitions.items():
         if reps.max() >= MAX_TABLE_REPETITIONS:
             continue

@@ -6,18 +6,20 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from virtbench.analysis.report_model import Analysis, MetricRow, Series
+from virtbench.analysis.report_model import Analysis, MetricRow, Series, VariantInfo
 from virtbench.model import Metric
 from virtbench.stats import MainEffect
 
 __all__ = [
     "FactRow",
     "FactsView",
+    "FamilyReady",
     "GridLine",
     "KnobGrid",
     "MetricView",
@@ -25,7 +27,9 @@ __all__ = [
     "anchor",
     "downsample_minmax",
     "facts_views",
+    "family_order",
     "knob_grid",
+    "knob_grid_of",
     "metric_views",
     "series_groups",
 ]
@@ -63,6 +67,38 @@ class MetricView:
             if row.variant == variant:
                 return row
         return None
+
+
+@dataclass(frozen=True)
+class FamilyReady:
+    """One (workload, metric) family, analysed while the store is still being read
+    (``analyse(on_family=...)``): its view as metric_views gives it once the analysis ends,
+    and what a chart of it needs besides. A report can draw its charts meanwhile."""
+
+    view: MetricView
+    position: int
+    """its index in family_order of every declared family: the report's metric sections'
+    order when each declared family has rows"""
+    families: int
+    """how many families are declared"""
+    baseline: str
+    variants: list[VariantInfo]
+    factor_knob: str | None
+    confidence: float
+
+
+def family_order(workload_ids: Sequence[str], metrics: Iterable[tuple[str, Metric]]
+                 ) -> list[tuple[str, str]]:
+    """(workload_id, metric name) of ``metrics`` in metric_views' order: the workloads in
+    ``workload_ids``' order, then those missing from it, sorted; each workload's primary
+    metrics first, then by name."""
+    by_workload: dict[str, dict[str, Metric]] = defaultdict(dict)
+    for wid, metric in metrics:
+        by_workload[wid].setdefault(metric.name, metric)
+    known = [wid for wid in dict.fromkeys(workload_ids) if wid in by_workload]
+    extra = sorted(set(by_workload) - set(known))
+    return [(wid, metric.name) for wid in [*known, *extra]
+            for metric in sorted(by_workload[wid].values(), key=lambda m: (not m.primary, m.name))]
 
 
 def metric_views(analysis: Analysis) -> list[MetricView]:
@@ -131,7 +167,11 @@ def knob_grid(analysis: Analysis) -> KnobGrid | None:
     values is x; every other varying knob (and the run, when several runs are compared) names a
     line. None when no numeric knob takes two or more values.
     """
-    variants = analysis.variants
+    return knob_grid_of(analysis.variants)
+
+
+def knob_grid_of(variants: Sequence[VariantInfo]) -> KnobGrid | None:
+    """knob_grid of these variants (an analysis's, or those its families are analysed with)."""
     candidates: dict[str, set[float]] = defaultdict(set)
     for knob in {k for v in variants for k in v.knobs}:
         having = [v for v in variants if knob in v.knobs]

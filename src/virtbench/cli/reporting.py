@@ -76,8 +76,13 @@ def _analyse_and_render(st: StoreReader, run_ids: list[str],
     # CSV is the result table only: the series are read and the sections built when another
     # format needs them
     tables_only = all(f == "csv" for f, _ in outputs)
+    on_family = None
+    if pool is not None:
+        from virtbench.report.html import chart_prefetch
+
+        on_family = chart_prefetch(pool)  # the charts drawn while the analysis goes on
     analysis = analyse(st, run_ids, baseline=baseline, compare_by=compare_by,
-                       with_series=not tables_only)
+                       with_series=not tables_only, on_family=on_family)
     if len(run_ids) > 1:
         warn_if_not_comparable(st, run_ids, consoles.err)
     sections = [] if tables_only else build_sections(analysis)

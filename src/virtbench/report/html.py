@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jinja2
@@ -20,11 +20,14 @@ import virtbench
 from virtbench import safetext
 from virtbench.analysis import Analysis, MetricRow
 from virtbench.analysis.derived_views import (
+    FamilyReady,
+    KnobGrid,
     MetricView,
     SeriesGroup,
     anchor,
     facts_views,
     knob_grid,
+    knob_grid_of,
     metric_views,
     series_groups,
 )
@@ -40,7 +43,7 @@ from virtbench.report.tables import row_record
 if TYPE_CHECKING:
     from virtbench.decide.explain import WorkloadExplanation
 
-__all__ = ["CHART_BUDGET", "render_html", "report_context", "report_environment"]
+__all__ = ["CHART_BUDGET", "chart_prefetch", "render_html", "report_context", "report_environment"]
 
 CHART_BUDGET = 60
 """Most per-metric charts drawn; beyond it only primary metrics get charts (tables stay
@@ -167,28 +170,57 @@ def _effects(view: MetricView) -> list[dict[str, str]]:
             for e in sorted(view.effects, key=lambda e: e.factor)]
 
 
+def _metric_charts(view: MetricView, baseline: str, factor_knob: str | None,
+                   confidence: float, grid: KnobGrid | None
+                   ) -> list[tuple[str, tuple[Any, ...], str]]:
+    """(chart, its arguments, caption) of each chart of a metric's section."""
+    conf = f"{confidence:.0%}"
+    charts: list[tuple[str, tuple[Any, ...], str]] = [
+        ("mean", (view, baseline),
+         f"Mean per configuration, best on top; error bars: {conf} CI; grey: the "
+         "baseline, green: the best configuration."),
+        ("speedup", (view,),
+         f"Speedup over the baseline with its {conf} bootstrap CI; dashed line: 1 (no "
+         "change); green/red: significantly better/worse after Holm, grey: not "
+         "significant."),
+        ("effects", (view, factor_knob),
+         f"Main effect of each flag: geometric-mean speedup from enabling it over all "
+         f"pairs of configurations that differ only in it, {conf} bootstrap CI; green: "
+         "CI above 1, red: CI below 1.")]
+    if grid is not None:
+        per = (["host (run)"] if grid.per_run else []) + grid.line_knobs
+        charts.append(("grid", (view, grid),
+                       f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
+                       + (f"; one line per {' × '.join(per)}." if per else ".")))
+    return charts
+
+
+def chart_prefetch(pool: ChartPool) -> Callable[[FamilyReady], None]:
+    """For ``analyse(on_family=...)``: each family's metric charts sent to ``pool``'s workers
+    as soon as the family is analysed, under the numbers the page gives them when every
+    declared family has a section with charts (ChartPool.send redraws any that differ)."""
+
+    def family(ready: FamilyReady) -> None:
+        grid = knob_grid_of(ready.variants)
+        per_view = 3 + (grid is not None)
+        if ready.families * per_view > CHART_BUDGET:  # only primary metrics get charts
+            return
+        for offset, (chart, args, _caption) in enumerate(_metric_charts(
+                ready.view, ready.baseline, ready.factor_knob, ready.confidence, grid)):
+            pool.prefetch(ready.position * per_view + offset, chart, args)
+
+    return family
+
+
 def _metric_section(view: MetricView, analysis: Analysis, with_charts: bool,
                     grid: Any, jobs: ChartJobs) -> dict[str, Any]:
     best = view.best[0] if view.best else None
     figures: list[dict[str, Any]] = []
     if with_charts:
-        conf = f"{analysis.confidence:.0%}"
-        jobs.add(figures, "mean", (view, analysis.baseline),
-                 f"Mean per configuration, best on top; error bars: {conf} CI; grey: the "
-                 "baseline, green: the best configuration.")
-        jobs.add(figures, "speedup", (view,),
-                 f"Speedup over the baseline with its {conf} bootstrap CI; dashed line: 1 (no "
-                 "change); green/red: significantly better/worse after Holm, grey: not "
-                 "significant.")
-        jobs.add(figures, "effects", (view, analysis.factor_knob),
-                 f"Main effect of each flag: geometric-mean speedup from enabling it over all "
-                 f"pairs of configurations that differ only in it, {conf} bootstrap CI; green: "
-                 "CI above 1, red: CI below 1.")
-        if grid is not None:
-            per = (["host (run)"] if grid.per_run else []) + grid.line_knobs
-            jobs.add(figures, "grid", (view, grid),
-                     f"Mean against {grid.x_knob}; band: {conf} CI of the mean"
-                     + (f"; one line per {' × '.join(per)}." if per else "."))
+        for chart, args, caption in _metric_charts(view, analysis.baseline,
+                                                   analysis.factor_knob, analysis.confidence,
+                                                   grid):
+            jobs.add(figures, chart, args, caption)
     compared = [r for r in view.rows if r.p_holm is not None and not math.isnan(r.p_holm)]
     return {
         "anchor": view.anchor,
@@ -300,9 +332,9 @@ def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,
                    chart_pool: ChartPool | None = None) -> dict[str, Any]:
     """Everything the report templates show (charts drawn, by ``chart_pool``'s workers or,
     when None, here), for report.html.j2 or a partial."""
-    jobs = ChartJobs()
+    jobs = ChartJobs(chart_pool)
     context = _context(analysis, lead, sections, jobs)
-    jobs.draw(chart_pool)
+    jobs.draw()
     if not explain and any(row.metric.name.startswith(PROFILE_PREFIX)
                            for row in analysis.rows):
         context["explain_note"] = (

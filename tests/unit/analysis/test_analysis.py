@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from virtbench.analysis import analyse
+from virtbench.analysis.derived_views import FamilyReady, metric_views
 from virtbench.model import Better, Measurement, Metric, VirtbenchError
 from virtbench.store import Store, TrialRecord
 
@@ -106,3 +107,42 @@ def test_outliers_are_flagged_not_dropped(tmp_path: Path) -> None:
     row = a.row("v", "w", "time_s")
     assert row is not None and row.outliers == 1 and row.summary is not None
     assert row.summary.n == 10 and row.summary.maximum > 50
+
+
+def test_each_family_is_handed_over_as_the_report_will_show_it(tmp_path: Path) -> None:
+    st = Store(str(tmp_path / "a.db"))
+    run_id = st.create_run(experiment="x", description="", spec_yaml="name: x\n",
+                           spec_path="", seed=1, host="h", target="local", baseline="default",
+                           version="t")
+    variants: list[tuple[str, dict[str, Any]]] = [
+        ("default", {"f": []}), ("a", {"f": ["a"]}), ("b", {"f": ["b"]}),
+        ("a+b", {"f": ["a", "b"]})]
+    st.add_variants(run_id, variants, "default")
+    rate = Metric("rate", "1/s", Better.HIGHER, "rate")
+    # declared before the primary metric that the report shows first
+    st.add_workload(run_id, "w", "test.w", 0, {}, [rate, TIME])
+    st.add_workload(run_id, "v", "test.v", 1, {}, [TIME])
+    for rep in range(4):
+        for name, knobs in variants:
+            value = (0.5 if "a" in knobs["f"] else 1.0) * (1 + 0.01 * rep)
+            for wid in ("w", "v"):
+                st.record_trial(run_id, TrialRecord(name, wid, rep, rep, False, "ok", "", 0.0,
+                                                    1.0, "local", None, {}),
+                                [Measurement("time_s", value), Measurement("rate", 1 / value)],
+                                {"time_s": "s", "rate": "1/s"})
+    handed: list[FamilyReady] = []
+    a = analyse(st, ["latest"], on_family=handed.append)
+    views = metric_views(a)
+    assert [(v.workload_id, v.metric.name) for v in views] == [
+        ("w", "time_s"), ("w", "rate"), ("v", "time_s")]
+    assert sorted(r.position for r in handed) == [0, 1, 2]  # each once, in the order read
+    for ready in handed:
+        view = views[ready.position]
+        assert (ready.view.workload_id, ready.view.metric) == (view.workload_id, view.metric)
+        assert len(ready.view.rows) == len(view.rows) == 4
+        assert all(x is y for x, y in zip(ready.view.rows, view.rows, strict=True))
+        assert (ready.view.best, ready.view.effects) == (view.best, view.effects)
+        assert ready.view.effects  # the factorial's main effects are in
+        assert (ready.families, ready.baseline, ready.factor_knob) == (3, "default", "f")
+        assert [v.name for v in ready.variants] == [v.name for v in a.variants]
+    st.close()
