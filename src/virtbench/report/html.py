@@ -195,19 +195,33 @@ def _metric_charts(view: MetricView, baseline: str, factor_knob: str | None,
     return charts
 
 
+def _charts_per_section(grid: KnobGrid | None) -> int:
+    """How many charts a metric's section has (_metric_charts)."""
+    return 3 + (grid is not None)
+
+
+def _every_section_charted(sections: int, grid: KnobGrid | None) -> bool:
+    """Whether every metric's section gets its charts within CHART_BUDGET (else only the
+    primary metrics' sections do)."""
+    return sections * _charts_per_section(grid) <= CHART_BUDGET
+
+
 def chart_prefetch(pool: ChartPool) -> Callable[[FamilyReady], None]:
     """For ``analyse(on_family=...)``: each family's metric charts sent to ``pool``'s workers
     as soon as the family is analysed, under the numbers the page gives them when every
     declared family has a section with charts (ChartPool.send redraws any that differ)."""
+    grids: list[KnobGrid | None] = []  # one analysis's families share its variants
 
     def family(ready: FamilyReady) -> None:
-        grid = knob_grid_of(ready.variants)
-        per_view = 3 + (grid is not None)
-        if ready.families * per_view > CHART_BUDGET:  # only primary metrics get charts
+        if not grids:
+            grids.append(knob_grid_of(ready.variants))
+        grid = grids[0]
+        if not _every_section_charted(ready.families, grid):
             return
+        per_section = _charts_per_section(grid)
         for offset, (chart, args, _caption) in enumerate(_metric_charts(
                 ready.view, ready.baseline, ready.factor_knob, ready.confidence, grid)):
-            pool.prefetch(ready.position * per_view + offset, chart, args)
+            pool.prefetch(ready.position * per_section + offset, chart, args)
 
     return family
 
@@ -358,8 +372,7 @@ def _context(analysis: Analysis, lead: Sequence[Section],
              study_sections: Sequence[Section], jobs: ChartJobs) -> dict[str, Any]:
     views = metric_views(analysis)
     grid = knob_grid(analysis)
-    per_view = 3 + (grid is not None)
-    budget_ok = len(views) * per_view <= CHART_BUDGET
+    budget_ok = _every_section_charted(len(views), grid)
     sections: list[dict[str, Any]] = []
     for wid, name, params in analysis.workloads:
         metrics = [_metric_section(v, analysis, budget_ok or v.metric.primary, grid, jobs)
