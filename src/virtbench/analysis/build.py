@@ -113,6 +113,7 @@ class _Families:
             self.variants = [VariantInfo(v.name, v.knobs, self.reference.get(v.name) is None,
                                          v.run_id) for v in self.marked]
         self.factor_knob = _factor_knob(self.variants)
+        self.workload_names = {wid: name for wid, name, _ in data.workloads.values()}
         self.order = family_order(list(data.workloads),
                                   [(wid, m) for (wid, _n), m in data.metric_defs.items()])
 
@@ -120,7 +121,8 @@ class _Families:
         if not self._set_up:
             self._setup(data)
         metric = data.metric_defs[(wid, mname)]
-        rows = _family_rows(data, self.marked, wid, metric, self.confidence)
+        rows = _family_rows(data, self.marked, self.workload_names, wid, metric,
+                            self.confidence)
         for _index, row in rows:
             row.noisy = len(self.noise.marked.get((row.variant, row.workload_id), []))
         _compare_family([row for _index, row in rows], self.reference, data.values,
@@ -130,9 +132,8 @@ class _Families:
         best = _family_best(data, self.variants, wid, metric)
         self.done[(wid, mname)] = (rows, effects, best)
         if self.on_family is not None and rows:
-            names = {w[0]: w[1] for w in data.workloads.values()}
-            view = MetricView(wid, names.get(wid, wid), metric, [row for _i, row in rows], best,
-                              list(effects))
+            view = MetricView(wid, self.workload_names.get(wid, wid), metric,
+                              [row for _i, row in rows], best, list(effects))
             self.on_family(FamilyReady(view, self.order.index((wid, mname)), len(self.order),
                                        self.baseline, self.variants, self.factor_knob,
                                        self.confidence))
@@ -190,14 +191,15 @@ class _Gathered:
         """Read one run; ``family_read(workload_id, metric)`` once each of its (workload,
         metric) families' values are read (the run's trials and facts are read before)."""
         key = partial(self.key, run.id)
-        for name, knobs, is_baseline in store.variants(run.id):
+        stored_variants = store.variants(run.id)
+        for name, knobs, is_baseline in stored_variants:
             self.variants.append(VariantInfo(key(name), knobs,
                                              is_baseline and run is self.runs[0], run.id))
         for wid, name, params in store.workloads(run.id):
             self.workloads.setdefault(wid, (wid, name, params))
         for (wid, mname), metric in store.metrics(run.id).items():
             self.metric_defs.setdefault((wid, mname), metric)
-        names = {name: key(name) for name, _knobs, _b in store.variants(run.id)}
+        names = {name: key(name) for name, _knobs, _b in stored_variants}
         trials = store.trials(run.id)
         top: dict[tuple[str, str], int] = {}
         for trial in trials:
@@ -252,11 +254,10 @@ def _marked_baseline(variants: list[VariantInfo], baseline: str) -> list[Variant
     return [VariantInfo(v.name, v.knobs, v.name == baseline, v.run_id) for v in variants]
 
 
-def _family_rows(data: _Gathered, variants: list[VariantInfo], wid: str, metric: Metric,
-                 confidence: float) -> list[tuple[int, MetricRow]]:
+def _family_rows(data: _Gathered, variants: list[VariantInfo], workload_names: dict[str, str],
+                 wid: str, metric: Metric, confidence: float) -> list[tuple[int, MetricRow]]:
     """One row per variant that measured the (workload, metric) or has unmeasured trials of
     it, with the variant's index."""
-    wl_name = {w: name for w, name, _ in data.workloads.values()}
     rows: list[tuple[int, MetricRow]] = []
     for index, info in enumerate(variants):
         sample = _array(data.values.get((info.name, wid, metric.name), []))
@@ -264,7 +265,7 @@ def _family_rows(data: _Gathered, variants: list[VariantInfo], wid: str, metric:
         if sample.size == 0 and not missing:
             continue
         rows.append((index, MetricRow(
-            variant=info.name, workload_id=wid, workload=wl_name.get(wid, wid),
+            variant=info.name, workload_id=wid, workload=workload_names.get(wid, wid),
             metric=metric,
             summary=summarize(sample, confidence, metric.value_domain) if sample.size
             else None,
