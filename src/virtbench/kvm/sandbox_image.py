@@ -29,6 +29,7 @@ from pathlib import Path
 from virtbench.kvm.flag_probes import CONSOLE_BEGIN, CONSOLE_END
 from virtbench.model import VirtbenchError
 from virtbench.targets.daemon import free_port
+from virtbench.targets.host_files import HostFiles
 from virtbench.targets.local import LocalTarget
 from virtbench.targets.target_contract import CommandFailed
 
@@ -385,10 +386,7 @@ def make_instance(image: DebianGuestImage, workdir: Path, port: int | None = Non
     port = port or free_port()
     archive, keys = make_keys_archive(workdir, port)
     initrd = workdir / "initrd.cpio"
-    with initrd.open("wb") as out:
-        for part in (image.rootfs, archive):
-            with part.open("rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
+    HostFiles(_LOCAL).concatenate([image.rootfs, archive], initrd)
     archive.unlink()
     return GuestInstance(image.kernel, initrd, port, keys.known_hosts, keys.identity, workdir)
 
