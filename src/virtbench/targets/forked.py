@@ -40,15 +40,28 @@ class ForkedCall:
 
     def __init__(self, call: Callable[[Send], None]) -> None:
         self._read_fd, write_fd = os.pipe()
-        self.pid = os.fork()
+        # SIGINT stays blocked from before the fork until the child is inside its own
+        # try: an interrupt that reached the child earlier (a busy machine runs it late)
+        # would raise KeyboardInterrupt in this constructor, and the child would go on as a
+        # copy of the parent's program.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.pid = os.fork()
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if self.pid == 0:  # the child: never returns
-            os.close(self._read_fd)
-            os.setpgid(0, 0)
-            # ``interrupt`` must reach it even when we were started with SIGINT ignored (a
-            # background job, nohup, CI): the child is in a group of its own, so only the
-            # parent ever sends it SIGINT.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            _child(call, write_fd)
+            try:
+                os.close(self._read_fd)
+                os.setpgid(0, 0)
+                # ``interrupt`` must reach it even when we were started with SIGINT ignored
+                # (a background job, nohup, CI): the child is in a group of its own, so only
+                # the parent ever sends it SIGINT.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                _child(call, write_fd, mask)
+            finally:
+                os._exit(1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         # The parent sets the group too: until the child has run setpgid itself (on a busy
         # machine, a while), a kill of its group would find none and miss it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -110,7 +123,7 @@ def _exited_within(pid: int, timeout_s: float) -> bool:
         os.close(fd)
 
 
-def _child(call: Callable[[Send], None], fd: int) -> None:
+def _child(call: Callable[[Send], None], fd: int, mask: set[int | signal.Signals]) -> None:
     code = 0
     try:
         stream = os.fdopen(fd, "wb")
@@ -122,6 +135,8 @@ def _child(call: Callable[[Send], None], fd: int) -> None:
                 stream.flush()
 
         try:
+            # An interrupt that came before this point arrives here, and is reported.
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             call(send)
         except BaseException as exc:  # reported, never propagated into the parent's code
             code = 1

@@ -48,9 +48,10 @@ def test_an_exception_in_the_child_is_reported_not_raised_here() -> None:
 def _until_a_message(messages: list[dict[str, Any]]) -> None:
     """Waits (bounded) for the child's first message: on a busy machine the child may not
     have run yet, and what a test does next must find it running its work."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_S
     while not messages and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert messages, f"the child sent nothing in {WAIT_S} s"
 
 
 def _sleep_until_interrupted(send: Send) -> None:
@@ -117,3 +118,20 @@ def test_the_child_is_in_its_own_group_as_soon_as_it_exists() -> None:
     call = ForkedCall(work)
     assert os.getpgid(call.pid) == call.pid
     assert call.kill_group() == -signal.SIGKILL
+
+
+def test_an_interrupt_right_after_the_fork_ends_the_child_and_is_reported() -> None:
+    """The parent may pass Ctrl-C on before the child has run a line (a busy machine): the
+    child still ends within the call, by its own report, never going on as a copy of the
+    parent's program (which would exit with the parent's code, or not at all)."""
+    for _ in range(20):
+        call = ForkedCall(_sleep_until_interrupted)
+        messages = _collect(call)
+        call.interrupt()
+        code = call.wait(WAIT_S)
+        if code is None:
+            call.kill_group()
+            pytest.fail("the child ignored interrupt()")
+        # Stopped in its work (before or after saying "ready"), or before it began.
+        assert (code == 0 and messages[-1] == {"interrupted": True}) or (
+            code == 1 and messages[-1]["error"].startswith("KeyboardInterrupt")), (code, messages)
