@@ -22,7 +22,13 @@ from virtbench.model import VirtbenchError
 from virtbench.targets.libvirt_connection import open_connection
 from virtbench.targets.process import Process
 from virtbench.targets.ssh import SSHTarget, remote_argv
-from virtbench.targets.target_contract import CommandFailed, ProcResult, Target, command_timeout
+from virtbench.targets.target_contract import (
+    CommandFailed,
+    Gathered,
+    ProcResult,
+    Target,
+    command_timeout,
+)
 
 __all__ = ["LibvirtGuestTarget", "agent_channel_connected", "guest_address"]
 
@@ -77,6 +83,9 @@ class LibvirtGuestTarget(Target):
         self.agent_timeout_s = agent_timeout_s
         via = ssh.describe() if ssh else "guest agent"
         self.name = f"guest:{domain} via {via}"
+        # Over SSH a batch is one round trip, as on any SSH host (facts: a dozen commands, each
+        # ~0.1 CPU-s of a TCG guest as a session of its own).
+        self.batches = ssh is not None and ssh.batches
 
     def _connection(self) -> Any:
         if self.conn is not None:
@@ -141,6 +150,19 @@ class LibvirtGuestTarget(Target):
         if check and code != 0:
             raise CommandFailed(result)
         return result
+
+    def run_batch(self, argvs: Sequence[Sequence[str]], *,
+                  timeout: float | None = None) -> list[ProcResult]:
+        if self.ssh is not None:
+            return self.ssh.run_batch(argvs, timeout=timeout)
+        return super().run_batch(argvs, timeout=timeout)
+
+    def gather(self, files: Sequence[str], binaries: Sequence[str],
+               argvs: Sequence[Sequence[str]], *, paths: Sequence[str] = (),
+               timeout: float | None = None) -> Gathered:
+        if self.ssh is not None:
+            return self.ssh.gather(files, binaries, argvs, paths=paths, timeout=timeout)
+        return super().gather(files, binaries, argvs, paths=paths, timeout=timeout)
 
     def spawn(
         self,
