@@ -100,7 +100,9 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
     search: only the ``search:`` block's model is built): a CPU experiment's check imports the
     plugins it names (runner.plan). Nor the lab services' kinds: a CPU experiment's plugins
     publish and need none. Into a pipe it prints plain lines: no rich at all (a console is
-    made only for a terminal, cli.check_report, or once something fails, cli.consoles)."""
+    made only for a terminal, cli.check_report, or once something fails, cli.consoles), and
+    it starts no process: no logging (targets.process logs only a process that outlived
+    SIGKILL)."""
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):  # rich would take the pipe for a terminal
         monkeypatch.delenv(name, raising=False)
     spec = tmp_path / "cpu.yaml"
@@ -117,7 +119,7 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
                       "virtbench.search.consistency",
                       # the lab services' kinds (a dozen dataclasses): the contracts need only
                       # their base (virtbench.service_base)
-                      "virtbench.services", "rich") == []
+                      "virtbench.services", "rich", "logging") == []
     assert out.stdout.startswith("cpu: 1 variants × 1 workloads; ")
 
 
