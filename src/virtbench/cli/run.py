@@ -113,9 +113,7 @@ def _check_here(plan: Plan) -> int:
     from virtbench.runner import check_experiment
 
     problems = check_experiment(plan)
-    print_plan(plan, consoles.console)
-    for problem in problems:
-        consoles.console.print(f"[red]problem:[/] {safetext.markup(problem)}")
+    print_plan(plan, problems)
     return 1 if problems else 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import subprocess
@@ -25,8 +24,6 @@ from virtbench.targets.target_contract import (
 from virtbench.targets.timed import spawn_timed
 
 __all__ = ["KILL_WAIT_S", "LocalTarget", "NetnsTarget", "kill_process_group", "merged_env"]
-
-_log = logging.getLogger(__name__)
 
 
 def merged_env(overrides: Mapping[str, str | None] | None) -> dict[str, str]:

@@ -93,12 +93,18 @@ def test_a_commands_help_imports_its_own_module(started: Callable[..., Started],
 
 
 def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
-        started: Callable[..., Started], tmp_path: Path) -> None:
+        started: Callable[..., Started], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Nor the other workloads (the web load generator brings NumPy), the store, the runner's
     engine, the profiler, a table or a capacity search's algorithm (the experiment has no
     search: only the ``search:`` block's model is built): a CPU experiment's check imports the
-    plugins it names (runner.plan), and prints its plan through a console. Nor the lab
-    services' kinds: a CPU experiment's plugins publish and need none."""
+    plugins it names (runner.plan). Nor the lab services' kinds: a CPU experiment's plugins
+    publish and need none. Into a pipe it prints plain lines: no rich at all (a console is
+    made only for a terminal, cli.check_report, or once something fails, cli.consoles), and
+    it starts no process: no logging (targets.process logs only a process that outlived
+    SIGKILL)."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):  # rich would take the pipe for a terminal
+        monkeypatch.delenv(name, raising=False)
     spec = tmp_path / "cpu.yaml"
     spec.write_text("name: cpu\nworkloads:\n  - {name: cpu.crc32c, params: {size_mib: 1}}\n")
     out = started("run", str(spec), "--check", "--store", str(tmp_path / "s.db"))
@@ -113,7 +119,8 @@ def test_run_check_of_a_cpu_experiment_imports_what_it_checks(
                       "virtbench.search.consistency",
                       # the lab services' kinds (a dozen dataclasses): the contracts need only
                       # their base (virtbench.service_base)
-                      "virtbench.services") == []
+                      "virtbench.services", "rich", "logging") == []
+    assert out.stdout.startswith("cpu: 1 variants × 1 workloads; ")
 
 
 def test_reading_runs_needs_no_pydantic(started: Callable[..., Started], tmp_path: Path) -> None:
