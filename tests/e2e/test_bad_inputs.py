@@ -278,7 +278,7 @@ def _process(args: list[str], cwd: Path, env: dict[str, str] | None = None
 def _check(case: Case, code: int, out: str, err: str) -> None:
     assert "Traceback" not in out + err, err
     assert code == case.exit_code, (code, out, err)
-    if case.report:  # rich wraps the report at the terminal's width
+    if case.report:  # words, not lines: on a terminal rich wraps the report at its width
         assert case.message in " ".join(out.split()), out
     elif "No such" in case.message:  # typer draws usage errors in a panel of its own
         assert case.message in err, err
