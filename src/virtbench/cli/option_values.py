@@ -7,11 +7,13 @@ store, the report and the exporters need no pydantic of their own. For the value
 line gives — strings — of a parameter declared ``str`` or ``list[str]`` (with no parser or
 choices), that check is the identity or a list of the strings; a boolean's is the identity; a
 single value read by the parameter's own ``parser`` is what the parser returns (typer's adapter
-is the parser and ``Any``); and an absent value (``--help`` of every command, before it is
-asked; a ``Path`` not given) stays absent. :func:`check_plain_values` gives such parameters a
-check doing exactly that (:class:`PlainValuesCommand`: a command's, and its ``--help``); any
-other value (an environment variable's string for a flag, a path given, which typer stats) and
-every other parameter keep typer's.
+is the parser and ``Any``); a path given to a ``Path`` that asks nothing of it (typer's
+defaults: `report -o FILE`) is the path, after the stat typer makes (refused only when the
+file exists and cannot be read); and an absent value (``--help`` of every command, before it
+is asked; a ``Path`` not given) stays absent. :func:`check_plain_values` gives such parameters
+a check doing exactly that (:class:`PlainValuesCommand`: a command's, and its ``--help``); any
+other value (an environment variable's string for a flag, a path with options or one typer
+refuses) and every other parameter keep typer's.
 
 Only public names of typer's public modules are used (``typer.core``'s parameter classes, their
 ``type_descriptor`` and ``get_runtime_param``, whose instance attribute here shadows the class's
@@ -27,6 +29,7 @@ help shows ``--check`` and ``--debug/--no-debug`` (tests/unit/cli/test_help_flag
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,7 +75,32 @@ class PlainValue:
             return list(value)
         if self.kind == "str" and not multi and isinstance(value, str):
             return value
+        if self.kind == "path" and not multi and isinstance(value, str):
+            path = _unchecked_path(value, self.descriptor.parameter_info)
+            if path is not None:
+                return path
         return typers_check(param).coerce(value, param=param, ctx=ctx)
+
+
+def _unchecked_path(value: str, info: Any) -> Path | None:
+    """A path given to a parameter that asks nothing of it (typer's defaults: it need not
+    exist, may be a file or a directory, is not resolved, is no dash), as typer's check gives
+    it: the path, unless it exists and cannot be read; None for anything else (another
+    option, a file this user may not read, a name the system refuses: a NUL), left to typer's
+    check, which words the refusal."""
+    asks = (getattr(info, name, True) for name in ("exists", "writable", "resolve_path",
+                                                    "allow_dash"))
+    allows = (getattr(info, name, False) for name in ("file_okay", "dir_okay"))
+    if any(asks) or not all(allows) or getattr(info, "path_type", True) is not None:
+        return None
+    path = Path(value)
+    try:
+        os.stat(path)
+    except OSError:  # typer's check: a path not there (or not to be looked at) as it is
+        return path
+    except ValueError:
+        return None
+    return path if not getattr(info, "readable", True) or os.access(path, os.R_OK) else None
 
 
 def _kind(param: Any) -> str | None:
@@ -91,7 +119,7 @@ def _kind(param: Any) -> str | None:
     if annotation is str:
         return "str"
     if annotation is Path and getattr(info, "path_type", True) is None:
-        return "path"  # an absent one stays absent; a path given gets typer's check (a stat)
+        return "path"  # an absent one stays absent; a path given is checked as typer does
     if annotation == list[str]:
         return "list"
     return None

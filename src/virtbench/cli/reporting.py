@@ -55,7 +55,10 @@ def show_reports(run_ids: list[str], st: StoreReader, outputs: list[tuple[str, P
     prints every metric's tables, not only the key ones (report/key_results.py)."""
     run_ids = _distinct_runs(st, run_ids)
     if any(fmt == "html" for fmt, _path in outputs):
-        # forked before the analysis: the workers import matplotlib while this process reads
+        # forked before the analysis: the workers import matplotlib while this process reads;
+        # what both sides import (NumPy, the analysis' views the charts draw) is imported
+        # first, once, for both: the two processes share two CPUs, so work done twice slows both
+        import virtbench.analysis.derived_views  # noqa: F401
         from virtbench.report.chart_pool import ChartPool
 
         pool = ChartPool.for_this_machine()

@@ -122,12 +122,17 @@ def _meta(content: bytes) -> dict[str, Any]:
 
 def load_profiles(store: Any, run_id: str) -> RunProfiles:
     """The profiles stored with ``run_id``'s trials (store.trials / store.artifacts)."""
+    artifacts = store.artifacts(run_id)
+    if not any(artifact["name"] == ARTIFACT for artifact in artifacts):
+        # no profile: the trials are not read (a 10^6-sample run has 10^4 of them, a twentieth
+        # of a second of every report that has nothing to explain)
+        return RunProfiles(run_id, [])
     trials = {t["id"]: t for t in store.trials(run_id)
               if not t["warmup"] and t["status"] == "ok"}
     folded: dict[int, Profile] = {}
     workloads: dict[int, Profile] = {}
     metas: dict[int, dict[str, Any]] = {}
-    for artifact in store.artifacts(run_id):
+    for artifact in artifacts:
         trial_id = artifact["trial_id"]
         if trial_id not in trials:
             continue

@@ -34,6 +34,9 @@ CHART_WAIT_S = 120.0
 """Longest wait for one chart from a worker (a chart takes a tenth of a second; a time series
 of a million points a few seconds): a worker still silent then is given up, and the chart is
 drawn here."""
+_YOUNG_COLLECTION_EVERY = 20_000
+"""A worker's collector threshold (allocations less deallocations between collections of
+the youngest generation; Python's default 700)."""
 _log = logging.getLogger(__name__)
 _session = ExitStack()
 """A worker's chart_style, entered once for its life (the child ends with os._exit)."""
@@ -46,6 +49,11 @@ def _prepare() -> None:
     # what is loaded now lives as long as the worker: out of the collector's sight, each
     # collection of a chart's cyclic garbage is shorter (charts' CPU time -8% over 18 charts)
     gc.freeze()
+    # and fewer collections: a chart allocates tens of thousands of artists, transforms and
+    # dicts, most alive until the figure is drawn, which the default (a collection every 700
+    # allocations) scanned again and again; a chart's garbage is still collected within the
+    # next chart or two (charts' CPU time -9% over 18 charts, a 10^6-sample report's)
+    gc.set_threshold(_YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
 
 
 def _draw(request: tuple[str, int, tuple[Any, ...]]) -> str | None:

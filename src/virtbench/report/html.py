@@ -39,6 +39,7 @@ from virtbench.report.formatting import fmt_no_ci, fmt_p, fmt_ratio, fmt_value
 from virtbench.report.key_results import key_metrics
 from virtbench.report.sections import Section
 from virtbench.report.tables import row_record
+from virtbench.report.template_cache import bytecode_cache
 
 if TYPE_CHECKING:
     from virtbench.decide.explain import WorkloadExplanation
@@ -53,14 +54,18 @@ complete), which keeps a report of a tool with dozens of metrics (bonnie++) fast
 def report_environment(*loaders: jinja2.BaseLoader) -> jinja2.Environment:
     """The report's jinja2 environment; ``loaders`` come first (serve's pages), then the
     report's own templates, whose partials (report_body, report_toc) every page shares."""
+    options: dict[str, Any] = {
+        "autoescape": True,  # every value from the store is escaped; charts are Markup
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+        "undefined": jinja2.StrictUndefined,
+        "finalize": _shown,
+    }
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader([*loaders,
                                     jinja2.PackageLoader("virtbench.report", "templates")]),
-        autoescape=True,  # every value from the store is escaped; charts are Markup
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        finalize=_shown,
+        bytecode_cache=bytecode_cache(options),  # compiled once, not by every command
+        **options,
     )
     env.filters["anchor"] = lambda text: anchor(str(text))
     return env
@@ -335,9 +340,11 @@ def render_html(analysis: Analysis, lead: Sequence[Section] = (), *,
     findings) come first, right below the title; ``explain``: the run's profiles
     (decide.explain.explain_run), shown in an Explain section with flame graphs;
     ``chart_pool``: the workers that draw the charts (None: this process draws them)."""
+    # compiled first: while the chart workers still draw, not after the page has its charts
+    template = report_environment().get_template("report.html.j2")
     context = report_context(analysis, lead, sections=sections, explain=explain,
                              chart_pool=chart_pool)
-    return report_environment().get_template("report.html.j2").render(**context)
+    return template.render(**context)
 
 
 def report_context(analysis: Analysis, lead: Sequence[Section] = (), *,

@@ -35,10 +35,11 @@ __all__ = ["NO_STORE", "READABLE_SCHEMAS", "SCHEMA_VERSION", "RunInfo", "SampleR
            "StoreFailed", "StoreReader", "store_url"]
 
 # The schema this virtbench reads and writes (store/migrations.py has one step per version).
-SCHEMA_VERSION = 8
-READABLE_SCHEMAS = (7, SCHEMA_VERSION)
-"""The versions read as they are, without migrating: version 8 only added an index (the
-unmeasured samples'), so a version-7 store answers every query the same, only slower."""
+SCHEMA_VERSION = 9
+READABLE_SCHEMAS = (7, 8, SCHEMA_VERSION)
+"""The versions read as they are, without migrating: versions 8 and 9 only changed indexes (8
+the unmeasured samples', 9 the group reads' covering one), so a version-7 or 8 store answers
+every query the same, in the same order, only slower."""
 
 NO_STORE = ("no store at {} (`virtbench run` and `virtbench import` create one; check "
             "--store or VIRTBENCH_STORE)")
@@ -185,8 +186,9 @@ _SAMPLE_COUNTS_OF_RUNS = checked("SELECT run_id, count(*) FROM samples WHERE run
 _SCALAR_VALUES = checked(
     "SELECT variant, workload_id, metric, value FROM samples WHERE run_id = :run "
     "AND value IS NOT NULL AND t IS NULL ORDER BY workload_id, metric, variant")
-# One group's measured per-trial samples: one range of ix_samples_variant_group, in its order
-# (the same for every query of this filter, so the values come in the same order from each).
+# One group's measured per-trial samples: one range of ix_samples_group_values (v9; of
+# ix_samples_variant_group before), in its order, by id (the same for every query of this
+# filter, so the values come in the same order from each), read from the index alone.
 _GROUP = ("FROM samples WHERE run_id = :run AND workload_id = :workload AND metric = :metric "
           "AND variant = :variant AND t IS NULL AND value IS NOT NULL")
 _GROUP_VALUES = checked(f"SELECT repetition, value {_GROUP}")

@@ -182,11 +182,16 @@ samples = _table(
     Column("facts_id", Integer),
 )
 Index("ix_samples_group", samples.c.run_id, samples.c.workload_id, samples.c.metric)
-# v2: time-series samples are a small part of a run, found without scanning the rest; and
-# one (variant, workload, metric) group is one index range, which keeps 10^6-sample reports fast.
+# v2: time-series samples are a small part of a run, found without scanning the rest.
 ix_samples_series = Index("ix_samples_series", samples.c.run_id, samples.c.t)
-ix_samples_variant_group = Index("ix_samples_variant_group", samples.c.run_id,
-                                 samples.c.workload_id, samples.c.metric, samples.c.variant)
+# v9: one (variant, workload, metric) group is one index range in id order (id, the rowid,
+# before the rest), which holds every column the group reads ask for: SQLite reads a 10^6-sample
+# report's values from the index alone, never the table's rows (a third of the read's CPU
+# time). It replaces v2's ix_samples_variant_group, the same key without the columns read.
+ix_samples_group_values = Index("ix_samples_group_values", samples.c.run_id,
+                                samples.c.workload_id, samples.c.metric, samples.c.variant,
+                                samples.c.id, samples.c.t, samples.c.value,
+                                samples.c.repetition)
 # v8: ix_samples_unmeasured, a partial index of the samples not measured (status other than
 # "ok"), is made by its migration (store/migrations.py) as SQL text: a dialect's keyword here
 # (postgresql_where) would import the PostgreSQL dialect into every SQLite store.

@@ -103,3 +103,38 @@ def test_plain_values_import_no_pydantic(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == [
         f"{{'words': ['w'], 'flag': True, 'text': 't', 'path': '{tmp_path}'}}",
         "False", "True"]
+
+
+PATH_PROBE = """
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from virtbench.cli.lazy import command_of
+
+commands = typer.Typer()
+
+
+@commands.command()
+def write(output: Annotated[Path | None, typer.Option("--output", "-o")] = None) -> None:
+    pass
+
+
+command = command_of(commands, "write")
+for given in sys.argv[1:]:
+    print(command.make_context("write", ["-o", given]).params)
+print("pydantic" in sys.modules)
+"""
+
+
+def test_a_path_given_to_a_plain_path_imports_no_pydantic(tmp_path: Path) -> None:
+    """`report -o FILE`: an existing file, a new one, a directory: no pydantic for any."""
+    (tmp_path / "old.html").write_text("")
+    given = [str(tmp_path / "old.html"), str(tmp_path / "new.html"), str(tmp_path)]
+    out = subprocess.run([sys.executable, "-c", PATH_PROBE, *given], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        *(f"{{'output': {Path(path)!r}}}" for path in given), "False"]

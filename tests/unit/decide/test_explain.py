@@ -107,6 +107,30 @@ def test_warmups_failures_and_missing_profiles(sqlite_store: Store) -> None:
     assert any("no profile with samples on NEW" in n for n in result.notes)
 
 
+class _TrialsNotRead:
+    """The store's artifacts, and a failure if the trials are asked for."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def artifacts(self, run_id: str) -> list[dict[str, object]]:
+        return self._store.artifacts(run_id)
+
+    def trials(self, run_id: str) -> list[dict[str, object]]:
+        raise AssertionError(f"the trials of {run_id} were read")
+
+
+def test_a_run_without_profiles_has_its_trials_left_unread(sqlite_store: Store) -> None:
+    # artifacts of other names (a tool's output) are no profile
+    run = add_profiled_run(sqlite_store, {"masked": [None, None]}, counters=False,
+                           extra={("masked", 0): [Artifact("raw.txt", b"output")]})
+    assert [a["name"] for a in sqlite_store.artifacts(run)] == ["raw.txt"]
+    assert load_profiles(_TrialsNotRead(sqlite_store), run).trials == []
+    profiled = add_profiled_run(sqlite_store, {"masked": [SOFTWARE_TRIALS[0]]})
+    with pytest.raises(AssertionError, match="trials of"):  # a profile: its trials are read
+        load_profiles(_TrialsNotRead(sqlite_store), profiled)
+
+
 def test_no_symbols_is_said() -> None:
     unresolved = b"p;[unknown];[unknown] 90\np;main 10\n"
     result = explain(_trials("b", [unresolved] * 3), _trials("n", [unresolved] * 3),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import logging
 import re
 import threading
@@ -18,7 +19,7 @@ from virtbench.analysis import Analysis, analyse
 from virtbench.analysis.derived_views import metric_views
 from virtbench.plugins import build_sections
 from virtbench.report import charts
-from virtbench.report.chart_pool import ChartPool
+from virtbench.report.chart_pool import _YOUNG_COLLECTION_EVERY, ChartPool
 from virtbench.report.html import chart_prefetch, render_html
 from virtbench.store import Store
 
@@ -87,6 +88,17 @@ def test_a_failing_worker_s_charts_are_drawn_here_with_a_warning(
     assert len(warned) == 1  # once for the worker, not once per chart
     assert "RuntimeError: the chart worker broke" in warned[0]
     assert "drawn in the report's own process" in warned[0]
+
+
+def _collector(request: Any) -> str:
+    return f"{gc.get_threshold()[0]} frozen={gc.get_freeze_count() > 0}"
+
+
+def test_a_worker_collects_its_garbage_less_often_than_this_process() -> None:
+    before = gc.get_threshold()
+    with ChartPool(1, draw=_collector) as pool:
+        assert pool.draw([("mean", ())]) == [f"{_YOUNG_COLLECTION_EVERY} frozen=True"]
+    assert gc.get_threshold() == before and before[0] < _YOUNG_COLLECTION_EVERY
 
 
 def test_no_workers_are_forked_while_another_thread_runs() -> None:

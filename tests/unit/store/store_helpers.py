@@ -79,3 +79,12 @@ def set_back(store: Store, version: int, *undo: str) -> None:
             conn.execute(text(statement))
         conn.execute(text(f"UPDATE schema_version SET version = {version}"))
     store.close()
+
+
+def query_plan(path: Path, sql: str, params: dict[str, Any]) -> str:
+    """SQLite's plan of ``sql`` on the store file ``path``, its steps joined by " | "."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+    return " | ".join(str(row[-1]) for row in rows)

@@ -7,13 +7,18 @@ import sqlite3
 from pathlib import Path
 
 from sqlalchemy import text
-from store_helpers import make_run, scratch_database, set_back
+from store_helpers import make_run, query_plan, scratch_database, set_back
 
 from virtbench.model import Measurement
 from virtbench.store import Store, TrialRecord
 from virtbench.store.migrations import MIGRATIONS
 from virtbench.store.reading import _STATUS_COUNTS, READABLE_SCHEMAS, SCHEMA_VERSION
 from virtbench.store.sqlite_reader import SqliteReader, open_reader
+
+# What a version-7 store has: no partial index, v2's group index (schema 9 replaced it).
+_TO_VERSION_7 = ("DROP INDEX ix_samples_unmeasured", "DROP INDEX ix_samples_group_values",
+                 "CREATE INDEX ix_samples_variant_group ON samples "
+                 "(run_id, workload_id, metric, variant)")
 
 
 def _with_a_timeout(store: Store) -> str:
@@ -26,9 +31,7 @@ def _with_a_timeout(store: Store) -> str:
 
 
 def _plan(path: Path, run_id: str) -> str:
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute(f"EXPLAIN QUERY PLAN {_STATUS_COUNTS}", {"run": run_id}).fetchall()
-    return " | ".join(str(row[-1]) for row in rows)
+    return query_plan(path, _STATUS_COUNTS, {"run": run_id})
 
 
 def test_the_count_of_unmeasured_samples_reads_only_them(tmp_path: Path) -> None:
@@ -51,8 +54,8 @@ def test_a_version_7_store_is_read_as_it_is_and_migrated_by_a_writer(tmp_path: P
     path = tmp_path / "s.db"
     old = Store(str(path))
     run_id = _with_a_timeout(old)
-    set_back(old, 7, "DROP INDEX ix_samples_unmeasured")  # what a version-7 store looks like
-    assert SCHEMA_VERSION == len(MIGRATIONS) == 8 and 7 in READABLE_SCHEMAS
+    set_back(old, 7, *_TO_VERSION_7)  # what a version-7 store looks like
+    assert len(MIGRATIONS) == SCHEMA_VERSION and 7 in READABLE_SCHEMAS
     assert "ix_samples_unmeasured" not in _plan(path, run_id)
     reader = open_reader(str(path))  # read without migrating: the same counts, slower
     assert isinstance(reader, SqliteReader) and reader.schema_version() == 7
@@ -62,7 +65,7 @@ def test_a_version_7_store_is_read_as_it_is_and_migrated_by_a_writer(tmp_path: P
     assert store.status_counts(run_id) == {("b", "w", "time_s", "timeout"): 1}
     store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == 8
+        assert conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
     assert "USING INDEX ix_samples_unmeasured" in _plan(path, run_id)
 
 
@@ -70,13 +73,13 @@ def test_the_migration_on_postgresql(postgres_url: str) -> None:
     with scratch_database(postgres_url, "vbstore_unmeasured") as url:
         old = Store(url)
         run_id = _with_a_timeout(old)
-        set_back(old, 7, "DROP INDEX ix_samples_unmeasured")  # no partial index
+        set_back(old, 7, *_TO_VERSION_7)  # no partial index
         store = Store(url)
         with store.engine.begin() as conn:
             definition = conn.execute(text(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_samples_unmeasured'"
             )).scalar()
             version = conn.execute(text("SELECT version FROM schema_version")).scalar()
-        assert version == 8 and "WHERE" in str(definition) and "ok" in str(definition)
+        assert version == SCHEMA_VERSION and "WHERE" in str(definition) and "ok" in str(definition)
         assert store.status_counts(run_id) == {("b", "w", "time_s", "timeout"): 1}
         store.close()
